@@ -1,0 +1,92 @@
+"""Module map: raw code addresses -> ASLR-stable keys and module!offset names.
+
+A stable key is ``fnv1a32(module basename) << 32 | offset`` for addresses inside a known module
+(offsets below 4 GiB), and the raw address otherwise (JIT code, anonymous mappings). User-space
+x86-64/arm64 addresses are below 2**48, so the two kinds practically never collide.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+_MASK32 = 0xFFFFFFFF
+
+
+def fnv1a32(text: str) -> int:
+    """32-bit FNV-1a of a UTF-8 string."""
+    h = 0x811C9DC5
+    for b in text.encode():
+        h = ((h ^ b) * 0x01000193) & _MASK32
+    return h
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str
+    base: int
+    size: int
+    path: str = ""
+
+
+class ModuleMap:
+    """Sorted, non-overlapping modules of one process; vectorized address lookup."""
+
+    def __init__(self, modules=()):
+        self._by_base: dict[int, Module] = {}
+        for m in modules:
+            self.add(m)
+
+    def add(self, module: Module) -> None:
+        """Add or replace the module loaded at ``module.base``."""
+        self._by_base[module.base] = module
+        self._rebuild()
+
+    def remove(self, base: int) -> None:
+        self._by_base.pop(base, None)
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        mods = sorted(self._by_base.values(), key=lambda m: m.base)
+        self.modules = mods
+        self._bases = np.array([m.base for m in mods], dtype=np.uint64)
+        self._ends = np.array([m.base + m.size for m in mods], dtype=np.uint64)
+        self._tags = np.array([fnv1a32(os.path.basename(m.name)) << 32 for m in mods], dtype=np.uint64)
+
+    def __len__(self) -> int:
+        return len(self.modules)
+
+    def _index(self, pcs: np.ndarray) -> np.ndarray:
+        """Module index of each address, -1 where no module contains it."""
+        pcs = np.asarray(pcs, dtype=np.uint64)
+        if not len(self.modules):
+            return np.full(pcs.shape, -1, dtype=np.int64)
+        idx = np.searchsorted(self._bases, pcs, side="right").astype(np.int64) - 1
+        safe = np.maximum(idx, 0)
+        inside = (idx >= 0) & (pcs < self._ends[safe]) & (pcs - self._bases[safe] <= _MASK32)
+        return np.where(inside, idx, -1)
+
+    def keys(self, pcs: np.ndarray) -> np.ndarray:
+        """ASLR-stable keys for raw addresses (vectorized)."""
+        pcs = np.asarray(pcs, dtype=np.uint64)
+        idx = self._index(pcs)
+        if not len(self.modules):
+            return pcs.copy()
+        safe = np.maximum(idx, 0)
+        stable = self._tags[safe] | (pcs - self._bases[safe])
+        return np.where(idx >= 0, stable, pcs)
+
+    def locate(self, pc: int):
+        """(module name, offset) for an address, or (None, pc) outside every module."""
+        i = int(self._index(np.array([pc], dtype=np.uint64))[0])
+        if i < 0:
+            return None, pc
+        m = self.modules[i]
+        return m.name, pc - m.base
+
+    def describe(self, pc: int) -> str:
+        """``module+0xoffset`` or ``0xaddress``."""
+        name, off = self.locate(pc)
+        return f"{name}+{off:#x}" if name else f"{pc:#x}"
