@@ -1,0 +1,1 @@
+"""Workloads that ship with phasescope (the demo target)."""

@@ -1,0 +1,87 @@
+"""The demo target: a python3 program with distinct, recurring phases in native code.
+
+Each phase spends its time in a different part of the interpreter or a different shared library
+(zlib's deflate, OpenSSL's SHA-256, the regex engine, the sort and the JSON codec), so the
+branch footprints differ while the pattern repeats: the tracker should find one phase ID per
+kind of work, and the RLE Markov predictor should learn the schedule. Each step does a fixed
+amount of work (not a fixed time), so the instruction stream is the same on every run.
+
+Run directly: ``python3 -m phasescope.workloads.phased [--rounds N] [--scale S]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+import sys
+import threading
+import zlib
+
+_rng = random.Random(42)
+_TEXT = " ".join(_rng.choice(["phase", "tracking", "stalker", "branch", "footprint", "markov",
+                              "interval", "bucket", "x86", "predict"]) for _ in range(40_000)).encode()
+_NUMBERS = [_rng.randrange(1 << 30) for _ in range(60_000)]
+_DOC = {"rows": [{"id": i, "name": f"row{i}", "tags": ["a", "b", i % 7], "v": i * 0.5} for i in range(3_000)]}
+_WORD = re.compile(rb"(\w+)ing\b|\b(p\w+e)\b")
+
+
+def deflate(n):
+    for _ in range(n):
+        zlib.compress(_TEXT, 6)
+
+
+def sha256(n):
+    for _ in range(n * 12):
+        hashlib.sha256(_TEXT).digest()
+
+
+def regex(n):
+    for _ in range(n):
+        sum(1 for _ in _WORD.finditer(_TEXT))
+
+
+def sort(n):
+    for _ in range(n):
+        sorted(_NUMBERS)
+
+
+def codec(n):
+    for _ in range(n):
+        json.loads(json.dumps(_DOC))
+
+
+#: The main thread's schedule: one round. Phases recur, with different run lengths.
+SCHEDULE = [(deflate, 20), (sha256, 60), (deflate, 20), (regex, 6), (sort, 12), (codec, 13)]
+
+
+def background(rounds: int, scale: int) -> None:
+    """A second thread with its own, simpler schedule, started after the first round."""
+    for _ in range(rounds):
+        sha256(40 * scale)
+        sort(8 * scale)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=10, help="rounds of the schedule (default 10)")
+    parser.add_argument("--scale", type=int, default=1, help="work per step multiplier (default 1)")
+    parser.add_argument("--no-thread", action="store_true", help="do not start the second thread")
+    args = parser.parse_args(argv)
+    worker = None
+    for r in range(args.rounds):
+        for step, amount in SCHEDULE:
+            step(amount * args.scale)
+        if r == 0 and not args.no_thread:
+            worker = threading.Thread(target=background, args=(args.rounds - 1, args.scale), name="background")
+            worker.start()
+        print(f"round {r + 1}/{args.rounds} done", flush=True)
+    if worker:
+        worker.join()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
