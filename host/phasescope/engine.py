@@ -1,0 +1,168 @@
+"""The phase engine: tracker + per-thread predictors + statistics, fed one :class:`Interval` at a time.
+
+The phase table is shared by all threads of a process (the same code is the same phase ID);
+each thread has its own predictors, fed its own phase stream. ``feed`` (live) is ``feed_many``
+(replay) on one interval, so both give identical results. ``feed_many`` hashes the whole batch
+at once; only the table match, the predictors and the statistics run per interval, and its
+callbacks run after the batch is classified.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterable, List, Optional
+
+import numpy as np
+
+from .interval import Interval
+from .predict import PREDICTORS, PRIMARY, PredictorConfig, Scoreboard, ThreadPredictors
+from .stats import Stats
+from .tracker import Tracker, TrackerConfig
+
+EVENTS = ("interval", "phase_change", "prediction")
+BATCH = 1024
+SUMMARY_VERSION = 1
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    tracker: TrackerConfig = field(default_factory=TrackerConfig)
+    predictors: PredictorConfig = field(default_factory=PredictorConfig)
+
+    def to_dict(self) -> dict:
+        return {"tracker": self.tracker.to_dict(), "predictors": self.predictors.to_dict()}
+
+
+@dataclass
+class IntervalResult:
+    """What the engine concluded about one interval.
+
+    ``distance``: to the nearest representative before classification, as a fraction of the
+    interval (None when the table was empty). ``predictions``: each predictor's prediction of this
+    thread's next phase. ``previous_phase``: the thread's phase in its previous interval.
+    """
+
+    seq: int
+    thread: int
+    thread_seq: int
+    instructions: int
+    phase: int
+    distance: Optional[float]
+    new_phase: bool
+    evicted: Optional[int]
+    previous_phase: Optional[int]
+    predictions: Dict[str, int]
+    footprint: np.ndarray
+
+    @property
+    def prediction(self) -> int:
+        """The RLE Markov prediction, shown as "the" prediction."""
+        return self.predictions[PRIMARY]
+
+    @property
+    def phase_changed(self) -> bool:
+        return self.previous_phase is not None and self.previous_phase != self.phase
+
+
+class PhaseEngine:
+    """Classify intervals into phases, predict each thread's next phase, keep statistics.
+
+    Callbacks (``on(event, fn)``): ``interval`` fn(result, interval) for every interval;
+    ``phase_change`` fn(result) when a thread's phase differs from its previous interval's;
+    ``prediction`` fn(result) when a thread's primary prediction differs from its current phase.
+    """
+
+    def __init__(self, config: Optional[EngineConfig] = None, recent: int = 256):
+        self.config = config or EngineConfig()
+        self.tracker = Tracker(self.config.tracker)
+        self.stats = Stats()
+        self.scoreboard = Scoreboard(PREDICTORS)
+        self.recent: deque = deque(maxlen=recent)  # latest IntervalResults (footprints for a heat map)
+        self.skipped_empty = 0
+        self._predictors: Dict[int, ThreadPredictors] = {}
+        self._callbacks: Dict[str, List[Callable]] = {e: [] for e in EVENTS}
+        self._seq = 0
+
+    def on(self, event: str, fn: Callable) -> None:
+        """Register a callback for ``interval``, ``phase_change`` or ``prediction``."""
+        if event not in self._callbacks:
+            raise ValueError(f"unknown event {event!r}; expected one of {', '.join(EVENTS)}")
+        self._callbacks[event].append(fn)
+
+    @property
+    def threads(self):
+        """Per-thread state (thread id -> :class:`phasescope.stats.ThreadState`)."""
+        return self.stats.threads
+
+    def phase_table(self) -> List[dict]:
+        """The tracker's current representatives."""
+        return self.tracker.table()
+
+    def feed(self, interval: Interval) -> Optional[IntervalResult]:
+        """Classify one interval; None if it holds no instructions (it is skipped)."""
+        out = self.feed_many([interval])
+        return out[0] if out else None
+
+    def feed_many(self, intervals: Iterable[Interval]) -> List[IntervalResult]:
+        """Classify intervals in arrival order (batched); intervals without instructions are skipped."""
+        intervals = list(intervals)
+        out: List[IntervalResult] = []
+        for start in range(0, len(intervals), BATCH):
+            out.extend(self._feed_batch(intervals[start:start + BATCH]))
+        return out
+
+    def _feed_batch(self, batch: List[Interval]) -> List[IntervalResult]:
+        fps, totals = self.tracker.footprints([iv.keys for iv in batch], [iv.counts for iv in batch])
+        keep = np.nonzero(totals > 0)[0]
+        self.skipped_empty += len(batch) - len(keep)
+        if len(keep) < len(batch):
+            batch, fps = [batch[i] for i in keep], fps[keep]
+        matches = self.tracker.classify_many(fps)
+        results = []
+        for iv, fp, m in zip(batch, fps, matches):
+            predictors = self._predictors.get(iv.thread)
+            if predictors is None:
+                predictors = self._predictors[iv.thread] = ThreadPredictors(self.config.predictors)
+            self.scoreboard.score(iv.thread, m.phase)
+            previous = self.stats.add(iv, m.phase, self._seq)
+            predictions = predictors.observe(m.phase)
+            self.scoreboard.expect(iv.thread, m.phase, predictions)
+            self.stats.threads[iv.thread].predictions = predictions
+            r = IntervalResult(self._seq, iv.thread, iv.seq, iv.instructions, m.phase, m.distance, m.new_phase,
+                               m.evicted, previous, predictions, fp)
+            self._seq += 1
+            self.recent.append(r)
+            results.append(r)
+            self._emit(r, iv)
+        return results
+
+    def _emit(self, r: IntervalResult, iv: Interval) -> None:
+        for fn in self._callbacks["interval"]:
+            fn(r, iv)
+        if r.phase_changed:
+            for fn in self._callbacks["phase_change"]:
+                fn(r)
+        if r.prediction != r.phase:
+            for fn in self._callbacks["prediction"]:
+                fn(r)
+
+    def summary(self) -> dict:
+        """JSON-serialisable summary: config, whole run, phases, threads, predictor scores, table."""
+        stats = self.stats.to_dict()
+        for p in stats["phases"]:
+            rep = self.tracker.representative(p["phase"])
+            p["in_table"] = rep is not None
+            p["representative"] = None if rep is None else rep.tolist()
+        return {
+            "version": SUMMARY_VERSION,
+            "config": self.config.to_dict(),
+            "whole": stats["whole"],
+            "phases": stats["phases"],
+            "threads": stats["threads"],
+            "predictors": self.scoreboard.to_dict(),
+            "primary_predictor": PRIMARY,
+            "table": {"size": self.config.tracker.table_size, "used": len(self.tracker.table()),
+                      "evictions": self.tracker.evictions, "next_id": self.tracker.next_id},
+            "skipped_empty": self.skipped_empty,
+        }

@@ -1,0 +1,214 @@
+"""Next-phase predictors (ISCA 2003, section 5) and their online scoring.
+
+Each predictor sees one thread's phase stream: ``observe(phase)`` for every interval, then
+``predict()`` gives that thread's next phase. Markov tables are direct-mapped, indexed by the low
+bits and tagged by the high 24 bits of a 64-bit hash of their history; a tag miss predicts the
+last phase.
+
+- ``rle_markov`` (the paper's): history = (last phase, times it was seen in a row). Inserted on a
+  phase change (the entry of the run that just ended gets the new phase); on a tag hit inside a
+  run the entry is overwritten with the phase seen (the run went on longer than it said).
+- ``last_phase``: the phase just seen.
+- ``markov1`` / ``markov2``: history = the last 1 or 2 interval phases; updated every interval.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Dict, Optional, Tuple
+
+from .errors import InputError
+
+PREDICTORS = ("rle_markov", "last_phase", "markov1", "markov2")
+PRIMARY = "rle_markov"
+
+
+@dataclass(frozen=True)
+class PredictorConfig:
+    """Table sizes; the paper's Markov predictors all have 256 entries."""
+
+    rle_entries: int = 256
+    markov_entries: int = 256
+
+    def __post_init__(self):
+        for name in ("rle_entries", "markov_entries"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise InputError(f"{name.replace('_', ' ')} must be at least 1 (got {v!r})")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+_M64 = (1 << 64) - 1
+
+
+def _mix(z: int) -> int:
+    """SplitMix64 on a Python int (same function as :func:`phasescope.tracker.mix64`)."""
+    z = (z + 0x9E3779B97F4A7C15) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def _pack(history: Tuple[int, ...]) -> int:
+    """One 64-bit word of a history of one or two small integers."""
+    word = 0
+    for x in history:
+        word = ((word << 32) | (x & 0xFFFFFFFF)) & _M64
+    return word
+
+
+class HashedTable:
+    """Direct-mapped, tagged table history -> next phase (``entries`` slots).
+
+    A history is hashed once to a slot ``(index, tag)``; callers keep the slot of their current
+    history, so each interval costs one hash per predictor.
+    """
+
+    def __init__(self, entries: int):
+        self.entries = entries
+        self._tags = [-1] * entries
+        self._values = [0] * entries
+
+    def slot(self, history: Tuple[int, ...]) -> Tuple[int, int]:
+        h = _mix(_pack(history))
+        return h % self.entries, h >> 40
+
+    def get(self, slot: Tuple[int, int]) -> Optional[int]:
+        """Stored next phase on a tag hit, else None."""
+        i, tag = slot
+        return self._values[i] if self._tags[i] == tag else None
+
+    def put(self, slot: Tuple[int, int], phase: int) -> None:
+        i, tag = slot
+        self._tags[i] = tag
+        self._values[i] = phase
+
+
+class LastPhase:
+    """Predicts that the next phase is the one just seen."""
+
+    def __init__(self):
+        self.last: Optional[int] = None
+
+    def observe(self, phase: int) -> None:
+        self.last = phase
+
+    def predict(self) -> int:
+        return self.last
+
+
+class RleMarkov:
+    """The paper's run-length-encoded Markov predictor."""
+
+    def __init__(self, entries: int = 256):
+        self.table = HashedTable(entries)
+        self.last: Optional[int] = None
+        self.run = 0
+        self._slot: Optional[Tuple[int, int]] = None  # slot of (last, run)
+
+    def observe(self, phase: int) -> None:
+        if self._slot is not None and (phase != self.last or self.table.get(self._slot) is not None):
+            self.table.put(self._slot, phase)
+        if phase == self.last:
+            self.run += 1
+        else:
+            self.last, self.run = phase, 1
+        self._slot = self.table.slot((self.last, self.run))
+
+    def predict(self) -> int:
+        hit = self.table.get(self._slot)
+        return self.last if hit is None else hit
+
+
+class Markov:
+    """Markov predictor over the last ``order`` (1 or 2) interval phases; updated every interval."""
+
+    def __init__(self, order: int, entries: int = 256):
+        self.order = order
+        self.table = HashedTable(entries)
+        self.history: Tuple[int, ...] = ()
+        self._slot: Optional[Tuple[int, int]] = None  # slot of a full history
+
+    def observe(self, phase: int) -> None:
+        if self._slot is not None:
+            self.table.put(self._slot, phase)
+        self.history = (self.history + (phase,))[-self.order:]
+        if len(self.history) == self.order:
+            self._slot = self.table.slot(self.history)
+
+    def predict(self) -> int:
+        hit = None if self._slot is None else self.table.get(self._slot)
+        return self.history[-1] if hit is None else hit
+
+
+class ThreadPredictors:
+    """All predictors of one thread, fed the same stream."""
+
+    def __init__(self, config: PredictorConfig):
+        self.predictors = {
+            "rle_markov": RleMarkov(config.rle_entries),
+            "last_phase": LastPhase(),
+            "markov1": Markov(1, config.markov_entries),
+            "markov2": Markov(2, config.markov_entries),
+        }
+
+    def observe(self, phase: int) -> Dict[str, int]:
+        """Feed one phase; returns each predictor's prediction of the next one."""
+        out = {}
+        for name, p in self.predictors.items():
+            p.observe(phase)
+            out[name] = p.predict()
+        return out
+
+
+class Score:
+    __slots__ = ("n", "correct")
+
+    def __init__(self):
+        self.n = 0
+        self.correct = 0
+
+    def add(self, ok: bool) -> None:
+        self.n += 1
+        self.correct += ok
+
+    @property
+    def accuracy(self) -> Optional[float]:
+        return self.correct / self.n if self.n else None
+
+    def to_dict(self) -> dict:
+        return {"n": self.n, "correct": self.correct, "accuracy": self.accuracy}
+
+
+class Scoreboard:
+    """Online accuracy of every predictor: overall, at phase changes, in steady state.
+
+    A prediction made after a thread's interval is scored when that thread's next interval is
+    classified: a phase change if its phase differs from the previous one, steady otherwise.
+    """
+
+    def __init__(self, names=PREDICTORS):
+        self.scores = {n: {"overall": Score(), "changes": Score(), "steady": Score()} for n in names}
+        self._pending: Dict[int, Tuple[int, Dict[str, int]]] = {}
+
+    def score(self, thread: int, phase: int) -> None:
+        """Score the predictions pending for ``thread`` against its new ``phase``."""
+        pending = self._pending.get(thread)
+        if pending is None:
+            return
+        previous, predictions = pending
+        kind = "changes" if phase != previous else "steady"
+        for name, predicted in predictions.items():
+            ok = predicted == phase
+            s = self.scores[name]
+            s["overall"].add(ok)
+            s[kind].add(ok)
+
+    def expect(self, thread: int, phase: int, predictions: Dict[str, int]) -> None:
+        """Record the predictions made for ``thread`` after an interval in ``phase``."""
+        self._pending[thread] = (phase, predictions)
+
+    def to_dict(self) -> dict:
+        return {n: {k: s.to_dict() for k, s in kinds.items()} for n, kinds in self.scores.items()}
