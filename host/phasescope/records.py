@@ -1,0 +1,133 @@
+"""The interval log: one JSON object per line, written by the live monitor and by replay.
+
+Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instructions`` and
+``blocks``; it ignores fields it does not know, so writers may add some):
+
+- ``seq`` (int): global arrival order of classified intervals, from 0.
+- ``thread`` (int): thread id.
+- ``thread_seq`` (int): the interval's number within its thread, from 0.
+- ``instructions`` (int): instructions executed in the interval.
+- ``partial`` (bool): cut short by thread exit, process exit or detach.
+- ``phase`` (int): phase ID given by the tracker.
+- ``distance`` (float or null): Manhattan distance from the interval's footprint to the nearest
+  representative before classification, as a fraction of the interval (0.10 is the default
+  threshold); null when the phase table was empty. Over the threshold for a new phase.
+- ``new_phase`` (bool): the interval started a new phase ID.
+- ``predictions`` (object): each predictor's prediction of this thread's next phase:
+  ``{"rle_markov": int, "last_phase": int, "markov1": int, "markov2": int}``; ``rle_markov``
+  is the one shown as the prediction.
+- ``start_ns``, ``end_ns`` (int): wall clock (CLOCK_REALTIME, ns) at the interval's start and
+  end, 0 when unknown; ``wall_ns`` (int): their difference.
+- ``os`` (object or null): OS counter deltas over the interval (``cpu_ns``, ``minflt``,
+  ``majflt``, ``nvcsw``, ``nivcsw``), null when unknown.
+- ``blocks`` (array): the sparse basic-block vector, ``[[stable_key, instructions], ...]``, so
+  a log replays under any tracker setting. Stable keys are described in :mod:`phasescope.modules`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Iterator, Optional
+
+import numpy as np
+
+from .engine import IntervalResult
+from .errors import InputError
+from .interval import OS_FIELDS, Interval
+
+
+def to_record(iv: Interval, r: IntervalResult) -> dict:
+    """The log record of a classified interval."""
+    return {
+        "seq": r.seq,
+        "thread": iv.thread,
+        "thread_seq": iv.seq,
+        "instructions": iv.instructions,
+        "partial": iv.partial,
+        "phase": r.phase,
+        "distance": r.distance,
+        "new_phase": r.new_phase,
+        "predictions": r.predictions,
+        "start_ns": iv.start_ns,
+        "end_ns": iv.end_ns,
+        "wall_ns": iv.wall_ns,
+        "os": iv.os,
+        "blocks": np.column_stack((iv.keys, iv.counts)).tolist(),
+    }
+
+
+def dumps(record: dict) -> str:
+    """One log line (no newline)."""
+    return json.dumps(record, separators=(",", ":"))
+
+
+def _int(rec: dict, name: str, where: str, default: Optional[int] = None) -> int:
+    v = rec.get(name, default)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise InputError(f"{where}: field {name!r} must be a non-negative integer (got {v!r})")
+    return v
+
+
+def _blocks(value, where: str):
+    if not isinstance(value, list):
+        raise InputError(f"{where}: field 'blocks' must be a list of [key, instructions] pairs")
+    if not value:
+        return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
+    try:
+        arr = np.array(value)
+    except (ValueError, OverflowError):
+        arr = None
+    if arr is None or arr.ndim != 2 or arr.shape[1] != 2 or arr.dtype.kind not in "iu" or (
+            arr.dtype.kind == "i" and arr.min() < 0):
+        raise InputError(f"{where}: field 'blocks' must be a list of [key, instructions] pairs "
+                         "of non-negative integers below 2**64")
+    arr = arr.astype(np.uint64)
+    return np.ascontiguousarray(arr[:, 0]), np.ascontiguousarray(arr[:, 1])
+
+
+def parse_record(line: str, where: str) -> Interval:
+    """The interval of one log line; ``where`` (``FILE:LINE``) prefixes any error."""
+    try:
+        rec = json.loads(line)
+    except ValueError as e:
+        raise InputError(f"{where}: not a JSON record ({e.msg} at column {e.colno})") from None
+    if not isinstance(rec, dict):
+        raise InputError(f"{where}: not a JSON object")
+    for name in ("thread", "thread_seq", "instructions", "blocks"):
+        if name not in rec:
+            raise InputError(f"{where}: missing field {name!r}")
+    os_ = rec.get("os")
+    if os_ is not None and not (isinstance(os_, dict) and all(
+            isinstance(os_.get(f, 0), int) and not isinstance(os_.get(f, 0), bool) for f in OS_FIELDS)):
+        raise InputError(f"{where}: field 'os' must be null or an object of integer counters")
+    partial = rec.get("partial", False)
+    if not isinstance(partial, bool):
+        raise InputError(f"{where}: field 'partial' must be true or false")
+    keys, counts = _blocks(rec["blocks"], where)
+    return Interval(
+        thread=_int(rec, "thread", where),
+        seq=_int(rec, "thread_seq", where),
+        instructions=_int(rec, "instructions", where),
+        keys=keys,
+        counts=counts,
+        start_ns=_int(rec, "start_ns", where, 0),
+        end_ns=_int(rec, "end_ns", where, 0),
+        partial=partial,
+        os=os_,
+    )
+
+
+def read_log(path: str) -> Iterator[Interval]:
+    """Intervals of a phasescope log, in file order; blank lines are skipped."""
+    try:
+        f = open(path, encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+    lineno = 0
+    with f:
+        try:
+            for lineno, line in enumerate(f, 1):
+                if line.strip():
+                    yield parse_record(line, f"{path}:{lineno}")
+        except UnicodeDecodeError:
+            raise InputError(f"{path}:{lineno + 1}: not UTF-8 text") from None

@@ -1,0 +1,181 @@
+"""``phasescope replay FILE``: run the phase engine over a recorded stream, offline.
+
+Inputs: a phasescope interval log (JSON Lines, :mod:`phasescope.records`) or a SimPoint /
+valgrind exp-bbv ``.bb`` file (:mod:`phasescope.bbv`). Prints the per-phase table and the
+predictor scores; ``--log`` and ``--summary`` write the same files as the live monitor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from itertools import islice
+from typing import Dict, Iterable, Iterator, List, Optional
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from .engine import BATCH, PhaseEngine
+from .errors import InputError
+from .interval import OS_FIELDS, Interval
+from .options import add_engine_options, engine_config_from_args
+from .predict import PREDICTORS, PRIMARY
+from .records import read_log
+from .bbv import read_bb, read_pc_map
+from .sinks import JsonlLog, SummaryWriter
+
+
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Replay a recorded interval stream through the phase "
+                                "tracker and predictors, with any tracker setting.")
+    p.add_argument("file", metavar="FILE", help="phasescope interval log (.jsonl) or SimPoint/exp-bbv .bb file")
+    p.add_argument("--format", choices=("auto", "log", "bb"), default="auto",
+                   help="input format (default: detected from the first line)")
+    p.add_argument("--pc-out-file", metavar="FILE",
+                   help="exp-bbv --pc-out-file map for a .bb input: block ids become code addresses")
+    add_engine_options(p)
+    p.add_argument("--log", metavar="FILE", help="write the per-interval JSON Lines log here")
+    p.add_argument("--summary", metavar="FILE", help="write the JSON summary here")
+    p.add_argument("--top", type=int, default=20, metavar="N", help="phases shown in the table (default 20)")
+    return p
+
+
+def detect_format(path: str) -> str:
+    """``log`` or ``bb`` from the first non-blank line."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for lineno, line in enumerate(f, 1):
+                text = line.strip()
+                if not text:
+                    continue
+                if text.startswith("{"):
+                    return "log"
+                if text.startswith(("T", "#")):
+                    return "bb"
+                raise InputError(f"{path}:{lineno}: neither a phasescope log record nor a .bb interval "
+                                 "(use --format)")
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+    raise InputError(f"{path}: empty input")
+
+
+def merge_intervals(intervals: Iterable[Interval], size: int) -> Iterator[Interval]:
+    """Re-cut each thread's stream into intervals of at least ``size`` instructions by merging
+    consecutive recorded ones; a thread's last, shorter piece is marked partial."""
+    pending: Dict[int, List[Interval]] = {}
+    counts: Dict[int, int] = {}
+    for iv in intervals:
+        group = pending.setdefault(iv.thread, [])
+        group.append(iv)
+        if sum(g.instructions for g in group) >= size or iv.partial:
+            yield _merge(group, counts, size)
+            group.clear()
+    for group in pending.values():
+        if group:
+            yield _merge(group, counts, size)
+
+
+def _merge(group: List[Interval], counts: Dict[int, int], size: int) -> Interval:
+    thread = group[0].thread
+    seq = counts[thread] = counts.get(thread, -1) + 1
+    instructions = sum(g.instructions for g in group)
+    os_ = None
+    if all(g.os for g in group):
+        os_ = {f: sum(g.os.get(f, 0) for g in group) for f in OS_FIELDS}
+    return Interval(
+        thread=thread, seq=seq, instructions=instructions,
+        keys=np.concatenate([g.keys for g in group]),
+        counts=np.concatenate([g.counts for g in group]),
+        pcs=np.concatenate([g.pcs for g in group]) if all(g.pcs is not None for g in group) else None,
+        start_ns=group[0].start_ns, end_ns=group[-1].end_ns,
+        partial=group[-1].partial or instructions < size, os=os_,
+    )
+
+
+def open_input(args) -> Iterator[Interval]:
+    fmt = detect_format(args.file) if args.format == "auto" else args.format
+    if fmt == "log":
+        if args.pc_out_file:
+            raise InputError("--pc-out-file applies to .bb input only")
+        return read_log(args.file)
+    pc_map = read_pc_map(args.pc_out_file) if args.pc_out_file else None
+    return read_bb(args.file, pc_map, args.pc_out_file or "")
+
+
+def run(args) -> int:
+    config = engine_config_from_args(args)
+    if args.top < 0:
+        raise InputError(f"--top must not be negative (got {args.top})")
+    log = JsonlLog(args.log) if args.log else None
+    summary_writer = SummaryWriter(args.summary) if args.summary else None
+    stream = open_input(args)
+    if args.interval is not None:
+        stream = merge_intervals(stream, args.interval)
+    engine = PhaseEngine(config)
+    if log is not None:
+        engine.on("interval", lambda r, iv: log.write(iv, r))
+    try:
+        while True:
+            batch = list(islice(stream, BATCH))
+            if not batch:
+                break
+            engine.feed_many(batch)
+    finally:
+        if log is not None:
+            log.close()
+    summary = engine.summary()
+    summary["input"] = {"path": args.file, "pc_out_file": args.pc_out_file}
+    if summary_writer is not None:
+        summary_writer.write(summary)
+    print_report(summary, args.top)
+    return 0
+
+
+def _pct(x: Optional[float]) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _mean_cv(m: dict, scale: float = 1.0, fmt: str = "{:.3g}") -> str:
+    if not m["n"]:
+        return "-"
+    cv = "" if m["cv"] is None else f" ({100 * m['cv']:.1f}%)"
+    return fmt.format(m["mean"] / scale) + cv
+
+
+def print_report(summary: dict, top: int, console: Optional[Console] = None) -> None:
+    """The per-phase table and the predictor scores of a summary."""
+    console = console or Console(width=None if sys.stdout.isatty() else 120)
+    w = summary["whole"]
+    console.print(f"{w['intervals']:,} intervals, {w['instructions']:,} instructions, {w['threads']} thread(s), "
+                  f"{w['phases']} phases, phase changes in {_pct(w['change_rate'])} of intervals")
+    t = Table(title="phases (mean (CV) per interval)", title_justify="left", header_style="bold")
+    for name, just in (("phase", "left"), ("share", "right"), ("intervals", "right"), ("runs", "right"),
+                       ("run mean/max", "right"), ("next", "left"), ("ms/interval", "right"),
+                       ("ns/insn", "right")):
+        t.add_column(name, justify=just, no_wrap=True)
+
+    def row(label, d, transitions):
+        nxt = " ".join(f"{x['phase']}:{100 * x['count'] / max(1, sum(y['count'] for y in transitions)):.0f}%"
+                       for x in transitions[:3])
+        t.add_row(label, _pct(d.get("share", 1.0)), f"{d['intervals']:,}", f"{d['runs']:,}",
+                  f"{d['run_length']['mean']:.1f}/{d['run_length']['max']}", nxt,
+                  _mean_cv(d["metrics"]["wall_ns"], 1e6), _mean_cv(d["metrics"]["ns_per_instruction"]))
+
+    row("all", w, [])
+    for p in summary["phases"][:top]:
+        row(str(p["phase"]), p, p["transitions"])
+    if len(summary["phases"]) > top:
+        rest = summary["phases"][top:]
+        t.add_row(f"+{len(rest)} more", _pct(sum(p["share"] for p in rest)), f"{sum(p['intervals'] for p in rest):,}",
+                  "", "", "", "", "")
+    console.print(t)
+    s = Table(title="next-phase predictors (accuracy)", title_justify="left", header_style="bold")
+    for name in ("predictor", "overall", "at changes", "steady"):
+        s.add_column(name, justify="left" if name == "predictor" else "right", no_wrap=True)
+    for name in PREDICTORS:
+        sc = summary["predictors"][name]
+        label = f"{name} *" if name == PRIMARY else name
+        s.add_row(label, *(f"{_pct(sc[k]['accuracy'])} of {sc[k]['n']:,}" for k in ("overall", "changes", "steady")))
+    console.print(s)
+    console.print("* the prediction shown live", style="dim")
