@@ -1,0 +1,576 @@
+/*
+ * phasescope hot path, compiled inside the target by Frida's CModule (TinyCC).
+ *
+ * Stalker calls `transform` once per basic block and per thread (each followed thread has its own
+ * code cache; `user_data` is that thread's PsThread). For every block we emit, at one point where
+ * the status flags are dead:
+ *
+ *     add  qword [rip + counts[slot]], n        ; instructions of the block (patched once known)
+ *     sub  qword [rip + budget[slot % K]], n    ; split instruction budget of the thread
+ *     jns  skip
+ *     lea  rsp, [rsp - 128]                     ; keep the red zone
+ *     call slow_stub                            ; rare: one of the budgets ran out
+ *     lea  rsp, [rsp + 128]
+ *   skip:
+ *
+ * Where no such point exists before the block's end, the same code is wrapped in a flags save
+ * (push rax; lahf; seto al ... add al, 0x7f; sahf; pop rax). The slow stub saves every register,
+ * the flags and the FPU/SSE state, and calls `ps_slow`, which rebalances the K budgets or, once
+ * their sum is spent, cuts the interval: it harvests the non-zero slots into the output buffer as
+ * one record (see host/phasescope/wire.py) and zeroes them. Nothing on the hot path enters
+ * JavaScript or takes a Stalker callout.
+ *
+ * Output: two buffers, filled by target threads under a spinlock and swapped by `ps_drain`,
+ * which the JS agent calls from a timer. A full buffer drops the record and counts the drop.
+ */
+
+#include <gum/gumstalker.h>
+#include <gum/gumspinlock.h>
+#include <capstone.h>
+
+#define PS_K 8                     /* budgets per thread (power of two) */
+#define PS_TAIL (PS_K * 64)        /* below this many instructions left: exact, per-block checks */
+#define PS_HEADER_SIZE 96
+#define PS_REC_INTERVAL 1
+#define PS_FLAG_PARTIAL 1
+
+struct ps_timespec { gint64 tv_sec; gint64 tv_nsec; };
+struct ps_timeval { gint64 tv_sec; gint64 tv_usec; };
+struct ps_rusage
+{
+  struct ps_timeval ru_utime;
+  struct ps_timeval ru_stime;
+  gint64 ru_maxrss, ru_ixrss, ru_idrss, ru_isrss, ru_minflt, ru_majflt, ru_nswap, ru_inblock,
+      ru_oublock, ru_msgsnd, ru_msgrcv, ru_nsignals, ru_nvcsw, ru_nivcsw;
+};
+
+extern int clock_gettime (int clk, struct ps_timespec * ts);
+extern int getrusage (int who, struct ps_rusage * usage);
+
+typedef struct _PsThread PsThread;
+typedef struct _PsGlobal PsGlobal;
+
+struct _PsThread
+{
+  gint64 budget[PS_K];       /* offset 0: written by the hot path */
+  gint64 tail;               /* budget left outside budget[] while in tail mode */
+  guint64 * counts;          /* per-slot instruction counters (hot) */
+  guint64 * pcs;             /* per-slot branch PC (address of the block's last instruction) */
+  guint64 n_slots;
+  guint64 capacity;          /* slots; the last one collects blocks beyond capacity (pc 0) */
+  guint64 tid;
+  guint64 seq;
+  guint64 start_ns;
+  guint64 os_start[5];       /* cpu_ns, minflt, majflt, nvcsw, nivcsw at interval start */
+  guint8 * stub;             /* this thread's slow stub, inside its code cache */
+  guint64 carry;             /* instructions of a block cut before its counter was placed */
+  guint64 closed;
+  guint64 fresh;             /* no block ran yet: the first slow path starts the first interval */
+};
+
+struct _PsGlobal
+{
+  GumSpinlock lock;
+  guint64 interval;
+  guint8 * buf[2];
+  guint64 len[2];
+  guint64 buf_size;
+  guint64 cur;
+  guint64 dropped_records;
+  guint64 dropped_instructions;
+  guint64 far_blocks;        /* blocks whose counters were out of rip-relative reach */
+};
+
+extern PsGlobal ps;
+
+static void ps_cut (PsThread * t, guint32 flags);
+
+/* ---- interval bookkeeping (slow path, on the owning thread) ---- */
+
+static guint64
+ps_now_ns (void)
+{
+  struct ps_timespec ts;
+  clock_gettime (0 /* CLOCK_REALTIME */, &ts);
+  return (guint64) ts.tv_sec * 1000000000ULL + (guint64) ts.tv_nsec;
+}
+
+static void
+ps_os_sample (guint64 * out)
+{
+  struct ps_rusage ru;
+  if (getrusage (1 /* RUSAGE_THREAD */, &ru) != 0)
+  {
+    out[0] = out[1] = out[2] = out[3] = out[4] = 0;
+    return;
+  }
+  out[0] = (guint64) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ULL +
+      (guint64) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ULL;
+  out[1] = ru.ru_minflt;
+  out[2] = ru.ru_majflt;
+  out[3] = ru.ru_nvcsw;
+  out[4] = ru.ru_nivcsw;
+}
+
+static void
+ps_fill_budgets (PsThread * t, gint64 left)
+{
+  guint i;
+  if (left < PS_TAIL)
+  {
+    /* Tail mode: every block's check fails, so the cut lands on the exact block. */
+    for (i = 0; i != PS_K; i++)
+      t->budget[i] = 0;
+    t->tail = left;
+    return;
+  }
+  for (i = 0; i != PS_K; i++)
+    t->budget[i] = left / PS_K;
+  t->budget[0] += left % PS_K;
+  t->tail = 0;
+}
+
+void
+ps_thread_init (PsThread * t, guint64 tid, guint64 * arena, guint64 capacity)
+{
+  t->counts = arena;
+  t->pcs = arena + capacity;
+  t->capacity = capacity;
+  t->n_slots = 0;
+  t->tid = tid;
+  t->seq = 0;
+  t->stub = NULL;
+  t->carry = 0;
+  t->closed = 0;
+  t->fresh = 1;
+  t->start_ns = ps_now_ns ();
+  /* The first block takes the slow path, which samples the OS counters on the thread itself. */
+  ps_fill_budgets (t, 0);
+}
+
+/* Called on the thread itself, with all registers saved by the stub. */
+void
+ps_slow (PsThread * t)
+{
+  gint64 left = t->tail;
+  guint i;
+  for (i = 0; i != PS_K; i++)
+    left += t->budget[i];
+  if (t->fresh)
+  {
+    t->fresh = 0;
+    t->start_ns = ps_now_ns ();
+    ps_os_sample (t->os_start);
+    ps_fill_budgets (t, (gint64) ps.interval + left);
+    return;
+  }
+  if (left > 0)
+  {
+    ps_fill_budgets (t, left);
+    return;
+  }
+  ps_cut (t, 0);
+  ps_fill_budgets (t, (gint64) ps.interval);
+}
+
+static void
+ps_put64 (guint8 * p, guint64 v)
+{
+  *(guint64 *) p = v;
+}
+
+static void
+ps_cut (PsThread * t, guint32 flags)
+{
+  guint64 n = t->n_slots, i, pairs = 0, total = 0, size, os_now[5], end_ns;
+  guint64 * counts = t->counts;
+  guint8 * out = NULL;
+
+  for (i = 0; i != n; i++)
+  {
+    if (counts[i] != 0)
+    {
+      pairs++;
+      total += counts[i];
+    }
+  }
+  end_ns = ps_now_ns ();
+  if ((flags & PS_FLAG_PARTIAL) != 0 && total == 0)
+  {
+    t->start_ns = end_ns;
+    return;
+  }
+  ps_os_sample (os_now);
+  size = PS_HEADER_SIZE + pairs * 16;
+
+  gum_spinlock_acquire (&ps.lock);
+  if (ps.len[ps.cur] + size <= ps.buf_size)
+  {
+    out = ps.buf[ps.cur] + ps.len[ps.cur];
+    ps.len[ps.cur] += size;
+  }
+  else
+  {
+    ps.dropped_records++;
+    ps.dropped_instructions += total;
+  }
+
+  if (out != NULL)
+  {
+    guint8 * p = out + PS_HEADER_SIZE;
+    *(guint32 *) out = PS_REC_INTERVAL;
+    *(guint32 *) (out + 4) = flags;
+    ps_put64 (out + 8, t->tid);
+    ps_put64 (out + 16, t->seq);
+    ps_put64 (out + 24, total);
+    ps_put64 (out + 32, t->start_ns);
+    ps_put64 (out + 40, end_ns);
+    for (i = 0; i != 5; i++)
+      ps_put64 (out + 48 + 8 * i, os_now[i] - t->os_start[i]);
+    ps_put64 (out + 88, pairs);
+    for (i = 0; i != n; i++)
+    {
+      if (counts[i] != 0)
+      {
+        ps_put64 (p, t->pcs[i]);
+        ps_put64 (p + 8, counts[i]);
+        p += 16;
+        counts[i] = 0;
+      }
+    }
+  }
+  else
+  {
+    for (i = 0; i != n; i++)
+      counts[i] = 0;
+  }
+  gum_spinlock_release (&ps.lock);
+
+  t->seq++;
+  t->start_ns = end_ns;
+  for (i = 0; i != 5; i++)
+    t->os_start[i] = os_now[i];
+}
+
+/* Ships the thread's partial interval (thread exit, process exit, detach). */
+void
+ps_thread_close (PsThread * t)
+{
+  if (t->closed)
+    return;
+  t->closed = 1;
+  ps_cut (t, PS_FLAG_PARTIAL);
+}
+
+void
+ps_configure (guint64 interval, guint8 * buf0, guint8 * buf1, guint64 buf_size)
+{
+  ps.interval = interval;
+  ps.buf[0] = buf0;
+  ps.buf[1] = buf1;
+  ps.buf_size = buf_size;
+}
+
+/* 0: dropped records, 1: dropped instructions, 2: blocks counted through a far (slower) path. */
+guint64
+ps_stats (int which)
+{
+  switch (which)
+  {
+    case 0: return ps.dropped_records;
+    case 1: return ps.dropped_instructions;
+    default: return ps.far_blocks;
+  }
+}
+
+/* Swaps the output buffers; returns the filled one and stores its length in *len. */
+guint8 *
+ps_drain (guint64 * len)
+{
+  guint8 * full;
+  gum_spinlock_acquire (&ps.lock);
+  full = ps.buf[ps.cur];
+  *len = ps.len[ps.cur];
+  ps.cur ^= 1;
+  ps.len[ps.cur] = 0;
+  gum_spinlock_release (&ps.lock);
+  return full;
+}
+
+/* ---- code generation ---- */
+
+#define PS_STATUS_WRITE(f) (X86_EFLAGS_MODIFY_##f | X86_EFLAGS_RESET_##f | X86_EFLAGS_UNDEFINED_##f)
+#define PS_STATUS_READ(f) (X86_EFLAGS_TEST_##f | X86_EFLAGS_PRIOR_##f)
+
+enum { PS_FLAGS_NONE, PS_FLAGS_KILL, PS_FLAGS_READ, PS_FLAGS_PARTIAL };
+
+/* How an instruction uses the six status flags. */
+static int
+ps_flag_use (const cs_insn * insn)
+{
+  const cs_x86 * x = &insn->detail->x86;
+  guint64 e = x->eflags;
+  guint64 reads = PS_STATUS_READ (OF) | PS_STATUS_READ (SF) | PS_STATUS_READ (ZF) |
+      PS_STATUS_READ (AF) | PS_STATUS_READ (PF) | PS_STATUS_READ (CF);
+  guint8 i;
+  gboolean all;
+
+  for (i = 0; i != insn->detail->regs_read_count; i++)
+  {
+    if (insn->detail->regs_read[i] == X86_REG_EFLAGS)
+      return PS_FLAGS_READ;
+  }
+  if ((e & reads) != 0)
+    return PS_FLAGS_READ;
+  switch (insn->id)
+  {
+    case X86_INS_SHL: case X86_INS_SHR: case X86_INS_SAR: case X86_INS_SAL:
+    case X86_INS_ROL: case X86_INS_ROR: case X86_INS_SHLD: case X86_INS_SHRD:
+      /* A count of zero leaves every flag as it was. */
+      if (x->op_count >= 2 && x->operands[x->op_count - 1].type == X86_OP_IMM &&
+          (x->operands[x->op_count - 1].imm & 63) != 0)
+        break;
+      if (x->op_count == 1)
+        break;
+      return PS_FLAGS_PARTIAL;
+    default:
+      break;
+  }
+  all = (e & (PS_STATUS_WRITE (OF) | X86_EFLAGS_SET_OF)) != 0 &&
+      (e & (PS_STATUS_WRITE (SF) | X86_EFLAGS_SET_SF)) != 0 &&
+      (e & (PS_STATUS_WRITE (ZF) | X86_EFLAGS_SET_ZF)) != 0 &&
+      (e & (PS_STATUS_WRITE (AF) | X86_EFLAGS_SET_AF)) != 0 &&
+      (e & (PS_STATUS_WRITE (PF) | X86_EFLAGS_SET_PF)) != 0 &&
+      (e & (PS_STATUS_WRITE (CF) | X86_EFLAGS_SET_CF)) != 0;
+  if (all)
+    return PS_FLAGS_KILL;
+  for (i = 0; i != insn->detail->regs_write_count; i++)
+  {
+    if (insn->detail->regs_write[i] == X86_REG_EFLAGS)
+      return PS_FLAGS_PARTIAL;
+  }
+  return (e != 0) ? PS_FLAGS_PARTIAL : PS_FLAGS_NONE;
+}
+
+static gboolean
+ps_ends_block (const cs_insn * insn)
+{
+  guint8 i;
+  for (i = 0; i != insn->detail->groups_count; i++)
+  {
+    guint8 g = insn->detail->groups[i];
+    if (g == X86_GRP_JUMP || g == X86_GRP_CALL || g == X86_GRP_RET || g == X86_GRP_INT ||
+        g == X86_GRP_IRET)
+      return TRUE;
+  }
+  return insn->id == X86_INS_SYSCALL || insn->id == X86_INS_SYSENTER;
+}
+
+static gboolean
+ps_is_call (const cs_insn * insn)
+{
+  guint8 i;
+  for (i = 0; i != insn->detail->groups_count; i++)
+  {
+    if (insn->detail->groups[i] == X86_GRP_CALL)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+static gboolean
+ps_near (GumAddress from, GumAddress to)
+{
+  gint64 d = (gint64) (to - from);
+  return d > -0x7fff0000LL && d < 0x7fff0000LL;
+}
+
+static void
+ps_bytes (GumX86Writer * w, const guint8 * b, guint n)
+{
+  gum_x86_writer_put_bytes (w, b, n);
+}
+
+/* The slow stub: saves everything the C slow path could touch, calls ps_slow (t), returns. */
+static void
+ps_emit_stub (GumX86Writer * w, PsThread * t)
+{
+  static const guint8 save[] = {
+    0x9c,                                /* pushfq */
+    0x50, 0x51, 0x52, 0x56, 0x57,        /* push rax, rcx, rdx, rsi, rdi */
+    0x41, 0x50, 0x41, 0x51, 0x41, 0x52, 0x41, 0x53, /* push r8..r11 */
+    0x55,                                /* push rbp */
+    0x48, 0x89, 0xe5,                    /* mov rbp, rsp */
+    0x48, 0x83, 0xe4, 0xc0,              /* and rsp, -64 */
+    0x48, 0x81, 0xec, 0x00, 0x02, 0x00, 0x00, /* sub rsp, 512 */
+    0x48, 0x0f, 0xae, 0x04, 0x24,        /* fxsave64 [rsp] */
+    0xfc,                                /* cld */
+  };
+  static const guint8 restore[] = {
+    0xff, 0xd0,                          /* call rax */
+    0x48, 0x0f, 0xae, 0x0c, 0x24,        /* fxrstor64 [rsp] */
+    0x48, 0x89, 0xec,                    /* mov rsp, rbp */
+    0x5d,                                /* pop rbp */
+    0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, /* pop r11..r8 */
+    0x5f, 0x5e, 0x5a, 0x59, 0x58,        /* pop rdi, rsi, rdx, rcx, rax */
+    0x9d,                                /* popfq */
+    0xc3,                                /* ret */
+  };
+  guint8 mov[10];
+  guint64 v;
+
+  ps_bytes (w, save, sizeof (save));
+  mov[0] = 0x48; mov[1] = 0xbf;          /* movabs rdi, t */
+  v = GPOINTER_TO_SIZE (t);
+  *(guint64 *) (mov + 2) = v;
+  ps_bytes (w, mov, 10);
+  mov[1] = 0xb8;                         /* movabs rax, ps_slow */
+  v = GPOINTER_TO_SIZE (ps_slow);
+  *(guint64 *) (mov + 2) = v;
+  ps_bytes (w, mov, 10);
+  ps_bytes (w, restore, sizeof (restore));
+}
+
+/* Emits a jump over a fresh stub for this thread, reachable from here with a rel32 call. */
+static void
+ps_place_stub (GumX86Writer * w, PsThread * t)
+{
+  guint8 jmp[5] = { 0xe9, 0, 0, 0, 0 };
+  guint8 * patch = w->code + 1;
+  guint8 * start;
+
+  ps_bytes (w, jmp, 5);
+  t->stub = GSIZE_TO_POINTER (w->pc);
+  start = w->code;
+  ps_emit_stub (w, t);
+  *(gint32 *) patch = (gint32) (w->code - start);
+}
+
+/* Emits `op qword [target], imm32` (op: 0 add, 5 sub), rip-relative when reachable, else through
+ * rax (saved by the caller's sequence). Returns where the imm32 lives. */
+static guint8 *
+ps_emit_rmw (GumX86Writer * w, guint8 op, gpointer target, gboolean far)
+{
+  guint8 b[11];
+  guint8 * imm;
+  if (!far)
+  {
+    gint32 disp = (gint32) ((gint64) GPOINTER_TO_SIZE (target) - (gint64) (w->pc + 11));
+    b[0] = 0x48; b[1] = 0x81; b[2] = 0x05 | (op << 3);
+    *(gint32 *) (b + 3) = disp;
+    *(gint32 *) (b + 7) = 0;
+    imm = w->code + 7;
+    ps_bytes (w, b, 11);
+    return imm;
+  }
+  b[0] = 0x49; b[1] = 0xbb;              /* movabs r11, target */
+  *(guint64 *) (b + 2) = GPOINTER_TO_SIZE (target);
+  ps_bytes (w, b, 10);
+  b[0] = 0x49; b[1] = 0x81; b[2] = 0x03 | (op << 3); /* op qword [r11], imm32 */
+  *(gint32 *) (b + 3) = 0;
+  imm = w->code + 3;
+  ps_bytes (w, b, 7);
+  return imm;
+}
+
+typedef struct { guint8 * count_imm; guint8 * budget_imm; } PsPatch;
+
+static PsPatch
+ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_flags)
+{
+  static const guint8 lea_down[] = { 0x48, 0x8d, 0x64, 0x24, 0x80 };             /* lea rsp, [rsp-128] */
+  static const guint8 lea_up[] = { 0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00 }; /* lea rsp, [rsp+128] */
+  static const guint8 flags_save[] = { 0x50, 0x9f, 0x0f, 0x90, 0xc0 };   /* push rax; lahf; seto al */
+  static const guint8 flags_restore[] = { 0x04, 0x7f, 0x9e, 0x58 };      /* add al, 0x7f; sahf; pop rax */
+  static const guint8 r11_save[] = { 0x41, 0x53 };                       /* push r11 */
+  static const guint8 r11_restore[] = { 0x41, 0x5b };                    /* pop r11 */
+  PsPatch p;
+  gpointer counter = &t->counts[slot];
+  gpointer budget = &t->budget[slot & (PS_K - 1)];
+  guint8 * jns;
+  guint8 call[5];
+  gboolean far;
+
+  if (t->stub == NULL || !ps_near (w->pc + 64, GPOINTER_TO_SIZE (t->stub)))
+    ps_place_stub (w, t);
+  far = !ps_near (w->pc, GPOINTER_TO_SIZE (counter)) || !ps_near (w->pc, GPOINTER_TO_SIZE (budget));
+  if (far)
+  {
+    ps.far_blocks++;
+    save_flags = TRUE;
+  }
+
+  if (save_flags)
+  {
+    ps_bytes (w, lea_down, sizeof (lea_down));
+    ps_bytes (w, flags_save, sizeof (flags_save));
+    if (far)
+      ps_bytes (w, r11_save, sizeof (r11_save));
+  }
+  p.count_imm = ps_emit_rmw (w, 0, counter, far);
+  p.budget_imm = ps_emit_rmw (w, 5, budget, far);
+  jns = w->code;
+  ps_bytes (w, (const guint8 *) "\x79\x00", 2);           /* jns skip */
+  if (!save_flags)
+    ps_bytes (w, lea_down, sizeof (lea_down));
+  call[0] = 0xe8;
+  *(gint32 *) (call + 1) = (gint32) ((gint64) GPOINTER_TO_SIZE (t->stub) - (gint64) (w->pc + 5));
+  ps_bytes (w, call, 5);
+  if (!save_flags)
+    ps_bytes (w, lea_up, sizeof (lea_up));
+  jns[1] = (guint8) (w->code - (jns + 2));
+  if (save_flags)
+  {
+    if (far)
+      ps_bytes (w, r11_restore, sizeof (r11_restore));
+    ps_bytes (w, flags_restore, sizeof (flags_restore));
+    ps_bytes (w, lea_up, sizeof (lea_up));
+  }
+  return p;
+}
+
+void
+transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer user_data)
+{
+  PsThread * t = user_data;
+  GumX86Writer * w = output->writer.x86;
+  const cs_insn * insn;
+  guint64 n = 0, slot, last_pc = 0;
+  gboolean placed = FALSE;
+  PsPatch patch;
+
+  if (t->n_slots < t->capacity - 1)
+    slot = t->n_slots++;
+  else
+    slot = t->capacity - 1;              /* overflow slot, pc 0 */
+
+  while (gum_stalker_iterator_next (iterator, &insn))
+  {
+    if (!placed)
+    {
+      int use = ps_flag_use (insn);
+      gboolean dead = use == PS_FLAGS_KILL || (use == PS_FLAGS_NONE && ps_is_call (insn));
+      if (dead || use == PS_FLAGS_READ || ps_ends_block (insn))
+      {
+        patch = ps_emit_counter (w, t, slot, !dead);
+        placed = TRUE;
+      }
+    }
+    n++;
+    last_pc = insn->address;
+    gum_stalker_iterator_keep (iterator);
+  }
+
+  if (!placed)
+  {
+    /* Stalker cut the block early (code slab full): count it with the next block. */
+    t->carry += n;
+    return;
+  }
+  n += t->carry;
+  t->carry = 0;
+  *(guint32 *) patch.count_imm = (guint32) n;
+  *(guint32 *) patch.budget_imm = (guint32) n;
+  if (slot != t->capacity - 1)
+    t->pcs[slot] = last_pc;
+}

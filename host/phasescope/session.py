@@ -1,0 +1,440 @@
+"""Live tracing session: attach to or spawn a process, load the agent, stream typed events.
+
+Usage (the live monitor is built on this)::
+
+    device = resolve_device(device_id=None, usb=False, host=None)
+    target = resolve_target(device, pid=None, name=None, argv=["./prog", "arg"])
+    with TraceSession(device, target, interval=10_000_000, stdio="inherit") as s:
+        for event in s.events(timeout=0.1):   # yields None on timeout, stops after Ended
+            ...
+
+Events, in the order the agent produced them:
+
+* :class:`IntervalEvent` -- ``.interval`` is an :class:`~phasescope.interval.Interval`
+* :class:`ModulesChanged` -- ``.added`` (Modules), ``.removed`` (bases); ``session.modules`` is
+  already updated
+* :class:`ThreadStarted` / :class:`ThreadExited` -- ``.tid``
+* :class:`Dropped` -- running totals ``.records``/``.instructions`` of intervals the agent had to
+  drop because the host fell behind (its output buffers are bounded)
+* :class:`Output` -- ``.fd``, ``.data`` written by a target spawned with ``stdio="pipe"``
+* :class:`Ended` -- ``.how`` is ``"exited"`` (``.code``), ``"crashed"`` (``.signal``),
+  ``"killed"`` (terminated without calling exit) or ``"detached"`` (``stop()``; target left running)
+
+Flow control: the agent keeps at most ``window`` bytes of interval data in flight; the host
+acknowledges a message once :meth:`TraceSession.events` has handed out all of its intervals, so a
+slow consumer makes the agent buffer, then drop (and report) data rather than grow without bound.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+import frida
+
+from . import wire
+from .errors import InputError, PhasescopeError
+from .interval import Interval
+from .modules import Module, ModuleMap
+from .resources import read_text
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to trace: exactly one of ``pid``, ``name`` (attach) or ``argv`` (spawn)."""
+
+    pid: Optional[int] = None
+    name: Optional[str] = None
+    argv: Optional[list] = None
+
+    @property
+    def spawn(self) -> bool:
+        return self.argv is not None
+
+    def describe(self) -> str:
+        if self.argv is not None:
+            return " ".join(self.argv)
+        return f"pid {self.pid}" if self.pid is not None else self.name
+
+
+@dataclass
+class IntervalEvent:
+    interval: Interval
+
+
+@dataclass
+class ModulesChanged:
+    added: list = field(default_factory=list)
+    removed: list = field(default_factory=list)
+
+
+@dataclass
+class ThreadStarted:
+    tid: int
+
+
+@dataclass
+class ThreadExited:
+    tid: int
+
+
+@dataclass
+class Dropped:
+    records: int
+    instructions: int
+
+
+@dataclass
+class Output:
+    fd: int
+    data: bytes
+
+
+@dataclass
+class Ended:
+    how: str  # exited | crashed | killed | detached
+    code: Optional[int] = None
+    signal: Optional[str] = None
+
+    def describe(self) -> str:
+        if self.how == "exited":
+            return f"exited with code {self.code}"
+        if self.how == "crashed":
+            return f"crashed ({self.signal})"
+        if self.how == "killed":
+            return "terminated without exiting normally (killed)"
+        return "detached; target left running"
+
+
+@dataclass
+class _Ack:
+    nbytes: int
+
+
+def resolve_device(device_id: Optional[str] = None, usb: bool = False, host: Optional[str] = None):
+    """The Frida device chosen by frida-tools-style options (-D ID, -U, -H HOST); local by default."""
+    try:
+        if device_id:
+            return frida.get_device(device_id, timeout=5)
+        if usb:
+            return frida.get_usb_device(timeout=5)
+        if host:
+            return frida.get_device_manager().add_remote_device(host)
+        return frida.get_local_device()
+    except (frida.InvalidArgumentError, frida.TimedOutError) as e:
+        raise InputError(f"no such device: {device_id or ('usb' if usb else host)} ({e})") from None
+    except frida.ServerNotRunningError as e:
+        raise PhasescopeError(f"cannot reach frida-server at {host}: {e}") from None
+
+
+def _is_local(device) -> bool:
+    return device.type == "local"
+
+
+def resolve_target(device, pid=None, name=None, argv=None) -> Target:
+    """Check a -p/-n/-f choice against the device; one-line errors for every bad case."""
+    chosen = [x is not None and x != [] for x in (pid, name, argv)]
+    if sum(chosen) != 1:
+        raise InputError("give exactly one target: -p PID, -n NAME or -f PROGRAM [ARGS...]")
+    if argv:
+        program = argv[0]
+        if _is_local(device):
+            path = program if os.sep in program else shutil.which(program)
+            if path is None or not os.path.exists(path):
+                raise InputError(f"no such program: {program}")
+            if os.path.isdir(path) or not os.access(path, os.X_OK):
+                raise InputError(f"not executable: {program}")
+            argv = [path] + list(argv[1:])
+        return Target(argv=list(argv))
+    try:
+        processes = device.enumerate_processes()
+    except frida.TransportError as e:
+        raise PhasescopeError(f"cannot list processes on {device.name}: {e}") from None
+    if pid is not None:
+        if not any(p.pid == pid for p in processes):
+            raise InputError(f"no such process: pid {pid}")
+        return Target(pid=int(pid))
+    matches = [p for p in processes if p.name == name]
+    if not matches:
+        raise InputError(f"no process named {name!r}")
+    if len(matches) > 1:
+        pids = ", ".join(str(p.pid) for p in sorted(matches, key=lambda p: p.pid))
+        raise InputError(f"{len(matches)} processes are named {name!r} (pids {pids}); choose one with -p")
+    return Target(pid=matches[0].pid)
+
+
+def agent_source() -> str:
+    return read_text("js", "agent.js")
+
+
+def counter_source() -> str:
+    return read_text("agent", "counter.c")
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+class TraceSession:
+    """One traced process. Thread-safe: Frida callbacks feed a queue that :meth:`events` drains."""
+
+    def __init__(
+        self,
+        device,
+        target: Target,
+        interval: int = 10_000_000,
+        stdio: str = "inherit",
+        slots: int = 1 << 18,
+        buffer_bytes: int = 16 << 20,
+        window: int = 32 << 20,
+        bare: bool = False,
+    ):
+        if interval < 1000:
+            raise InputError(f"interval must be at least 1000 instructions, got {interval}")
+        if stdio not in ("inherit", "pipe"):
+            raise InputError(f"stdio must be 'inherit' or 'pipe', got {stdio!r}")
+        self.device = device
+        self.target = target
+        self.interval = int(interval)
+        self.stdio = stdio
+        self.bare = bare
+        self._options = {
+            "interval": self.interval,
+            "slots": int(slots),
+            "bufferBytes": int(buffer_bytes),
+            "window": int(window),
+            "drainMs": 10,
+            "bare": bool(bare),
+        }
+        self.modules = ModuleMap()
+        self.pid: Optional[int] = None
+        self.threads: set = set()
+        self.dropped = Dropped(0, 0)
+        self.far_blocks = 0
+        self.started_ns = 0  # time.monotonic_ns() when every thread was followed and the target ran
+        self._queue: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        self._session = None
+        self._script = None
+        self._ended: Optional[Ended] = None
+        self._final: Optional[Ended] = None  # what the agent said before the session went away
+        self._errors: list = []
+        self._output_handler = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def start(self) -> "TraceSession":
+        """Attach or spawn, load the agent, follow every thread, resume a spawned target."""
+        spawned = None
+        try:
+            if self.target.spawn:
+                spawned = self._spawn()
+                self.pid = spawned
+            else:
+                self.pid = self.target.pid if self.target.pid is not None else self._pid_of(self.target.name)
+            self._attach()
+            self._load()
+            tids = self._script.exports_sync.start(spawned)
+            if spawned is not None:
+                self.device.resume(spawned)
+            self.started_ns = time.monotonic_ns()
+            with self._lock:
+                self.threads.update(int(t) for t in tids)
+        except BaseException:
+            if spawned is not None:
+                try:
+                    self.device.kill(spawned)
+                except frida.InvalidOperationError:
+                    pass
+            self._teardown()
+            raise
+        return self
+
+    def _pid_of(self, name: str) -> int:
+        return resolve_target(self.device, name=name).pid
+
+    def _spawn(self) -> int:
+        argv = self.target.argv
+        if self.stdio == "pipe":
+            self._output_handler = self._on_output
+            self.device.on("output", self._output_handler)
+        try:
+            return self.device.spawn(argv, stdio=self.stdio)
+        except frida.ExecutableNotFoundError:
+            raise InputError(f"no such program: {argv[0]}") from None
+        except frida.PermissionDeniedError as e:
+            raise PhasescopeError(f"permission denied: cannot spawn {argv[0]}: {_first_line(e)}") from None
+        except (frida.NotSupportedError, frida.InvalidArgumentError) as e:
+            raise InputError(f"cannot run {argv[0]}: {_first_line(e)}") from None
+
+    def _attach(self) -> None:
+        try:
+            self._session = self.device.attach(self.pid)
+        except frida.ProcessNotFoundError:
+            raise InputError(f"no such process: pid {self.pid}") from None
+        except frida.PermissionDeniedError as e:
+            raise PhasescopeError(
+                f"permission denied attaching to pid {self.pid} ({_first_line(e)}); "
+                "run as the process owner or root, or set kernel.yama.ptrace_scope=0"
+            ) from None
+        except (frida.ProcessNotRespondingError, frida.NotSupportedError, frida.TransportError) as e:
+            raise PhasescopeError(f"cannot attach to pid {self.pid}: {_first_line(e)}") from None
+        self._session.on("detached", self._on_detached)
+
+    def _load(self) -> None:
+        try:
+            self._script = self._session.create_script(agent_source(), name="phasescope")
+            self._script.on("message", self._on_message)
+            self._script.load()
+            options = dict(self._options, source=counter_source())
+            self._script.exports_sync.init(options)
+        except (frida.InvalidArgumentError, frida.InvalidOperationError, frida.TransportError, frida.core.RPCException) as e:
+            raise PhasescopeError(f"agent failed to load into pid {self.pid}: {_first_line(e)}") from None
+        if self._errors:
+            raise PhasescopeError(f"agent failed to load into pid {self.pid}: {self._errors[0]}")
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Detach cleanly: unfollow every thread, ship partial intervals, unload; target keeps running."""
+        if self._script is not None and self._ended is None and self._final is None:
+            try:
+                self._script.exports_sync.stop()
+            except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException):
+                pass  # the process went away meanwhile; its end is reported by _on_detached
+        self._teardown()
+        with self._lock:
+            if self._ended is None:
+                self._ended = self._final or Ended("detached")
+                self._queue.put(self._ended)
+
+    def _teardown(self) -> None:
+        script, session = self._script, self._session
+        self._script = None
+        if script is not None:
+            try:
+                script.unload()
+            except (frida.InvalidOperationError, frida.TransportError):
+                pass
+        if session is not None:
+            try:
+                session.detach()
+            except (frida.InvalidOperationError, frida.TransportError):
+                pass
+        if self._output_handler is not None:
+            self.device.off("output", self._output_handler)
+            self._output_handler = None
+
+    # -- events ----------------------------------------------------------------------------------
+
+    def events(self, timeout: Optional[float] = None) -> Iterator:
+        """Yield events until :class:`Ended`; with a timeout, yield None whenever none came in time."""
+        while True:
+            try:
+                event = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                yield None
+                continue
+            if isinstance(event, _Ack):
+                self._ack(event.nbytes)
+                continue
+            yield event
+            if isinstance(event, Ended):
+                return
+
+    def _ack(self, nbytes: int) -> None:
+        script = self._script
+        if script is None:
+            return
+        try:
+            script.post({"type": "ack", "bytes": nbytes})
+        except (frida.InvalidOperationError, frida.TransportError):
+            pass
+
+    @property
+    def ended(self) -> Optional[Ended]:
+        return self._ended
+
+    def _on_output(self, pid, fd, data) -> None:
+        if pid == self.pid and data:
+            self._queue.put(Output(fd, data))
+
+    def _on_detached(self, reason, crash) -> None:
+        with self._lock:
+            if self._ended is not None:
+                return
+            if reason == "application-requested":
+                return  # stop() reports the end
+            if self._final is not None:
+                ended = self._final
+            elif crash is not None:
+                ended = Ended("crashed", signal=_first_line(crash.summary) if crash.summary else None)
+            else:
+                ended = Ended("killed")
+            self._ended = ended
+            self._queue.put(ended)
+
+    def _on_message(self, message, data) -> None:
+        if message["type"] == "error":
+            self._errors.append(_first_line(message.get("description", "agent error")))
+            return
+        meta = message["payload"]
+        kind = meta["type"]
+        put = self._queue.put
+        if kind == "data":
+            self.far_blocks = meta["far_blocks"]
+            if meta["dropped_records"] != self.dropped.records:
+                self.dropped = Dropped(meta["dropped_records"], meta["dropped_instructions"])
+                put(self.dropped)
+            if data:
+                for interval in wire.decode(data, self.modules):
+                    put(IntervalEvent(interval))
+                put(_Ack(meta["bytes"]))
+        elif kind == "modules":
+            added = [_module(t) for t in meta["modules"]]
+            for m in added:
+                self.modules.add(m)
+            put(ModulesChanged(added=added))
+        elif kind == "module-added":
+            m = _module(meta["module"])
+            self.modules.add(m)
+            put(ModulesChanged(added=[m]))
+        elif kind == "module-removed":
+            base = int(meta["base"], 0)
+            self.modules.remove(base)
+            put(ModulesChanged(removed=[base]))
+        elif kind == "thread-started":
+            with self._lock:
+                self.threads.add(meta["tid"])
+            put(ThreadStarted(meta["tid"]))
+        elif kind == "thread-exited":
+            with self._lock:
+                self.threads.discard(meta["tid"])
+            put(ThreadExited(meta["tid"]))
+        elif kind in ("exit", "crash"):
+            if kind == "exit":
+                self._final = Ended("exited", code=meta["status"])
+            else:
+                self._final = Ended("crashed", signal=meta["signal"])
+            script = self._script
+            if script is not None:
+                try:
+                    script.post({"type": "final-ack"})
+                except (frida.InvalidOperationError, frida.TransportError):
+                    pass
+
+
+def _module(t) -> Module:
+    name, base, size, path = t
+    return Module(name=name, base=int(base, 0), size=int(size), path=path)
