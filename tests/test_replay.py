@@ -1,0 +1,240 @@
+"""Replay and export-bbv through the real command line."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from phasescope.engine import PhaseEngine
+from phasescope.interval import Interval
+from phasescope.sinks import JsonlLog
+
+TWO_PHASES_C = r"""
+#include <stdio.h>
+static long integer_phase(long n) {
+    long s = 0;
+    for (long i = 0; i < n; i++) {
+        if (i & 1) s += i * 3; else s ^= i;
+        if ((i & 7) == 3) s -= 5;
+    }
+    return s;
+}
+static double float_phase(long n) {
+    double d = 1.0, e = 0.5;
+    for (long i = 0; i < n; i++) {
+        d = d * 1.0000001 + e;
+        if (d > 1e6) { d = d / 3.0; e = e * 0.5 + 0.25; }
+    }
+    return d + e;
+}
+int main(void) {
+    long s = integer_phase(400000);
+    double d = float_phase(400000);
+    printf("%ld %f\n", s, d);
+    return 0;
+}
+"""
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "phasescope.cli", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, timeout=120)
+
+
+def assert_input_error(proc, *fragments):
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for f in fragments:
+        assert f in lines[0], lines[0]
+
+
+@pytest.mark.skipif(not (shutil.which("valgrind") and shutil.which("cc")), reason="needs valgrind and cc")
+def test_valgrind_exp_bbv_end_to_end(tmp_path):
+    src = tmp_path / "two.c"
+    src.write_text(TWO_PHASES_C)
+    exe = tmp_path / "two"
+    subprocess.run(["cc", "-O1", "-o", exe, src], check=True)
+    bb, pc = tmp_path / "two.bb", tmp_path / "two.pc"
+    subprocess.run(["valgrind", "--tool=exp-bbv", "--interval-size=200000", f"--bb-out-file={bb}",
+                    f"--pc-out-file={pc}", exe], check=True, capture_output=True, timeout=120)
+    summary = tmp_path / "summary.json"
+    log = tmp_path / "log.jsonl"
+    proc = cli("replay", bb, "--pc-out-file", pc, "--summary", summary, "--log", log)
+    assert proc.returncode == 0, proc.stderr
+    assert "rle_markov" in proc.stdout
+    s = json.loads(summary.read_text())
+
+    # Independent count of the file: every block count of every T line.
+    lines = [ln for ln in bb.read_text().splitlines() if ln.startswith("T")]
+    total = sum(int(tok.split(":")[-1]) for ln in lines for tok in ln[1:].split())
+    assert s["whole"]["instructions"] == total and s["whole"]["intervals"] == len(lines)
+    assert sum(p["instructions"] for p in s["phases"]) == total
+    assert sum(p["share"] for p in s["phases"]) == pytest.approx(1.0)
+
+    # The two loops are distinct phases; each holds for many intervals.
+    records = [json.loads(ln) for ln in log.read_text().splitlines()]
+    phases = [r["phase"] for r in records]
+    n = len(phases)
+    assert n >= 10
+    first, second = phases[n // 4], phases[3 * n // 4]
+    assert first != second
+    assert phases.count(first) >= n // 4 and phases.count(second) >= n // 4
+    # Blocks are code addresses from the pc map, so top code points into the program.
+    pcs = {int(ln.split(":")[2], 16) for ln in pc.read_text().splitlines()}
+    assert all(t["key"] in pcs for p in s["phases"] for t in p["top_code"])
+
+
+def recorded_stream(n=120):
+    rng = np.random.default_rng(5)
+    profiles = [rng.integers(0, 2**63, 40, dtype=np.uint64) for _ in range(3)]
+    weights = [rng.integers(10, 500, 40) for _ in range(3)]
+    pattern = [0, 0, 1, 2]
+    out = []
+    for i in range(n):
+        thread = 100 + i % 2
+        p = pattern[(i // 2) % 4]
+        counts = (weights[p] * rng.uniform(0.95, 1.05, 40)).astype(np.uint64)
+        out.append(Interval(thread, i // 2, int(counts.sum()), profiles[p], counts, start_ns=10 * i,
+                            end_ns=10 * i + 7, os={"cpu_ns": 5, "minflt": 1, "majflt": 0, "nvcsw": 0, "nivcsw": 1}))
+    return out
+
+
+def write_live_log(path):
+    """A log as the live monitor writes it (with an extra field the reader must ignore)."""
+    engine, log = PhaseEngine(), JsonlLog(str(path))
+    for iv in recorded_stream():
+        log.write(iv, engine.feed(iv), module_map_version=3)
+    log.close()
+    return engine
+
+
+def test_live_log_replays_unchanged(tmp_path):
+    live = tmp_path / "live.jsonl"
+    engine = write_live_log(live)
+    out_log, summary = tmp_path / "replay.jsonl", tmp_path / "s.json"
+    proc = cli("replay", live, "--log", out_log, "--summary", summary)
+    assert proc.returncode == 0, proc.stderr
+    strip = lambda r: {k: v for k, v in r.items() if k != "module_map_version"}  # noqa: E731
+    a = [strip(json.loads(ln)) for ln in live.read_text().splitlines()]
+    b = [json.loads(ln) for ln in out_log.read_text().splitlines()]
+    assert a == b
+    s = json.loads(summary.read_text())
+    assert s["phases"] == json.loads(json.dumps(engine.summary()))["phases"]
+    assert s["predictors"]["rle_markov"]["overall"]["accuracy"] > s["predictors"]["last_phase"]["overall"]["accuracy"]
+
+
+def test_replay_settings_change_the_result(tmp_path):
+    live = tmp_path / "live.jsonl"
+    write_live_log(live)
+    s1, s2 = tmp_path / "a.json", tmp_path / "b.json"
+    assert cli("replay", live, "--summary", s1).returncode == 0
+    assert cli("replay", live, "--summary", s2, "--threshold", "2", "--full-precision", "--buckets", "8").returncode == 0
+    a, b = json.loads(s1.read_text()), json.loads(s2.read_text())
+    assert a["whole"]["phases"] == 3 and b["whole"]["phases"] == 1
+    assert b["config"]["tracker"]["bits"] is None and b["config"]["tracker"]["buckets"] == 8
+
+
+def test_replay_interval_merges_recorded_intervals(tmp_path):
+    live = tmp_path / "live.jsonl"
+    write_live_log(live)
+    stream = recorded_stream()
+    size = 2 * max(iv.instructions for iv in stream)  # every merged interval takes 3 or more
+    out = tmp_path / "merged.jsonl"
+    assert cli("replay", live, "--interval", size, "--log", out).returncode == 0
+    recs = [json.loads(ln) for ln in out.read_text().splitlines()]
+    assert sum(r["instructions"] for r in recs) == sum(iv.instructions for iv in stream)
+    assert len(recs) <= len(stream) // 3 + 2
+    for thread in (100, 101):
+        mine = [r for r in recs if r["thread"] == thread]
+        assert [r["thread_seq"] for r in mine] == list(range(len(mine)))
+        assert all(r["instructions"] >= size and not r["partial"] for r in mine[:-1])
+        assert mine[-1]["partial"] == (mine[-1]["instructions"] < size)
+
+
+def test_export_bbv_round_trip(tmp_path):
+    live = tmp_path / "live.jsonl"
+    write_live_log(live)
+    bb, pc = tmp_path / "out.bb", tmp_path / "out.pc"
+    proc = cli("export-bbv", live, bb, "--pc-out-file", pc, "--thread", 100)
+    assert proc.returncode == 0, proc.stderr
+    lines = bb.read_text().splitlines()
+    assert len(lines) == 60 and all(ln.startswith("T:") for ln in lines)
+    ids = {int(tok.split(":")[1]) for ln in lines for tok in ln[1:].split()}
+    assert ids == set(range(1, 121))  # dense and 1-based: 3 profiles x 40 blocks
+    replay_log = tmp_path / "r.jsonl"
+    assert cli("replay", bb, "--pc-out-file", pc, "--log", replay_log).returncode == 0
+    original = [json.loads(ln) for ln in live.read_text().splitlines() if json.loads(ln)["thread"] == 100]
+    replayed = [json.loads(ln) for ln in replay_log.read_text().splitlines()]
+    assert [r["phase"] for r in replayed] == [0, 0, 1, 2] * 15
+    assert [sorted(map(tuple, r["blocks"])) for r in replayed] == [sorted(map(tuple, r["blocks"])) for r in original]
+
+
+@pytest.mark.parametrize("content, line, text", [
+    ("T:1:5 :2:6\nT:1:5 :2:x6\n", 2, "malformed interval near ':2:x6'"),
+    ("T:1:5 :2:6\n\nT:1:5 :2:\n", 3, "malformed interval"),
+    ("T:1:5\nS:1:5\n", 2, "malformed interval"),
+])
+def test_malformed_bb_is_one_line_with_file_and_line(tmp_path, content, line, text):
+    f = tmp_path / "bad.bb"
+    f.write_text(content)
+    assert_input_error(cli("replay", f, "--format", "bb"), f"{f}:{line}:", text)
+
+
+def test_bb_block_missing_from_pc_map(tmp_path):
+    bb, pc = tmp_path / "a.bb", tmp_path / "a.pc"
+    bb.write_text("T:1:5 :2:6\nT:3:4\n")
+    pc.write_text("F:1:400000:main\nF:2:400010:main\n")
+    assert_input_error(cli("replay", bb, "--pc-out-file", pc), f"{bb}:2:", "block id 3")
+    pc.write_text("F:1:400000:main\nF:zz:400010:main\n")
+    assert_input_error(cli("replay", bb, "--pc-out-file", pc), f"{pc}:2:")
+
+
+def test_truncated_or_malformed_log_line(tmp_path):
+    live = tmp_path / "live.jsonl"
+    write_live_log(live)
+    text = live.read_text()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text(text[: len(text) // 2])  # truncated mid-record
+    n = cut.read_text().count("\n") + 1
+    assert_input_error(cli("replay", cut), f"{cut}:{n}:", "not a JSON record")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(text.splitlines()[0] + "\n" + '{"thread": 1, "thread_seq": 0, "instructions": 5, '
+                   '"blocks": [[1, -5]]}\n')
+    assert_input_error(cli("replay", bad), f"{bad}:2:", "blocks")
+    missing = tmp_path / "missing.jsonl"
+    missing.write_text('{"thread": 1, "instructions": 5, "blocks": []}\n')
+    assert_input_error(cli("replay", missing), f"{missing}:1:", "thread_seq")
+
+
+def test_unrecognised_input(tmp_path):
+    f = tmp_path / "x.txt"
+    f.write_text("\nhello\n")
+    assert_input_error(cli("replay", f), f"{f}:2:")
+    assert_input_error(cli("replay", tmp_path / "nope.bb"), "nope.bb", "cannot read")
+
+
+@pytest.mark.parametrize("flags, text", [
+    (["--buckets", "0"], "buckets"),
+    (["--threshold", "-0.1"], "threshold"),
+    (["--interval", "0"], "interval"),
+    (["--table-size", "0"], "table size"),
+    (["--rle-entries", "0"], "rle entries"),
+])
+def test_out_of_range_options(tmp_path, flags, text):
+    f = tmp_path / "a.bb"
+    f.write_text("T:1:5\n")
+    summary = tmp_path / "s.json"
+    assert_input_error(cli("replay", f, "--summary", summary, *flags), "phasescope replay: error:", text)
+    assert not summary.exists()
+
+
+def test_unwritable_output_fails_before_work(tmp_path):
+    f = tmp_path / "a.bb"
+    f.write_text("T:1:5\n")
+    assert_input_error(cli("replay", f, "--summary", tmp_path / "no" / "s.json"), "cannot write")
+    assert_input_error(cli("replay", f, "--log", tmp_path), "cannot write")
