@@ -64,13 +64,16 @@ def merge_intervals(intervals: Iterable[Interval], size: int) -> Iterator[Interv
     """Re-cut each thread's stream into intervals of at least ``size`` instructions by merging
     consecutive recorded ones; a thread's last, shorter piece is marked partial."""
     pending: Dict[int, List[Interval]] = {}
+    pending_instructions: Dict[int, int] = {}
     counts: Dict[int, int] = {}
     for iv in intervals:
         group = pending.setdefault(iv.thread, [])
         group.append(iv)
-        if sum(g.instructions for g in group) >= size or iv.partial:
+        pending_instructions[iv.thread] = pending_instructions.get(iv.thread, 0) + iv.instructions
+        if pending_instructions[iv.thread] >= size or iv.partial:
             yield _merge(group, counts, size)
             group.clear()
+            pending_instructions[iv.thread] = 0
     for group in pending.values():
         if group:
             yield _merge(group, counts, size)
