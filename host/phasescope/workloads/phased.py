@@ -21,47 +21,50 @@ import threading
 import zlib
 
 _rng = random.Random(42)
-_TEXT = " ".join(_rng.choice(["phase", "tracking", "stalker", "branch", "footprint", "markov",
-                              "interval", "bucket", "x86", "predict"]) for _ in range(40_000)).encode()
-_NUMBERS = [_rng.randrange(1 << 30) for _ in range(60_000)]
-_DOC = {"rows": [{"id": i, "name": f"row{i}", "tags": ["a", "b", i % 7], "v": i * 0.5} for i in range(3_000)]}
+_WORDS = ["phase", "tracking", "stalker", "branch", "footprint", "markov", "interval", "bucket", "x86", "predict"]
+_TEXT = " ".join(_rng.choice(_WORDS) for _ in range(2_000)).encode()
+_NUMBERS = [_rng.randrange(1 << 30) for _ in range(4_000)]
+_DOC = {"rows": [{"id": i, "name": f"row{i}", "tags": ["a", "b", i % 7], "v": i * 0.5} for i in range(40)]}
 _WORD = re.compile(rb"(\w+)ing\b|\b(p\w+e)\b")
+
+# Each unit of work is small (well under a million instructions) and repeated, so that every
+# 10M-instruction interval of a step sees the same mix of code: one stable footprint per step.
 
 
 def deflate(n):
-    for _ in range(n):
+    for _ in range(n * 20):
         zlib.compress(_TEXT, 6)
 
 
 def sha256(n):
-    for _ in range(n * 12):
+    for _ in range(n * 600):
         hashlib.sha256(_TEXT).digest()
 
 
 def regex(n):
-    for _ in range(n):
+    for _ in range(n * 10):
         sum(1 for _ in _WORD.finditer(_TEXT))
 
 
 def sort(n):
-    for _ in range(n):
+    for _ in range(n * 20):
         sorted(_NUMBERS)
 
 
 def codec(n):
-    for _ in range(n):
+    for _ in range(n * 100):
         json.loads(json.dumps(_DOC))
 
 
-#: The main thread's schedule: one round. Phases recur, with different run lengths.
-SCHEDULE = [(deflate, 20), (sha256, 60), (deflate, 20), (regex, 6), (sort, 12), (codec, 13)]
+#: The main thread's schedule: one round (a unit of work is about 5 ms natively). Phases recur.
+SCHEDULE = [(deflate, 30), (sha256, 30), (deflate, 30), (regex, 25), (sort, 30), (codec, 25)]
 
 
 def background(rounds: int, scale: int) -> None:
     """A second thread with its own, simpler schedule, started after the first round."""
     for _ in range(rounds):
-        sha256(40 * scale)
-        sort(8 * scale)
+        sha256(20 * scale)
+        sort(20 * scale)
 
 
 def main(argv=None) -> int:
