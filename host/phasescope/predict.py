@@ -170,10 +170,6 @@ class Score:
         self.n = 0
         self.correct = 0
 
-    def add(self, ok: bool) -> None:
-        self.n += 1
-        self.correct += ok
-
     @property
     def accuracy(self) -> Optional[float]:
         return self.correct / self.n if self.n else None
@@ -201,10 +197,13 @@ class Scoreboard:
         previous, predictions = pending
         kind = "changes" if phase != previous else "steady"
         for name, predicted in predictions.items():
-            ok = predicted == phase
             s = self.scores[name]
-            s["overall"].add(ok)
-            s[kind].add(ok)
+            overall, part = s["overall"], s[kind]
+            overall.n += 1
+            part.n += 1
+            if predicted == phase:
+                overall.correct += 1
+                part.correct += 1
 
     def expect(self, thread: int, phase: int, predictions: Dict[str, int]) -> None:
         """Record the predictions made for ``thread`` after an interval in ``phase``."""

@@ -36,6 +36,7 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _BLOCK = 1 << 16
+_TEMP_ELEMENTS = 1 << 21
 
 
 def mix64(keys: np.ndarray) -> np.ndarray:
@@ -130,7 +131,12 @@ class Match:
 
 def manhattan(footprints: np.ndarray, reps: np.ndarray) -> np.ndarray:
     """Manhattan distances, shape (len(footprints), len(reps)), in footprint units."""
-    return np.abs(footprints[:, None, :] - reps[None, :, :]).sum(axis=2)
+    out = np.empty((len(footprints), len(reps)))
+    rows = max(1, _TEMP_ELEMENTS // max(1, reps.size))  # bound the (rows, reps, buckets) temporary
+    for start in range(0, len(footprints), rows):
+        block = footprints[start:start + rows]
+        out[start:start + rows] = np.abs(block[:, None, :] - reps[None, :, :]).sum(axis=2)
+    return out
 
 
 class Tracker:
@@ -160,7 +166,7 @@ class Tracker:
         n, nb = len(keys), self.config.buckets
         lens = np.fromiter((len(k) for k in keys), dtype=np.int64, count=n)
         flat_keys = np.concatenate(keys) if n else np.zeros(0, np.uint64)
-        flat_counts = np.concatenate(counts).astype(np.float64) if n else np.zeros(0)
+        flat_counts = np.concatenate(counts) if n else np.zeros(0)  # bincount takes them as float64
         idx = bucket_index(flat_keys, nb)
         idx += np.repeat(np.arange(n, dtype=np.int64) * nb, lens)
         acc = np.bincount(idx, weights=flat_counts, minlength=n * nb).reshape(n, nb)
@@ -181,7 +187,7 @@ class Tracker:
         """Classify footprints in order; same result as calling :meth:`classify` on each."""
         f = np.asarray(footprints, dtype=np.float64)
         n, size = len(f), self.config.table_size
-        dist = np.empty((n, size), dtype=np.float64)
+        dist = np.empty((n, min(size, self._used + n)), dtype=np.float64)  # n rows add <= n slots
         if self._used:
             dist[:, : self._used] = manhattan(f, self._reps[: self._used])
         out = []
