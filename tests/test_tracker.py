@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from phasescope.engine import EngineConfig, PhaseEngine
 from phasescope.errors import InputError
@@ -202,3 +203,19 @@ def test_empty_intervals_are_skipped():
 def test_out_of_range_options_are_refused(kwargs, text):
     with pytest.raises(InputError, match=text):
         TrackerConfig(**kwargs)
+
+
+@settings(derandomize=True, max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2**64 - 1), st.integers(1, 10**9)), min_size=1, max_size=60),
+       st.sampled_from([4, 7, 32, 100]), st.sampled_from([4, 6, 8]))
+def test_footprint_invariants(blocks, buckets, bits):
+    keys = np.array([k for k, _ in blocks], dtype=np.uint64)
+    counts = np.array([c for _, c in blocks], dtype=np.uint64)
+    exact, total = fp(Tracker(TrackerConfig(buckets=buckets, bits=None)), keys, counts)
+    assert total == counts.sum()
+    assert exact.sum() == pytest.approx(buckets)  # full precision: the footprint sums to N
+    cfg = TrackerConfig(buckets=buckets, bits=bits)
+    q, _ = fp(Tracker(cfg), keys, counts)
+    scaled = exact * cfg.scale / buckets
+    assert np.all(q == np.floor(q)) and q.max() <= 2**bits - 1
+    assert np.all(q <= scaled + 1e-9) and np.all(q > scaled - 1 - 1e-9)  # floor of the scaled value
