@@ -76,6 +76,12 @@ def test_spawn_log_and_summary_agree(build, tmp_path):
     assert sum(p["share"] for p in top3) > 0.75, top3
     assert all(p["runs"] >= 3 for p in top3), top3
     assert s["predictors"]["rle_markov"]["overall"]["n"] == len(records) - 1
+    # The live log replays unchanged: same phases, distances and predictions.
+    replayed = tmp_path / "replayed.jsonl"
+    r = run_cli("replay", str(log), "--log", str(replayed))
+    assert r.returncode == 0, r.stderr
+    fields = ("thread", "thread_seq", "phase", "new_phase", "predictions", "instructions")
+    assert [[x[f] for f in fields] for x in read_log(replayed)] == [[x[f] for f in fields] for x in records]
 
 
 def test_plain_output_lines(build):

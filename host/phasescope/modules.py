@@ -35,9 +35,8 @@ class ModuleMap:
     """Sorted, non-overlapping modules of one process; vectorized address lookup."""
 
     def __init__(self, modules=()):
-        self._by_base: dict[int, Module] = {}
-        for m in modules:
-            self.add(m)
+        self._by_base: dict[int, Module] = {m.base: m for m in modules}
+        self._rebuild()
 
     def add(self, module: Module) -> None:
         """Add or replace the module loaded at ``module.base``."""

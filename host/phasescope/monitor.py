@@ -97,6 +97,14 @@ def _validate(args) -> None:
         raise InputError("-f needs a PROGRAM")
 
 
+def _short(target, width: int = 40) -> str:
+    """The target as the dashboard header shows it: paths cut to their basenames, at most ``width``."""
+    if target.argv is None:
+        return target.describe()
+    text = " ".join(os.path.basename(a) if os.sep in a else a for a in target.argv)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 class _Stop:
     """SIGINT/SIGTERM set a flag; a second signal aborts the wait for the agent."""
 
@@ -151,7 +159,7 @@ class Monitor:
         with _Stop() as stop:
             self.session.start()
             self.symbols = Symbolizer(self.session)
-            self.view = LiveState(self.engine, self.target.describe(), self.session.pid, self.symbols.describe)
+            self.view = LiveState(self.engine, _short(self.target), self.session.pid, self.symbols.describe)
             self.view.status = "tracing"
             self.view.threads_followed = len(self.session.threads)
             if self.log is not None:

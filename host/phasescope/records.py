@@ -75,7 +75,13 @@ def _blocks(value, where: str):
         return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
     try:
         arr = np.array(value)
-    except (ValueError, OverflowError):
+        if arr.dtype.kind not in "iu":
+            # Keys of 2**63 and above (half of all module keys) make numpy infer float64 or object:
+            # convert those exactly, after checking that every item really is an integer.
+            if not all(type(x) is int for pair in value for x in (pair if isinstance(pair, list) else (pair,))):
+                raise ValueError("not integers")
+            arr = np.array(value, dtype=np.uint64)
+    except (ValueError, OverflowError, TypeError):
         arr = None
     if arr is None or arr.ndim != 2 or arr.shape[1] != 2 or arr.dtype.kind not in "iu" or (
             arr.dtype.kind == "i" and arr.min() < 0):
