@@ -1,0 +1,160 @@
+"""``phasescope bench [options] -- PROGRAM [ARGS...]``: what tracing costs on your program.
+
+Runs PROGRAM several times in each configuration, interleaved so that every configuration sees
+the same machine load, and reports the minimum wall time of each:
+
+* ``native``      -- the program alone (stdout discarded)
+* ``bare``        -- spawned under Frida with every thread followed by a plain ``Stalker.follow``
+                     (no transform): the floor any Stalker-based tracer sits on
+* ``traced``      -- phasescope's agent: per-block counters, intervals, records shipped to the host
+* ``end-to-end``  -- the traced run including spawn, injection and agent start-up
+* ``exp-bbv``     -- ``valgrind --tool=exp-bbv`` with the same interval, when valgrind is installed
+
+``bare`` and ``traced`` time the target from the moment it is resumed with every thread followed
+until the host learns that it exited.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from .errors import InputError, PhasescopeError
+from .session import Ended, IntervalEvent, TraceSession, resolve_device, resolve_target
+
+
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Measure phasescope's overhead on a program.")
+    p.add_argument("-r", "--runs", type=int, default=3, help="runs per configuration; the minimum counts (default 3)")
+    p.add_argument("-i", "--interval", type=int, default=10_000_000, help="instructions per interval (default 10M)")
+    p.add_argument("--no-valgrind", action="store_true", help="skip the valgrind exp-bbv comparison")
+    p.add_argument("--no-bare", action="store_true", help="skip the bare Stalker.follow baseline")
+    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
+    return p
+
+
+def _native(argv) -> float:
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError as e:
+        raise InputError(f"cannot run {argv[0]}: {e.strerror}") from None
+    elapsed = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise PhasescopeError(f"{argv[0]} exited with code {proc.returncode} when run natively")
+    return elapsed
+
+
+def _traced(device, target, interval: int, bare: bool):
+    """(target wall seconds, end-to-end seconds, intervals, instructions) of one traced run."""
+    t0 = time.perf_counter()
+    session = TraceSession(device, target, interval=interval, stdio="pipe", bare=bare)
+    session.start()
+    t1 = time.perf_counter()
+    n = instructions = 0
+    ended = None
+    try:
+        for event in session.events():
+            if isinstance(event, IntervalEvent):
+                n += 1
+                instructions += event.interval.instructions
+            elif isinstance(event, Ended):
+                ended = event
+    finally:
+        session.stop()
+    t2 = time.perf_counter()
+    if ended is None or ended.how != "exited" or ended.code != 0:
+        what = ended.describe() if ended else "ended without a report"
+        raise PhasescopeError(f"{target.argv[0]} {what} under {'bare Stalker' if bare else 'phasescope'}")
+    return t2 - t1, t2 - t0, n, instructions
+
+
+def _valgrind(argv, interval: int) -> float:
+    with tempfile.TemporaryDirectory(prefix="phasescope-bench-") as tmp:
+        out = os.path.join(tmp, "bb.out")
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            ["valgrind", "--tool=exp-bbv", f"--interval-size={interval}", f"--bb-out-file={out}", *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        elapsed = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise PhasescopeError(f"valgrind --tool=exp-bbv {argv[0]} exited with code {proc.returncode}")
+    return elapsed
+
+
+def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = True, bare: bool = True) -> dict:
+    """Minimum wall seconds per configuration and the ratios to native."""
+    if runs < 1:
+        raise InputError("--runs must be at least 1")
+    device = resolve_device()
+    target = resolve_target(device, argv=list(argv))
+    argv = target.argv
+    use_valgrind = valgrind and shutil.which("valgrind") is not None
+    times = {"native": [], "traced": [], "end-to-end": []}
+    if bare:
+        times["bare"] = []
+    if use_valgrind:
+        times["exp-bbv"] = []
+    intervals = instructions = 0
+    for _ in range(runs):
+        times["native"].append(_native(argv))
+        if bare:
+            times["bare"].append(_traced(device, target, interval, bare=True)[0])
+        wall, e2e, intervals, instructions = _traced(device, target, interval, bare=False)
+        times["traced"].append(wall)
+        times["end-to-end"].append(e2e)
+        if use_valgrind:
+            times["exp-bbv"].append(_valgrind(argv, interval))
+    best = {k: min(v) for k, v in times.items()}
+    ratios = {k: best[k] / best["native"] for k in best if k != "native"}
+    if bare:
+        ratios["traced/bare"] = best["traced"] / best["bare"]
+    return {
+        "command": argv,
+        "runs": runs,
+        "interval": interval,
+        "intervals": intervals,
+        "instructions": instructions,
+        "seconds": best,
+        "ratios": ratios,
+    }
+
+
+def format_report(result: dict) -> str:
+    lines = [
+        f"program     {' '.join(result['command'])}",
+        f"runs        {result['runs']} per configuration (minimum wall time shown)",
+        f"traced      {result['instructions']:,} instructions in {result['intervals']} intervals "
+        f"of {result['interval']:,}",
+    ]
+    for name, secs in result["seconds"].items():
+        ratio = "" if name == "native" else f"  {result['ratios'][name]:6.2f}x native"
+        lines.append(f"{name:<11} {secs:8.3f} s{ratio}")
+    if "traced/bare" in result["ratios"]:
+        lines.append(f"traced/bare {result['ratios']['traced/bare']:8.2f}x")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise InputError("no program given: phasescope bench [options] -- PROGRAM [ARGS...]")
+    result = measure(command, runs=args.runs, interval=args.interval, valgrind=not args.no_valgrind, bare=not args.no_bare)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(format_report(result))
+    sys.stdout.flush()
+    return 0
