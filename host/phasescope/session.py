@@ -156,7 +156,9 @@ def resolve_target(device, pid=None, name=None, argv=None) -> Target:
     except frida.TransportError as e:
         raise PhasescopeError(f"cannot list processes on {device.name}: {e}") from None
     if pid is not None:
-        if not any(p.pid == pid for p in processes):
+        listed = any(p.pid == pid for p in processes)
+        # Processes of other users may be missing from the list: attaching says why.
+        if not listed and not (_is_local(device) and os.path.exists(f"/proc/{int(pid)}")):
             raise InputError(f"no such process: pid {pid}")
         return Target(pid=int(pid))
     matches = [p for p in processes if p.name == name]
@@ -172,7 +174,7 @@ def agent_source() -> str:
     return read_text("js", "agent.js")
 
 
-def counter_source() -> str:
+def counter_source_default() -> str:
     return read_text("agent", "counter.c")
 
 
@@ -182,7 +184,15 @@ def _first_line(e: BaseException) -> str:
 
 
 class TraceSession:
-    """One traced process. Thread-safe: Frida callbacks feed a queue that :meth:`events` drains."""
+    """One traced process. Thread-safe: Frida callbacks feed a queue that :meth:`events` drains.
+
+    ``interval``: instructions per interval and thread. ``stdio``: a spawned target's stdio is
+    inherited, or piped into :class:`Output` events. ``slots``: counters per thread (blocks beyond
+    share one slot with PC 0). ``buffer_bytes``: each of the agent's two output buffers.
+    ``window``: bytes of records in flight before the agent waits for the host. ``bare``: plain
+    ``Stalker.follow`` without counters (benchmark baseline; no intervals). ``counter_source``:
+    C source of the hot path instead of the shipped ``agent/counter.c``.
+    """
 
     def __init__(
         self,
@@ -194,6 +204,7 @@ class TraceSession:
         buffer_bytes: int = 16 << 20,
         window: int = 32 << 20,
         bare: bool = False,
+        counter_source: Optional[str] = None,
     ):
         if interval < 1000:
             raise InputError(f"interval must be at least 1000 instructions, got {interval}")
@@ -204,6 +215,7 @@ class TraceSession:
         self.interval = int(interval)
         self.stdio = stdio
         self.bare = bare
+        self._counter_source = counter_source or counter_source_default()
         self._options = {
             "interval": self.interval,
             "slots": int(slots),
@@ -288,7 +300,7 @@ class TraceSession:
         except frida.PermissionDeniedError as e:
             raise PhasescopeError(
                 f"permission denied attaching to pid {self.pid} ({_first_line(e)}); "
-                "run as the process owner or root, or set kernel.yama.ptrace_scope=0"
+                "run as the process owner or as root"
             ) from None
         except (frida.ProcessNotRespondingError, frida.NotSupportedError, frida.TransportError) as e:
             raise PhasescopeError(f"cannot attach to pid {self.pid}: {_first_line(e)}") from None
@@ -299,7 +311,7 @@ class TraceSession:
             self._script = self._session.create_script(agent_source(), name="phasescope")
             self._script.on("message", self._on_message)
             self._script.load()
-            options = dict(self._options, source=counter_source())
+            options = dict(self._options, source=self._counter_source)
             self._script.exports_sync.init(options)
         except (frida.InvalidArgumentError, frida.InvalidOperationError, frida.TransportError, frida.core.RPCException) as e:
             raise PhasescopeError(f"agent failed to load into pid {self.pid}: {_first_line(e)}") from None

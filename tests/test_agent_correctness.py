@@ -1,0 +1,72 @@
+"""A traced program prints exactly what it prints untraced: real programs from the system."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from agent_support import trace_spawn
+
+
+def _payload() -> bytes:
+    rng = random.Random(7)
+    words = [bytes(rng.choices(b"abcdefghijklmnopqrstuvwxyz", k=rng.randint(2, 9))) for _ in range(500)]
+    return b" ".join(rng.choice(words) for _ in range(60_000)) + bytes(rng.randrange(256) for _ in range(50_000))
+
+
+@pytest.mark.parametrize("tool", ["gzip", "bzip2"])
+def test_compress_round_trip_traced_equals_untraced(tool, tmp_path):
+    exe = shutil.which(tool)
+    if exe is None:
+        pytest.skip(f"{tool} is not installed")
+    original = tmp_path / "data"
+    original.write_bytes(_payload())
+
+    native = subprocess.run([exe, "-c", str(original)], capture_output=True, check=True).stdout
+    traced = trace_spawn([exe, "-c", str(original)])
+    assert traced.ended.how == "exited" and traced.ended.code == 0
+    assert traced.output.get(1, b"") == native
+    assert sum(i.instructions for i in traced.intervals) > 10_000_000
+
+    packed = tmp_path / ("data." + ("gz" if tool == "gzip" else "bz2"))
+    packed.write_bytes(native)
+    back = trace_spawn([exe, "-dc", str(packed)])
+    assert back.ended.how == "exited" and back.ended.code == 0
+    assert back.output.get(1, b"") == original.read_bytes()
+
+
+def test_python_script_output_is_unchanged(tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import hashlib, json, re\n"
+        "d = {str(i): [i * i, hex(i)] for i in range(20000)}\n"
+        "s = json.dumps(d, sort_keys=True)\n"
+        "print(hashlib.sha256(s.encode()).hexdigest())\n"
+        "print(len(re.findall(r'0x[0-9a-f]+', s)), sum(sorted(x[0] for x in d.values())) % 1000003)\n"
+        "print(sorted(set(s))[:10])\n"
+    )
+    python = "/usr/bin/python3" if shutil.which("/usr/bin/python3") else sys.executable
+    native = subprocess.run([python, str(script)], capture_output=True, check=True).stdout
+    traced = trace_spawn([python, str(script)])
+    assert traced.ended.how == "exited" and traced.ended.code == 0
+    assert traced.output.get(1, b"") == native
+    assert len(traced.intervals) >= 2
+
+
+def test_exit_code_and_crash_are_reported(build, tmp_path):
+    src = tmp_path / "ends.c"
+    src.write_text(
+        "#include <stdlib.h>\n#include <string.h>\n"
+        "int main(int argc, char **argv) {\n"
+        "  if (argc > 1 && strcmp(argv[1], \"crash\") == 0) { volatile int *p = 0; *p = 1; }\n"
+        "  return argc > 1 ? atoi(argv[1]) : 0; }\n"
+    )
+    exe = tmp_path / "ends"
+    subprocess.run(["cc", "-O1", "-o", str(exe), str(src)], check=True)
+    assert trace_spawn([str(exe), "3"]).ended.code == 3
+    crashed = trace_spawn([str(exe), "crash"]).ended
+    assert crashed.how == "crashed" and crashed.signal == "SIGSEGV"

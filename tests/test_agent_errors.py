@@ -1,0 +1,103 @@
+"""Bad input gives one line on stderr, a non-zero exit and no traceback."""
+
+from __future__ import annotations
+
+import os
+import sys
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import run_cli
+from phasescope.errors import InputError, PhasescopeError
+from phasescope.session import TraceSession, resolve_device, resolve_target
+
+
+def _one_line_error(proc, code, text):
+    assert proc.returncode == code, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert text in lines[0]
+
+
+def test_bench_no_such_program(tmp_path):
+    _one_line_error(run_cli("bench", "--", str(tmp_path / "missing")), 2, "no such program")
+
+
+def test_bench_not_executable(tmp_path):
+    path = tmp_path / "data.txt"
+    path.write_text("not a program\n")
+    _one_line_error(run_cli("bench", "--", str(path)), 2, "not executable")
+
+
+def test_bench_without_program():
+    _one_line_error(run_cli("bench"), 2, "no program given")
+
+
+def test_no_such_pid():
+    device = resolve_device()
+    with pytest.raises(InputError, match="no such process: pid 999999999"):
+        resolve_target(device, pid=999999999)
+
+
+def test_name_matching_several_processes(tmp_path):
+    exe = tmp_path / "phasescope-twin"
+    shutil.copy("/bin/sleep", exe)
+    procs = [subprocess.Popen([str(exe), "30"]) for _ in range(2)]
+    try:
+        device = resolve_device()
+        with pytest.raises(InputError, match=r"2 processes are named 'phasescope-twin' \(pids \d+, \d+\)"):
+            resolve_target(device, name="phasescope-twin")
+        with pytest.raises(InputError, match="no process named 'phasescope-nobody'"):
+            resolve_target(device, name="phasescope-nobody")
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_exactly_one_target():
+    with pytest.raises(InputError, match="exactly one target"):
+        resolve_target(resolve_device(), pid=1, name="x")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to another user")
+def test_permission_denied(tmp_path):
+    """An unprivileged user attaching to root's process: a one-line error, exit 1."""
+    victim = subprocess.Popen(["sleep", "30"])
+    script = (
+        "import os, sys\n"
+        "from phasescope.errors import PhasescopeError\n"
+        "from phasescope.session import TraceSession, resolve_device, resolve_target\n"
+        "os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
+        "d = resolve_device()\n"
+        "try:\n"
+        f"    TraceSession(d, resolve_target(d, pid={victim.pid})).start()\n"
+        "except PhasescopeError as e:\n"
+        "    print(e, file=sys.stderr); sys.exit(e.exit_code)\n"
+    )
+    try:
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    finally:
+        victim.kill()
+        victim.wait()
+    _one_line_error(proc, 1, "permission denied attaching to pid")
+
+
+def test_agent_that_fails_to_load_leaves_no_process(build):
+    device = resolve_device()
+    target = resolve_target(device, argv=[build("counted.c"), "10"])
+    session = TraceSession(device, target, counter_source="this is not C;")
+    with pytest.raises(PhasescopeError, match="agent failed to load into pid"):
+        session.start()
+    assert session.pid is not None
+    assert not os.path.exists(f"/proc/{session.pid}/exe") or _zombie(session.pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True

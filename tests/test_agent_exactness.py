@@ -1,0 +1,50 @@
+"""Instruction counts of the agent against valgrind's (callgrind), on a program with known work."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from agent_support import callgrind_functions, per_function, trace_spawn
+
+pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+
+FUNCTIONS = ("mix_small", "mix_branchy", "mix_calls", "mix_calls_leaf")
+
+
+@pytest.mark.parametrize("flags", [(), ("-O2",)], ids=["O1", "O2"])
+def test_counts_and_shares_match_callgrind(build, tmp_path, flags):
+    binary = build("counted.c", *flags)
+    argv = [binary, "300000"]
+    trace = trace_spawn(argv, interval=1_000_000)
+    assert trace.ended.how == "exited" and trace.ended.code == 0
+    ours = per_function(trace, binary)
+    theirs = callgrind_functions(argv, tmp_path)
+
+    for name in FUNCTIONS:
+        if theirs.get(name, 0) == 0:  # inlined at this optimization level
+            continue
+        assert ours[name] == pytest.approx(theirs[name], rel=0.01), name
+
+    ours_total = sum(ours[n] for n in FUNCTIONS)
+    theirs_total = sum(theirs.get(n, 0) for n in FUNCTIONS)
+    assert ours_total == pytest.approx(theirs_total, rel=0.01)
+    for name in FUNCTIONS:
+        assert ours[name] / ours_total == pytest.approx(theirs.get(name, 0) / theirs_total, abs=0.01), name
+
+
+def test_intervals_are_exact_to_a_block(build):
+    binary = build("counted.c")
+    trace = trace_spawn([binary, "2000000"], interval=1_000_000)
+    full = [i for i in trace.intervals if not i.partial]
+    assert len(full) >= 10
+    for i in full:
+        assert 1_000_000 <= i.instructions < 1_000_000 + 64  # cut at the block that crosses the budget
+        assert i.instructions == int(i.counts.sum())
+        assert i.end_ns >= i.start_ns > 0
+        assert set(i.os) == {"cpu_ns", "minflt", "majflt", "nvcsw", "nivcsw"}
+        assert all(v < 1 << 40 for v in i.os.values())
+    seqs = sorted(i.seq for i in trace.intervals)
+    assert seqs == list(range(len(seqs)))
+    assert trace.intervals[-1].partial
