@@ -7,18 +7,22 @@
  *
  *     add  qword [rip + counts[slot]], n        ; instructions of the block (patched once known)
  *     sub  qword [rip + budget[slot % K]], n    ; split instruction budget of the thread
- *     jns  skip
- *     lea  rsp, [rsp - 128]                     ; keep the red zone
- *     call slow_stub                            ; rare: one of the budgets ran out
- *     lea  rsp, [rsp + 128]
- *   skip:
+ *     js   trampoline                           ; rare: one of the budgets ran out
+ *
+ * and, in the thread's cold area (RWX memory the agent allocates next to the counters):
+ *
+ *   trampoline:  lea rsp, [rsp - 128]           ; keep the red zone
+ *                call slow_stub
+ *                lea rsp, [rsp + 128]
+ *                jmp back
  *
  * Where no such point exists before the block's end, the same code is wrapped in a flags save
  * (push rax; lahf; seto al ... add al, 0x7f; sahf; pop rax). The slow stub saves every register,
  * the flags and the FPU/SSE state, and calls `ps_slow`, which rebalances the K budgets or, once
  * their sum is spent, cuts the interval: it harvests the non-zero slots into the output buffer as
  * one record (see host/phasescope/wire.py) and zeroes them. Nothing on the hot path enters
- * JavaScript or takes a Stalker callout.
+ * JavaScript or takes a Stalker callout. Counters or cold code out of rel32 reach (unusual address
+ * space layouts) get slower but equivalent forms (absolute addressing, inline stub call).
  *
  * Output: two buffers, filled by target threads under a spinlock and swapped by `ps_drain`,
  * which the JS agent calls from a timer. A full buffer drops the record and counts the drop.
@@ -62,7 +66,9 @@ struct _PsThread
   guint64 seq;
   guint64 start_ns;
   guint64 os_start[5];       /* cpu_ns, minflt, majflt, nvcsw, nivcsw at interval start */
-  guint8 * stub;             /* this thread's slow stub, inside its code cache */
+  guint8 * stub;             /* this thread's slow stub (cold area, or inside its code cache) */
+  guint8 * cold_cur;         /* cold area: the stub, then one trampoline per block */
+  guint8 * cold_end;
   guint64 carry;             /* instructions of a block cut before its counter was placed */
   guint64 closed;
   guint64 fresh;             /* no block ran yet: the first slow path starts the first interval */
@@ -130,8 +136,11 @@ ps_fill_budgets (PsThread * t, gint64 left)
   t->tail = 0;
 }
 
+static void ps_cold_init (PsThread * t);
+
 void
-ps_thread_init (PsThread * t, guint64 tid, guint64 * arena, guint64 capacity)
+ps_thread_init (PsThread * t, guint64 tid, guint64 * arena, guint64 capacity, guint8 * cold,
+    guint64 cold_size)
 {
   t->counts = arena;
   t->pcs = arena + capacity;
@@ -140,6 +149,9 @@ ps_thread_init (PsThread * t, guint64 tid, guint64 * arena, guint64 capacity)
   t->tid = tid;
   t->seq = 0;
   t->stub = NULL;
+  t->cold_cur = cold;
+  t->cold_end = cold + cold_size;
+  ps_cold_init (t);
   t->carry = 0;
   t->closed = 0;
   t->fresh = 1;
@@ -385,15 +397,51 @@ ps_near (GumAddress from, GumAddress to)
   return d > -0x7fff0000LL && d < 0x7fff0000LL;
 }
 
+/* Code is assembled into a PsCode buffer, then copied into Stalker's writer or the cold area. */
+typedef struct { guint8 b[160]; guint n; } PsCode;
+
 static void
-ps_bytes (GumX86Writer * w, const guint8 * b, guint n)
+ps_put (PsCode * c, const guint8 * b, guint n)
 {
-  gum_x86_writer_put_bytes (w, b, n);
+  guint i;
+  for (i = 0; i != n; i++)
+    c->b[c->n + i] = b[i];
+  c->n += n;
 }
+
+static void
+ps_put_u8 (PsCode * c, guint8 v)
+{
+  c->b[c->n++] = v;
+}
+
+static void
+ps_put_u32 (PsCode * c, guint32 v)
+{
+  *(guint32 *) (c->b + c->n) = v;
+  c->n += 4;
+}
+
+static void
+ps_put_u64 (PsCode * c, guint64 v)
+{
+  *(guint64 *) (c->b + c->n) = v;
+  c->n += 8;
+}
+
+/* rel32 operand at the end of an instruction that will end at `end` (runtime address). */
+static void
+ps_put_rel32 (PsCode * c, GumAddress end, GumAddress target)
+{
+  ps_put_u32 (c, (guint32) (gint32) ((gint64) target - (gint64) end));
+}
+
+static const guint8 ps_lea_down[] = { 0x48, 0x8d, 0x64, 0x24, 0x80 };             /* lea rsp, [rsp-128] */
+static const guint8 ps_lea_up[] = { 0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00 }; /* lea rsp, [rsp+128] */
 
 /* The slow stub: saves everything the C slow path could touch, calls ps_slow (t), returns. */
 static void
-ps_emit_stub (GumX86Writer * w, PsThread * t)
+ps_put_stub (PsCode * c, PsThread * t)
 {
   static const guint8 save[] = {
     0x9c,                                /* pushfq */
@@ -416,116 +464,164 @@ ps_emit_stub (GumX86Writer * w, PsThread * t)
     0x9d,                                /* popfq */
     0xc3,                                /* ret */
   };
-  guint8 mov[10];
-  guint64 v;
 
-  ps_bytes (w, save, sizeof (save));
-  mov[0] = 0x48; mov[1] = 0xbf;          /* movabs rdi, t */
-  v = GPOINTER_TO_SIZE (t);
-  *(guint64 *) (mov + 2) = v;
-  ps_bytes (w, mov, 10);
-  mov[1] = 0xb8;                         /* movabs rax, ps_slow */
-  v = GPOINTER_TO_SIZE (ps_slow);
-  *(guint64 *) (mov + 2) = v;
-  ps_bytes (w, mov, 10);
-  ps_bytes (w, restore, sizeof (restore));
+  ps_put (c, save, sizeof (save));
+  ps_put_u8 (c, 0x48); ps_put_u8 (c, 0xbf); /* movabs rdi, t */
+  ps_put_u64 (c, GPOINTER_TO_SIZE (t));
+  ps_put_u8 (c, 0x48); ps_put_u8 (c, 0xb8); /* movabs rax, ps_slow */
+  ps_put_u64 (c, GPOINTER_TO_SIZE (ps_slow));
+  ps_put (c, restore, sizeof (restore));
 }
 
-/* Emits a jump over a fresh stub for this thread, reachable from here with a rel32 call. */
+/* Copies code into the thread's cold area; returns its address, or 0 when the area is full. */
+static GumAddress
+ps_cold_put (PsThread * t, const PsCode * c)
+{
+  guint8 * dst = t->cold_cur;
+  guint i;
+  if (dst + c->n > t->cold_end)
+    return 0;
+  for (i = 0; i != c->n; i++)
+    dst[i] = c->b[i];
+  t->cold_cur += c->n;
+  return GPOINTER_TO_SIZE (dst);
+}
+
 static void
-ps_place_stub (GumX86Writer * w, PsThread * t)
+ps_cold_init (PsThread * t)
 {
-  guint8 jmp[5] = { 0xe9, 0, 0, 0, 0 };
-  guint8 * patch = w->code + 1;
-  guint8 * start;
-
-  ps_bytes (w, jmp, 5);
-  t->stub = GSIZE_TO_POINTER (w->pc);
-  start = w->code;
-  ps_emit_stub (w, t);
-  *(gint32 *) patch = (gint32) (w->code - start);
+  PsCode c;
+  c.n = 0;
+  ps_put_stub (&c, t);
+  t->stub = GSIZE_TO_POINTER (ps_cold_put (t, &c));
 }
 
-/* Emits `op qword [target], imm32` (op: 0 add, 5 sub), rip-relative when reachable, else through
- * rax (saved by the caller's sequence). Returns where the imm32 lives. */
-static guint8 *
-ps_emit_rmw (GumX86Writer * w, guint8 op, gpointer target, gboolean far)
+/* `op qword [target], imm32` (op: 0 add, 5 sub) rip-relative when reachable from `pc`, else
+ * through r11 (saved by the caller's sequence). Returns the offset of the imm32 in the code. */
+static guint
+ps_put_rmw (PsCode * c, GumAddress pc, guint8 op, gpointer target, gboolean far)
 {
-  guint8 b[11];
-  guint8 * imm;
+  guint imm;
   if (!far)
   {
-    gint32 disp = (gint32) ((gint64) GPOINTER_TO_SIZE (target) - (gint64) (w->pc + 11));
-    b[0] = 0x48; b[1] = 0x81; b[2] = 0x05 | (op << 3);
-    *(gint32 *) (b + 3) = disp;
-    *(gint32 *) (b + 7) = 0;
-    imm = w->code + 7;
-    ps_bytes (w, b, 11);
+    ps_put_u8 (c, 0x48); ps_put_u8 (c, 0x81); ps_put_u8 (c, 0x05 | (op << 3));
+    ps_put_rel32 (c, pc + c->n + 8, GPOINTER_TO_SIZE (target));
+    imm = c->n;
+    ps_put_u32 (c, 0);
     return imm;
   }
-  b[0] = 0x49; b[1] = 0xbb;              /* movabs r11, target */
-  *(guint64 *) (b + 2) = GPOINTER_TO_SIZE (target);
-  ps_bytes (w, b, 10);
-  b[0] = 0x49; b[1] = 0x81; b[2] = 0x03 | (op << 3); /* op qword [r11], imm32 */
-  *(gint32 *) (b + 3) = 0;
-  imm = w->code + 3;
-  ps_bytes (w, b, 7);
+  ps_put_u8 (c, 0x49); ps_put_u8 (c, 0xbb); /* movabs r11, target */
+  ps_put_u64 (c, GPOINTER_TO_SIZE (target));
+  ps_put_u8 (c, 0x49); ps_put_u8 (c, 0x81); ps_put_u8 (c, 0x03 | (op << 3)); /* op qword [r11], imm32 */
+  imm = c->n;
+  ps_put_u32 (c, 0);
   return imm;
 }
 
 typedef struct { guint8 * count_imm; guint8 * budget_imm; } PsPatch;
 
+/*
+ * The counter sequence of one block. The budget-exhausted branch goes to a per-block trampoline in
+ * the thread's cold area (js rel32; not taken on the hot path). Where the cold area is full or out
+ * of reach, the call to the stub sits inline behind a jns, with a stub placed in the code itself.
+ */
 static PsPatch
 ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_flags)
 {
-  static const guint8 lea_down[] = { 0x48, 0x8d, 0x64, 0x24, 0x80 };             /* lea rsp, [rsp-128] */
-  static const guint8 lea_up[] = { 0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00 }; /* lea rsp, [rsp+128] */
   static const guint8 flags_save[] = { 0x50, 0x9f, 0x0f, 0x90, 0xc0 };   /* push rax; lahf; seto al */
   static const guint8 flags_restore[] = { 0x04, 0x7f, 0x9e, 0x58 };      /* add al, 0x7f; sahf; pop rax */
   static const guint8 r11_save[] = { 0x41, 0x53 };                       /* push r11 */
   static const guint8 r11_restore[] = { 0x41, 0x5b };                    /* pop r11 */
+  PsCode c, cold;
   PsPatch p;
   gpointer counter = &t->counts[slot];
   gpointer budget = &t->budget[slot & (PS_K - 1)];
-  guint8 * jns;
-  guint8 call[5];
-  gboolean far;
+  GumAddress pc = w->pc, tramp = 0, stub = GPOINTER_TO_SIZE (t->stub);
+  guint count_imm, budget_imm, js_at = 0;
+  gboolean far, cold_ok;
 
-  if (t->stub == NULL || !ps_near (w->pc + 64, GPOINTER_TO_SIZE (t->stub)))
-    ps_place_stub (w, t);
-  far = !ps_near (w->pc, GPOINTER_TO_SIZE (counter)) || !ps_near (w->pc, GPOINTER_TO_SIZE (budget));
+  far = !ps_near (pc, GPOINTER_TO_SIZE (counter)) || !ps_near (pc, GPOINTER_TO_SIZE (budget));
   if (far)
   {
     ps.far_blocks++;
     save_flags = TRUE;
   }
+  cold_ok = stub != 0 && t->cold_cur + 64 <= t->cold_end && ps_near (pc, GPOINTER_TO_SIZE (t->cold_cur)) &&
+      ps_near (pc, GPOINTER_TO_SIZE (t->cold_end));
 
+  c.n = 0;
   if (save_flags)
   {
-    ps_bytes (w, lea_down, sizeof (lea_down));
-    ps_bytes (w, flags_save, sizeof (flags_save));
+    ps_put (&c, ps_lea_down, sizeof (ps_lea_down));
+    ps_put (&c, flags_save, sizeof (flags_save));
     if (far)
-      ps_bytes (w, r11_save, sizeof (r11_save));
+      ps_put (&c, r11_save, sizeof (r11_save));
   }
-  p.count_imm = ps_emit_rmw (w, 0, counter, far);
-  p.budget_imm = ps_emit_rmw (w, 5, budget, far);
-  jns = w->code;
-  ps_bytes (w, (const guint8 *) "\x79\x00", 2);           /* jns skip */
-  if (!save_flags)
-    ps_bytes (w, lea_down, sizeof (lea_down));
-  call[0] = 0xe8;
-  *(gint32 *) (call + 1) = (gint32) ((gint64) GPOINTER_TO_SIZE (t->stub) - (gint64) (w->pc + 5));
-  ps_bytes (w, call, 5);
-  if (!save_flags)
-    ps_bytes (w, lea_up, sizeof (lea_up));
-  jns[1] = (guint8) (w->code - (jns + 2));
+  count_imm = ps_put_rmw (&c, pc, 0, counter, far);
+  budget_imm = ps_put_rmw (&c, pc, 5, budget, far);
+  if (cold_ok)
+  {
+    ps_put_u8 (&c, 0x0f); ps_put_u8 (&c, 0x88); /* js rel32 trampoline (patched below) */
+    js_at = c.n;
+    ps_put_u32 (&c, 0);
+  }
+  else
+  {
+    guint8 * jns;
+    if (stub == 0 || !ps_near (pc + 256, stub))
+    {
+      /* No reachable stub: place one here, jumped over. */
+      guint skip;
+      ps_put_u8 (&c, 0xe9);
+      skip = c.n;
+      ps_put_u32 (&c, 0);
+      stub = pc + c.n;
+      t->stub = GSIZE_TO_POINTER (stub);
+      ps_put_stub (&c, t);
+      *(guint32 *) (c.b + skip) = c.n - (skip + 4);
+    }
+    ps_put_u8 (&c, 0x79); ps_put_u8 (&c, 0); /* jns skip */
+    jns = c.b + c.n - 1;
+    if (!save_flags)
+      ps_put (&c, ps_lea_down, sizeof (ps_lea_down));
+    ps_put_u8 (&c, 0xe8);
+    ps_put_rel32 (&c, pc + c.n + 4, stub);
+    if (!save_flags)
+      ps_put (&c, ps_lea_up, sizeof (ps_lea_up));
+    *jns = (guint8) (c.b + c.n - (jns + 1));
+  }
   if (save_flags)
   {
     if (far)
-      ps_bytes (w, r11_restore, sizeof (r11_restore));
-    ps_bytes (w, flags_restore, sizeof (flags_restore));
-    ps_bytes (w, lea_up, sizeof (lea_up));
+      ps_put (&c, r11_restore, sizeof (r11_restore));
+    ps_put (&c, flags_restore, sizeof (flags_restore));
+    ps_put (&c, ps_lea_up, sizeof (ps_lea_up));
   }
+
+  if (cold_ok)
+  {
+    GumAddress back = pc + js_at + 4;
+    GumAddress at = GPOINTER_TO_SIZE (t->cold_cur);
+    cold.n = 0;
+    ps_put (&cold, ps_lea_down, sizeof (ps_lea_down));
+    ps_put_u8 (&cold, 0xe8);
+    ps_put_rel32 (&cold, at + cold.n + 4, stub);
+    ps_put (&cold, ps_lea_up, sizeof (ps_lea_up));
+    ps_put_u8 (&cold, 0xe9);
+    ps_put_rel32 (&cold, at + cold.n + 4, back);
+    tramp = ps_cold_put (t, &cold);
+    if (tramp == 0)
+    {
+      /* Cold area full: retry with the inline form, which needs no cold code. */
+      t->cold_end = t->cold_cur;
+      return ps_emit_counter (w, t, slot, save_flags);
+    }
+    *(guint32 *) (c.b + js_at) = (guint32) (gint32) ((gint64) tramp - (gint64) back);
+  }
+
+  p.count_imm = w->code + count_imm;
+  p.budget_imm = w->code + budget_imm;
+  gum_x86_writer_put_bytes (w, c.b, c.n);
   return p;
 }
 

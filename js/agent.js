@@ -50,7 +50,7 @@ function setup(opts) {
   cm = new CModule(opts.source, symbols);
   api = {
     configure: new NativeFunction(cm.ps_configure, 'void', ['uint64', 'pointer', 'pointer', 'uint64']),
-    threadInit: new NativeFunction(cm.ps_thread_init, 'void', ['pointer', 'uint64', 'pointer', 'uint64']),
+    threadInit: new NativeFunction(cm.ps_thread_init, 'void', ['pointer', 'uint64', 'pointer', 'uint64', 'pointer', 'uint64']),
     threadClose: new NativeFunction(cm.ps_thread_close, 'void', ['pointer']),
     drain: new NativeFunction(cm.ps_drain, 'pointer', ['pointer']),
     stats: new NativeFunction(cm.ps_stats, 'uint64', ['int']),
@@ -76,8 +76,12 @@ function follow(tid) {
   const cap = config.slots;
   const state = Memory.alloc(STATE_SIZE);
   const arena = Memory.alloc(roundPages(cap * 16));
-  api.threadInit(state, uint64(tid), arena, uint64(cap));
-  threads.set(tid, { state, arena });
+  // Cold code: the slow-path stub and one 26-byte trampoline per block.
+  const coldSize = roundPages(cap * 26 + PAGE);
+  const cold = Memory.alloc(coldSize);
+  Memory.protect(cold, coldSize, 'rwx');
+  api.threadInit(state, uint64(tid), arena, uint64(cap), cold, uint64(coldSize));
+  threads.set(tid, { state, arena, cold });
   const options = { transform: cm.transform, data: state };
   if (tid === Process.getCurrentThreadId())
     Stalker.follow(options);
