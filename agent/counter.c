@@ -85,6 +85,8 @@ struct _PsGlobal
   guint64 dropped_records;
   guint64 dropped_instructions;
   guint64 far_blocks;        /* blocks whose counters were out of rip-relative reach */
+  guint64 blocks;            /* blocks instrumented */
+  guint64 flag_saves;        /* ... of which needed a flags save around the counter */
 };
 
 extern PsGlobal ps;
@@ -283,7 +285,8 @@ ps_configure (guint64 interval, guint8 * buf0, guint8 * buf1, guint64 buf_size)
   ps.buf_size = buf_size;
 }
 
-/* 0: dropped records, 1: dropped instructions, 2: blocks counted through a far (slower) path. */
+/* 0: dropped records, 1: dropped instructions, 2: blocks counted through a far (slower) path,
+ * 3: blocks instrumented, 4: blocks whose counter needed a flags save. */
 guint64
 ps_stats (int which)
 {
@@ -291,7 +294,9 @@ ps_stats (int which)
   {
     case 0: return ps.dropped_records;
     case 1: return ps.dropped_instructions;
-    default: return ps.far_blocks;
+    case 2: return ps.far_blocks;
+    case 3: return ps.blocks;
+    default: return ps.flag_saves;
   }
 }
 
@@ -540,6 +545,7 @@ ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_fla
   guint count_imm, budget_imm, js_at = 0;
   gboolean far, cold_ok;
 
+  ps.blocks++;
   far = !ps_near (pc, GPOINTER_TO_SIZE (counter)) || !ps_near (pc, GPOINTER_TO_SIZE (budget));
   if (far)
   {
@@ -549,6 +555,8 @@ ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_fla
   cold_ok = stub != 0 && t->cold_cur + 64 <= t->cold_end && ps_near (pc, GPOINTER_TO_SIZE (t->cold_cur)) &&
       ps_near (pc, GPOINTER_TO_SIZE (t->cold_end));
 
+  if (save_flags)
+    ps.flag_saves++;
   c.n = 0;
   if (save_flags)
   {

@@ -117,6 +117,8 @@ function drain(force) {
     dropped_records: api.stats(0).toNumber(),
     dropped_instructions: api.stats(1).toNumber(),
     far_blocks: api.stats(2).toNumber(),
+    blocks: api.stats(3).toNumber(),
+    flag_saves: api.stats(4).toNumber(),
     bytes: len,
   };
   if (len === 0) {

@@ -228,7 +228,9 @@ class TraceSession:
         self.pid: Optional[int] = None
         self.threads: set = set()
         self.dropped = Dropped(0, 0)
-        self.far_blocks = 0
+        #: agent code-generation counters: blocks, flag_saves (counters wrapped in a flags save),
+        #: far_blocks (counters out of rip-relative reach); updated with every data message
+        self.codegen = {"blocks": 0, "flag_saves": 0, "far_blocks": 0}
         self.started_ns = 0  # time.monotonic_ns() when every thread was followed and the target ran
         self._queue: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
@@ -405,7 +407,7 @@ class TraceSession:
         kind = meta["type"]
         put = self._queue.put
         if kind == "data":
-            self.far_blocks = meta["far_blocks"]
+            self.codegen = {k: meta[k] for k in ("blocks", "flag_saves", "far_blocks")}
             if meta["dropped_records"] != self.dropped.records:
                 self.dropped = Dropped(meta["dropped_records"], meta["dropped_instructions"])
                 put(self.dropped)
