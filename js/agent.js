@@ -6,8 +6,9 @@
  *   {type: 'hello', arch, platform, pid, fast}             agent loaded
  *   {type: 'modules', modules: [[name, base, size, path]]}  full module map (start)
  *   {type: 'module-added', module: [...]} / {type: 'module-removed', base}
- *   {type: 'thread-started', tid} / {type: 'thread-exited', tid}
- *   {type: 'data', dropped_records, dropped_instructions, bytes} + binary interval records
+ *   {type: 'data', started: [tid], exited: [tid], dropped_records, dropped_instructions,
+ *    blocks, flag_saves, far_blocks, bytes} + binary interval records (none when bytes is 0);
+ *    threads in `exited` have their last (partial) interval in this or an earlier message
  *   {type: 'exit', status} (exit/_exit) / {type: 'crash', signal, address}
  * Host -> agent: {type: 'ack', bytes} after it consumed a 'data' message (flow control);
  *   {type: 'final-ack'} once it received 'exit' or 'crash' (the agent holds the process until then).
@@ -23,7 +24,10 @@ let api = null;
 let globals = null;
 let config = null;
 const threads = new Map(); // tid -> {state, arena}
-const retired = []; // [time, record]: kept until the exited thread can no longer touch them
+const retired = []; // [time, region]: kept until the exited thread can no longer touch them
+const started = []; // thread ids followed / closed since the last data message
+const exited = [];
+let reportedDrops = 0;
 let unacked = 0;
 let stopping = false;
 let finished = false;
@@ -64,44 +68,42 @@ function setup(opts) {
 function follow(tid) {
   if (stopping || threads.has(tid) || tid === deferredMain)
     return;
+  let options = {};
   if (config.bare) { // baseline for the benchmark: Stalker without phasescope's counters
     threads.set(tid, null);
-    if (tid === Process.getCurrentThreadId())
-      Stalker.follow();
-    else
-      Stalker.follow(tid);
-    send({ type: 'thread-started', tid });
-    return;
+  } else {
+    // One mapping per thread: its PsThread, its counters and PCs, then its cold code (the slow
+    // path stub and one trampoline of at most 26 bytes per block).
+    const cap = config.slots;
+    const arenaSize = roundPages(cap * 16);
+    const coldSize = roundPages(cap * 26 + PAGE);
+    const region = Memory.alloc(PAGE + arenaSize + coldSize);
+    const arena = region.add(PAGE);
+    const cold = arena.add(arenaSize);
+    Memory.protect(cold, coldSize, 'rwx');
+    api.threadInit(region, uint64(tid), arena, uint64(cap), cold, uint64(coldSize));
+    threads.set(tid, region);
+    options = { transform: cm.transform, data: region };
   }
-  const cap = config.slots;
-  const state = Memory.alloc(STATE_SIZE);
-  const arena = Memory.alloc(roundPages(cap * 16));
-  // Cold code: the slow-path stub and one 26-byte trampoline per block.
-  const coldSize = roundPages(cap * 26 + PAGE);
-  const cold = Memory.alloc(coldSize);
-  Memory.protect(cold, coldSize, 'rwx');
-  api.threadInit(state, uint64(tid), arena, uint64(cap), cold, uint64(coldSize));
-  threads.set(tid, { state, arena, cold });
-  const options = { transform: cm.transform, data: state };
   if (tid === Process.getCurrentThreadId())
     Stalker.follow(options);
   else
     Stalker.follow(tid, options);
-  send({ type: 'thread-started', tid });
+  started.push(tid);
 }
 
 function close(tid, unfollow) {
-  const t = threads.get(tid);
-  if (t === undefined)
+  const region = threads.get(tid);
+  if (region === undefined)
     return;
   threads.delete(tid);
   if (unfollow)
     Stalker.unfollow(tid);
-  if (t !== null) {
-    api.threadClose(t.state);
-    retired.push([Date.now(), t]);
+  if (region !== null) {
+    api.threadClose(region);
+    retired.push([Date.now(), region]);
   }
-  send({ type: 'thread-exited', tid });
+  exited.push(tid);
 }
 
 function drain(force) {
@@ -114,6 +116,8 @@ function drain(force) {
   const len = globals.lenOut.readU64().toNumber();
   const meta = {
     type: 'data',
+    started: started.splice(0),
+    exited: exited.splice(0),
     dropped_records: api.stats(0).toNumber(),
     dropped_instructions: api.stats(1).toNumber(),
     far_blocks: api.stats(2).toNumber(),
@@ -121,14 +125,13 @@ function drain(force) {
     flag_saves: api.stats(4).toNumber(),
     bytes: len,
   };
+  const news = meta.started.length + meta.exited.length > 0 || meta.dropped_records !== reportedDrops;
+  reportedDrops = meta.dropped_records;
   if (len === 0) {
-    if (meta.dropped_records !== config.reportedDrops) {
-      config.reportedDrops = meta.dropped_records;
+    if (news)
       send(meta);
-    }
     return;
   }
-  config.reportedDrops = meta.dropped_records;
   unacked += len;
   send(meta, buf.readByteArray(len));
 }
@@ -259,7 +262,6 @@ function followMainEarly(mainTid) {
 rpc.exports = {
   init(opts) {
     setup(opts);
-    config.reportedDrops = 0;
     recv('ack', onAck);
     send({
       type: 'modules',

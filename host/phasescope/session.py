@@ -408,6 +408,11 @@ class TraceSession:
         put = self._queue.put
         if kind == "data":
             self.codegen = {k: meta[k] for k in ("blocks", "flag_saves", "far_blocks")}
+            with self._lock:
+                self.threads.update(meta["started"])
+                self.threads.difference_update(meta["exited"])
+            for tid in meta["started"]:
+                put(ThreadStarted(tid))
             if meta["dropped_records"] != self.dropped.records:
                 self.dropped = Dropped(meta["dropped_records"], meta["dropped_instructions"])
                 put(self.dropped)
@@ -415,6 +420,8 @@ class TraceSession:
                 for interval in wire.decode(data, self.modules):
                     put(IntervalEvent(interval))
                 put(_Ack(meta["bytes"]))
+            for tid in meta["exited"]:
+                put(ThreadExited(tid))
         elif kind == "modules":
             added = [_module(t) for t in meta["modules"]]
             for m in added:
@@ -428,14 +435,6 @@ class TraceSession:
             base = int(meta["base"], 0)
             self.modules.remove(base)
             put(ModulesChanged(removed=[base]))
-        elif kind == "thread-started":
-            with self._lock:
-                self.threads.add(meta["tid"])
-            put(ThreadStarted(meta["tid"]))
-        elif kind == "thread-exited":
-            with self._lock:
-                self.threads.discard(meta["tid"])
-            put(ThreadExited(meta["tid"]))
         elif kind in ("exit", "crash"):
             if kind == "exit":
                 self._final = Ended("exited", code=meta["status"])
