@@ -314,7 +314,71 @@ ps_drain (guint64 * len)
   return full;
 }
 
-/* ---- code generation ---- */
+/* ---- portable path: a callout per block (any architecture; about 100 ns per block) ---- */
+
+/* Per-block record the callout gets: in the cold area, or on the heap once that is full. */
+typedef struct { PsThread * t; guint64 slot; gint64 n; } PsBlock;
+
+static void
+ps_count_callout (GumCpuContext * cpu_context, gpointer user_data)
+{
+  PsBlock * b = user_data;
+  PsThread * t = b->t;
+  gint64 * budget = &t->budget[b->slot & (PS_K - 1)];
+  t->counts[b->slot] += (guint64) b->n;
+  *budget -= b->n;
+  if (*budget < 0)
+    ps_slow (t);
+}
+
+static guint64
+ps_take_slot (PsThread * t)
+{
+  if (t->n_slots < t->capacity - 1)
+    return t->n_slots++;
+  return t->capacity - 1;                /* overflow slot, pc 0 */
+}
+
+void
+transform_portable (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer user_data)
+{
+  PsThread * t = user_data;
+  const cs_insn * insn;
+  PsBlock * b = NULL;
+  guint64 n = 0, last_pc = 0;
+
+  while (gum_stalker_iterator_next (iterator, &insn))
+  {
+    if (b == NULL)
+    {
+      if (t->cold_cur + sizeof (PsBlock) <= t->cold_end)
+      {
+        b = (PsBlock *) t->cold_cur;
+        t->cold_cur += sizeof (PsBlock);
+      }
+      else
+      {
+        b = g_malloc (sizeof (PsBlock));
+      }
+      b->t = t;
+      b->slot = ps_take_slot (t);
+      b->n = 0;
+      gum_stalker_iterator_put_callout (iterator, ps_count_callout, b, NULL);
+    }
+    n++;
+    last_pc = insn->address;
+    gum_stalker_iterator_keep (iterator);
+  }
+  if (b == NULL)
+    return;
+  b->n = (gint64) n;
+  if (b->slot != t->capacity - 1)
+    t->pcs[b->slot] = last_pc;
+}
+
+#if defined (HAVE_I386) && GLIB_SIZEOF_VOID_P == 8
+
+/* ---- x86-64 fast path: inline counters ---- */
 
 #define PS_STATUS_WRITE(f) (X86_EFLAGS_MODIFY_##f | X86_EFLAGS_RESET_##f | X86_EFLAGS_UNDEFINED_##f)
 #define PS_STATUS_READ(f) (X86_EFLAGS_TEST_##f | X86_EFLAGS_PRIOR_##f)
@@ -492,15 +556,6 @@ ps_cold_put (PsThread * t, const PsCode * c)
   return GPOINTER_TO_SIZE (dst);
 }
 
-static void
-ps_cold_init (PsThread * t)
-{
-  PsCode c;
-  c.n = 0;
-  ps_put_stub (&c, t);
-  t->stub = GSIZE_TO_POINTER (ps_cold_put (t, &c));
-}
-
 /* `op qword [target], imm32` (op: 0 add, 5 sub) rip-relative when reachable from `pc`, else
  * through r11 (saved by the caller's sequence). Returns the offset of the imm32 in the code. */
 static guint
@@ -643,10 +698,7 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   gboolean placed = FALSE;
   PsPatch patch;
 
-  if (t->n_slots < t->capacity - 1)
-    slot = t->n_slots++;
-  else
-    slot = t->capacity - 1;              /* overflow slot, pc 0 */
+  slot = ps_take_slot (t);
 
   while (gum_stalker_iterator_next (iterator, &insn))
   {
@@ -678,3 +730,21 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   if (slot != t->capacity - 1)
     t->pcs[slot] = last_pc;
 }
+
+static void
+ps_cold_init (PsThread * t)
+{
+  PsCode c;
+  c.n = 0;
+  ps_put_stub (&c, t);
+  t->stub = GSIZE_TO_POINTER (ps_cold_put (t, &c));
+}
+
+#else
+
+static void
+ps_cold_init (PsThread * t)
+{
+}
+
+#endif

@@ -2,8 +2,8 @@
  * phasescope agent: follows every thread with Stalker, counts instructions per block with the
  * inline code that agent/counter.c emits, and ships intervals, module maps and thread events.
  *
+ * RPC: init(options) -> {arch, platform, pid, fast}; start(mainTid or null) -> [tid]; stop().
  * Messages to the host (send(meta[, data])), see host/phasescope/wire.py:
- *   {type: 'hello', arch, platform, pid, fast}             agent loaded
  *   {type: 'modules', modules: [[name, base, size, path]]}  full module map (start)
  *   {type: 'module-added', module: [...]} / {type: 'module-removed', base}
  *   {type: 'data', started: [tid], exited: [tid], dropped_records, dropped_instructions,
@@ -20,6 +20,7 @@ const STATE_SIZE = 256; // >= sizeof (PsThread)
 const GLOBAL_SIZE = 256; // >= sizeof (PsGlobal)
 
 let cm = null;
+let transformFn = null;
 let api = null;
 let globals = null;
 let config = null;
@@ -59,6 +60,8 @@ function setup(opts) {
     drain: new NativeFunction(cm.ps_drain, 'pointer', ['pointer']),
     stats: new NativeFunction(cm.ps_stats, 'uint64', ['int']),
   };
+  // Inline counters where the fast path exists (x86-64), else a C callout per block.
+  transformFn = (opts.portable || cm.transform === undefined) ? cm.transform_portable : cm.transform;
   const bufSize = roundPages(opts.bufferBytes);
   globals.buffers = [Memory.alloc(bufSize), Memory.alloc(bufSize)];
   globals.lenOut = Memory.alloc(8);
@@ -83,7 +86,7 @@ function follow(tid) {
     Memory.protect(cold, coldSize, 'rwx');
     api.threadInit(region, uint64(tid), arena, uint64(cap), cold, uint64(coldSize));
     threads.set(tid, region);
-    options = { transform: cm.transform, data: region };
+    options = { transform: transformFn, data: region };
   }
   if (tid === Process.getCurrentThreadId())
     Stalker.follow(options);
@@ -262,12 +265,13 @@ function followMainEarly(mainTid) {
 rpc.exports = {
   init(opts) {
     setup(opts);
+    const fast = transformFn === cm.transform;
     recv('ack', onAck);
     send({
       type: 'modules',
       modules: Process.enumerateModules().map(moduleTuple),
     });
-    return { arch: Process.arch, platform: Process.platform, pid: Process.id };
+    return { arch: Process.arch, platform: Process.platform, pid: Process.id, fast };
   },
   start(mainTid) {
     // A spawned process is still suspended: its main thread is followed from the first code it

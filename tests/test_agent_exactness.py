@@ -13,12 +13,15 @@ pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgri
 FUNCTIONS = ("mix_small", "mix_branchy", "mix_calls", "mix_calls_leaf")
 
 
-@pytest.mark.parametrize("flags", [(), ("-O2",)], ids=["O1", "O2"])
-def test_counts_and_shares_match_callgrind(build, tmp_path, flags):
+@pytest.mark.parametrize(
+    "flags,portable", [((), False), (("-O2",), False), ((), True)], ids=["O1", "O2", "O1-portable-callouts"]
+)
+def test_counts_and_shares_match_callgrind(build, tmp_path, flags, portable):
     binary = build("counted.c", *flags)
     argv = [binary, "300000"]
-    trace = trace_spawn(argv, interval=1_000_000)
+    trace = trace_spawn(argv, interval=1_000_000, portable=portable)
     assert trace.ended.how == "exited" and trace.ended.code == 0
+    assert trace.session.fast_path is not portable
     ours = per_function(trace, binary)
     theirs = callgrind_functions(argv, tmp_path)
 

@@ -191,7 +191,8 @@ class TraceSession:
     share one slot with PC 0). ``buffer_bytes``: each of the agent's two output buffers.
     ``window``: bytes of records in flight before the agent waits for the host. ``bare``: plain
     ``Stalker.follow`` without counters (benchmark baseline; no intervals). ``counter_source``:
-    C source of the hot path instead of the shipped ``agent/counter.c``.
+    C source of the hot path instead of the shipped ``agent/counter.c``. ``portable``: count with
+    a C callout per block (the path used where no inline fast path exists, e.g. arm64) on x86-64 too.
     """
 
     def __init__(
@@ -205,6 +206,7 @@ class TraceSession:
         window: int = 32 << 20,
         bare: bool = False,
         counter_source: Optional[str] = None,
+        portable: bool = False,
     ):
         if interval < 1000:
             raise InputError(f"interval must be at least 1000 instructions, got {interval}")
@@ -223,9 +225,12 @@ class TraceSession:
             "window": int(window),
             "drainMs": 10,
             "bare": bool(bare),
+            "portable": bool(portable),
         }
         self.modules = ModuleMap()
         self.pid: Optional[int] = None
+        #: True when the agent counts with inline code (x86-64); False: a callout per block (slower)
+        self.fast_path = False
         self.threads: set = set()
         self.dropped = Dropped(0, 0)
         #: agent code-generation counters: blocks, flag_saves (counters wrapped in a flags save),
@@ -314,7 +319,8 @@ class TraceSession:
             self._script.on("message", self._on_message)
             self._script.load()
             options = dict(self._options, source=self._counter_source)
-            self._script.exports_sync.init(options)
+            info = self._script.exports_sync.init(options)
+            self.fast_path = bool(info["fast"])
         except (frida.InvalidArgumentError, frida.InvalidOperationError, frida.TransportError, frida.core.RPCException) as e:
             raise PhasescopeError(f"agent failed to load into pid {self.pid}: {_first_line(e)}") from None
         if self._errors:
@@ -342,10 +348,7 @@ class TraceSession:
             except (frida.InvalidOperationError, frida.TransportError):
                 pass
         if session is not None:
-            try:
-                session.detach()
-            except (frida.InvalidOperationError, frida.TransportError):
-                pass
+            _detach(session)
         if self._output_handler is not None:
             self.device.off("output", self._output_handler)
             self._output_handler = None
@@ -446,6 +449,24 @@ class TraceSession:
                     script.post({"type": "final-ack"})
                 except (frida.InvalidOperationError, frida.TransportError):
                     pass
+
+
+DETACH_TIMEOUT = 5.0
+
+
+def _detach(session) -> None:
+    """Detach, giving up after DETACH_TIMEOUT: Frida's detach occasionally never returns (seen here
+    with spawned, piped targets), and by then the agent is already unloaded, so nothing is lost."""
+
+    def detach():
+        try:
+            session.detach()
+        except (frida.InvalidOperationError, frida.TransportError):
+            pass
+
+    worker = threading.Thread(target=detach, name="phasescope-detach", daemon=True)
+    worker.start()
+    worker.join(DETACH_TIMEOUT)
 
 
 def _module(t) -> Module:
