@@ -2,7 +2,8 @@
  * phasescope agent: follows every thread with Stalker, counts instructions per block with the
  * inline code that agent/counter.c emits, and ships intervals, module maps and thread events.
  *
- * RPC: init(options) -> {arch, platform, pid, fast}; start(mainTid or null) -> [tid]; stop().
+ * RPC: init(options) -> {arch, platform, pid, fast}; start(mainTid or null) -> [tid];
+ *      resumed() after a spawned process was resumed; stop().
  * Messages to the host (send(meta[, data])), see host/phasescope/wire.py:
  *   {type: 'modules', modules: [[name, base, size, path]]}  full module map (start)
  *   {type: 'module-added', module: [...]} / {type: 'module-removed', base}
@@ -236,30 +237,32 @@ function initFunctions() {
   return found.filter(p => !p.isNull() && inside(p));
 }
 
+let adoptMain = null; // follows the deferred main thread (see followMainEarly)
+let earlyHooks = false; // whether init code of the executable is hooked for that
+
 function followMainEarly(mainTid) {
   const hooks = [];
   deferredMain = mainTid;
-  const adopt = () => {
+  adoptMain = () => {
+    if (deferredMain === null)
+      return;
     deferredMain = null;
+    for (const h of hooks)
+      h.detach();
     follow(mainTid);
   };
   const onEnter = () => {
     if (Process.getCurrentThreadId() === mainTid)
-      adopt();
+      adoptMain();
   };
   for (const fn of initFunctions()) {
     try {
       hooks.push(Interceptor.attach(fn, { onEnter }));
     } catch (e) {
-      // not hookable: the fallback below follows the thread a moment after resume
+      // not hookable: resumed() follows the thread by id instead
     }
   }
-  // Fallback (static binaries, no init functions): follow it by id once it runs.
-  setTimeout(() => {
-    for (const h of hooks)
-      h.detach();
-    adopt();
-  }, hooks.length > 0 ? 1000 : 0);
+  return hooks.length > 0;
 }
 
 rpc.exports = {
@@ -277,12 +280,18 @@ rpc.exports = {
     // A spawned process is still suspended: its main thread is followed from the first code it
     // runs before main (or by id once it runs), not from here.
     if (mainTid !== null)
-      followMainEarly(mainTid);
+      earlyHooks = followMainEarly(mainTid);
     installHooks();
     for (const t of Process.enumerateThreads())
       follow(t.id);
     pump();
     return Array.from(threads.keys());
+  },
+  resumed() {
+    // Without init code to hook, follow the main thread by id now that it runs; with it, only if
+    // the hooks have not fired within a second.
+    if (deferredMain !== null)
+      setTimeout(adoptMain, earlyHooks ? 1000 : 0);
   },
   stop() {
     stopping = true;

@@ -269,6 +269,7 @@ class TraceSession:
             tids = self._script.exports_sync.start(spawned)
             if spawned is not None:
                 self.device.resume(spawned)
+                self._script.exports_sync.resumed()
             self.started_ns = time.monotonic_ns()
             with self._lock:
                 self.threads.update(int(t) for t in tids)
