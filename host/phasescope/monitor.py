@@ -15,6 +15,7 @@ import sys
 import time
 from typing import List, Optional
 
+import frida
 from rich.console import Console
 from rich.live import Live
 
@@ -281,6 +282,13 @@ class Monitor:
                 self.session.stop()
             finally:
                 self.ended = self.session.ended
+        if self.ended is not None and self.ended.how == "detached" and self.target.spawn and self.session.stdio == "pipe":
+            # Its stdout is a pipe to us: once we exit it would die of SIGPIPE at its next write.
+            self.stop_reason = (self.stop_reason or "stopped") + "; spawned target terminated, its output was piped"
+            try:
+                self.session.device.kill(self.session.pid)
+            except frida.InvalidOperationError:
+                pass  # it ended meanwhile
         try:
             summary = self._summary()
             if self.summary_writer is not None:

@@ -178,6 +178,10 @@ def counter_source_default() -> str:
     return read_text("agent", "counter.c")
 
 
+#: what frida raises when the target (or its session) went away under a call
+_GONE = (frida.InvalidOperationError, frida.TransportError, frida.ProcessNotFoundError, frida.core.RPCException)
+
+
 def _first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return text[0] if text else type(e).__name__
@@ -266,10 +270,16 @@ class TraceSession:
                 self.pid = self.target.pid if self.target.pid is not None else self._pid_of(self.target.name)
             self._attach()
             self._load()
-            tids = self._script.exports_sync.start(spawned)
+            try:
+                tids = self._script.exports_sync.start(spawned)
+            except _GONE as e:
+                raise PhasescopeError(f"pid {self.pid} ended while phasescope started: {_first_line(e)}") from None
             if spawned is not None:
                 self.device.resume(spawned)
-                self._script.exports_sync.resumed()
+                try:
+                    self._script.exports_sync.resumed()
+                except _GONE:
+                    pass  # it already ended; the end arrives as an event
             self.started_ns = time.monotonic_ns()
             with self._lock:
                 self.threads.update(int(t) for t in tids)
@@ -277,7 +287,7 @@ class TraceSession:
             if spawned is not None:
                 try:
                     self.device.kill(spawned)
-                except frida.InvalidOperationError:
+                except (frida.InvalidOperationError, frida.ProcessNotFoundError):
                     pass
             self._teardown()
             raise
