@@ -1,0 +1,28 @@
+"""phasescope bench on a real program: every configuration runs and the ratios are reported."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from conftest import run_cli
+
+
+def test_bench_reports_all_ratios(build):
+    binary = build("counted.c", "-O2")
+    valgrind = shutil.which("valgrind") is not None
+    args = ["bench", "--runs", "1", "--json", "--interval", "1000000"]
+    proc = run_cli(*args, *([] if valgrind else ["--no-valgrind"]), "--", binary, "2000000")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    expected = {"bare", "traced", "end-to-end", "traced/bare"} | ({"exp-bbv"} if valgrind else set())
+    assert set(result["ratios"]) == expected
+    assert all(r > 0 for r in result["ratios"].values())
+    assert result["intervals"] >= 40 and result["instructions"] >= 40_000_000
+    assert result["seconds"]["end-to-end"] >= result["seconds"]["traced"]
+
+
+def test_bench_text_report(build):
+    proc = run_cli("bench", "--runs", "1", "--no-valgrind", "--no-bare", "--", build("counted.c"), "100000")
+    assert proc.returncode == 0, proc.stderr
+    assert "traced" in proc.stdout and "x native" in proc.stdout and "bare" not in proc.stdout
