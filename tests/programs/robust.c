@@ -4,7 +4,8 @@
  *   robust exit N CODE      N units of work, then exit(CODE)
  *   robust segv N           N units of work, then a NULL store mid-interval (SIGSEGV)
  *   robust spin             "ready PID", then work until killed
- *   robust churn ROUNDS N K ROUNDS rounds of N threads each doing K iterations, created and joined
+ *   robust churn ROUNDS N K [wait]  ROUNDS rounds of N threads each doing K iterations, created and
+ *                           joined; with wait, around the churn: "ready PID"/"done" and a line on stdin
  *   robust fork N           fork a child that works N units and execs /bin/echo; the parent works
  *                           N units, waits for it, then execs nothing and reports both
  *   robust signals          sleep, read() blocked on a pipe, SIGALRM/SIGUSR1 handlers,
@@ -169,8 +170,16 @@ int main(int argc, char **argv) {
         printf("ready %d\n", getpid());
         for (;;) work(10);
     }
-    if (!strcmp(mode, "churn") && argc > 4)
-        return churn(atol(argv[2]), atol(argv[3]), atol(argv[4]));
+    if (!strcmp(mode, "churn") && argc > 4) {
+        /* with a 5th argument "wait": "ready PID", wait for a line on stdin before the churn, print
+         * "done" after it and wait for another line before exiting (a tracer attaches meanwhile) */
+        int wait = argc > 5 && !strcmp(argv[5], "wait");
+        char line[16];
+        if (wait) { printf("ready %d\n", getpid()); if (!fgets(line, sizeof line, stdin)) return 1; }
+        int rc = churn(atol(argv[2]), atol(argv[3]), atol(argv[4]));
+        if (wait) { printf("done\n"); if (!fgets(line, sizeof line, stdin)) return 1; }
+        return rc;
+    }
     if (!strcmp(mode, "fork") && argc > 2)
         return fork_mode(atol(argv[2]));
     if (!strcmp(mode, "signals"))
