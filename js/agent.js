@@ -61,6 +61,7 @@ function setup(opts) {
     threadClose: new NativeFunction(cm.ps_thread_close, 'void', ['pointer']),
     drain: new NativeFunction(cm.ps_drain, 'pointer', ['pointer']),
     stats: new NativeFunction(cm.ps_stats, 'uint64', ['int']),
+    getpid: new NativeFunction(Module.getGlobalExportByName('getpid'), 'int', []),
   };
   // Inline counters where the fast path exists (x86-64), else a C callout per block.
   transformFn = (opts.portable || cm.transform === undefined) ? cm.transform_portable : cm.transform;
@@ -157,7 +158,8 @@ function onAck(message) {
 }
 
 function finish(message) {
-  if (finished)
+  // A forked child inherits these hooks but has no host: let it go its way.
+  if (finished || api.getpid() !== Process.id)
     return;
   finished = true;
   for (const tid of Array.from(threads.keys()))
@@ -187,6 +189,20 @@ function installHooks() {
     },
     onRemoved(m) {
       send({ type: 'module-removed', base: m.base.toString() });
+    },
+  }));
+  // A thread that forks while followed leaves Stalker's code in the child, which crashes there
+  // (Frida 17.26); so fork() runs unfollowed and the parent thread is followed again after it.
+  observers.push(Interceptor.attach(Module.getGlobalExportByName('fork'), {
+    onEnter() {
+      this.region = threads.get(Process.getCurrentThreadId());
+      if (this.region !== undefined)
+        Stalker.unfollow();
+    },
+    onLeave(retval) {
+      if (this.region === undefined || retval.toInt32() === 0)
+        return; // not followed, or the child
+      Stalker.follow(this.region === null ? {} : { transform: transformFn, data: this.region });
     },
   }));
   for (const name of ['exit', '_exit']) {

@@ -92,15 +92,17 @@ def per_function(trace: Trace, binary: str) -> dict:
 
 
 def callgrind_functions(argv, tmp_path, stdin: bytes = b"") -> dict:
-    """Self instruction counts per function of the main binary, from valgrind --tool=callgrind."""
-    out = tmp_path / "callgrind.out"
-    subprocess.run(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv],
+    """Self instruction counts per function of the process started with ``argv`` (not of any
+    children it forks), from valgrind --tool=callgrind."""
+    proc = subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp_path}/callgrind.out.%p", *argv],
         input=stdin,
         capture_output=True,
         check=True,
         timeout=300,
     )
+    pid = re.search(rb"^==(\d+)==", proc.stderr, re.MULTILINE).group(1).decode()
+    out = tmp_path / f"callgrind.out.{pid}"
     text = subprocess.run(
         ["callgrind_annotate", "--threshold=100", "--inclusive=no", str(out)], capture_output=True, text=True, check=True
     ).stdout

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from agent_support import trace_spawn
+from agent_support import callgrind_functions, per_function, trace_spawn
 
 
 def _payload() -> bytes:
@@ -70,3 +70,19 @@ def test_exit_code_and_crash_are_reported(build, tmp_path):
     assert trace_spawn([str(exe), "3"]).ended.code == 3
     crashed = trace_spawn([str(exe), "crash"]).ended
     assert crashed.how == "crashed" and crashed.signal == "SIGSEGV"
+
+
+def test_fork_child_runs_and_parent_keeps_being_counted(build, tmp_path):
+    binary = build("forks.c")
+    argv = [binary, "200000"]
+    native = subprocess.run(argv, capture_output=True, check=True).stdout
+    traced = trace_spawn(argv, interval=1_000_000)
+    assert traced.ended.how == "exited" and traced.ended.code == 0
+    assert sorted(traced.output.get(1, b"").splitlines()) == sorted(native.splitlines())
+    assert b"child status 0" in native
+    ours = per_function(traced, binary)
+    if shutil.which("valgrind"):
+        theirs = callgrind_functions(argv, tmp_path)
+        for name in ("work_before", "work_after"):
+            assert ours[name] == pytest.approx(theirs[name], rel=0.01), name
+    assert ours["work_child"] == 0  # the child is not traced
