@@ -30,6 +30,7 @@ const retired = []; // [time, region]: kept until the exited thread can no longe
 const started = []; // thread ids followed / closed since the last data message
 const exited = [];
 let reportedDrops = 0;
+const knownModules = new Set(); // bases of the modules the host knows about
 let gcUntil = 0; // Date.now() until which drain() reclaims the Stalker state of exited threads
 let unacked = 0;
 let stopping = false;
@@ -184,11 +185,17 @@ function installHooks() {
     },
   }));
   observers.push(Process.attachModuleObserver({
-    onAdded(m) {
-      send({ type: 'module-added', module: moduleTuple(m) });
+    onAdded(m) { // also called for the modules already loaded, which init() shipped
+      const base = m.base.toString();
+      if (!knownModules.has(base)) {
+        knownModules.add(base);
+        send({ type: 'module-added', module: moduleTuple(m) });
+      }
     },
     onRemoved(m) {
-      send({ type: 'module-removed', base: m.base.toString() });
+      const base = m.base.toString();
+      knownModules.delete(base);
+      send({ type: 'module-removed', base });
     },
   }));
   // A thread that forks while followed leaves Stalker's code in the child, which crashes there
@@ -292,10 +299,10 @@ rpc.exports = {
     setup(opts);
     const fast = transformFn === cm.transform;
     recv('ack', onAck);
-    send({
-      type: 'modules',
-      modules: Process.enumerateModules().map(moduleTuple),
-    });
+    const modules = Process.enumerateModules();
+    for (const m of modules)
+      knownModules.add(m.base.toString());
+    send({ type: 'modules', modules: modules.map(moduleTuple) });
     return { arch: Process.arch, platform: Process.platform, pid: Process.id, fast };
   },
   start(mainTid) {
