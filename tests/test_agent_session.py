@@ -113,3 +113,21 @@ def test_modules_changed_comes_first():
     collect(session, on_event=trace_events.append)
     assert isinstance(trace_events[0], ModulesChanged) and len(trace_events[0].added) > 3
     assert isinstance(trace_events[-1], Ended) and trace_events[-1].code == 0
+
+
+def test_killed_target_is_reported(build):
+    proc = subprocess.Popen([build("counted.c"), "3000000000"], stdout=subprocess.DEVNULL)
+    try:
+        device = resolve_device()
+        session = TraceSession(device, resolve_target(device, pid=proc.pid))
+        session.start()
+        for event in session.events(timeout=30):
+            assert event is not None
+            if isinstance(event, IntervalEvent):
+                proc.kill()
+            if isinstance(event, Ended):
+                assert event.how == "killed"
+                break
+    finally:
+        proc.kill()
+        proc.wait()

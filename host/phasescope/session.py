@@ -31,7 +31,6 @@ import os
 import queue
 import shutil
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
@@ -214,6 +213,8 @@ class TraceSession:
     ):
         if interval < 1000:
             raise InputError(f"interval must be at least 1000 instructions, got {interval}")
+        if slots < 16:
+            raise InputError(f"slots must be at least 16, got {slots}")
         if stdio not in ("inherit", "pipe"):
             raise InputError(f"stdio must be 'inherit' or 'pipe', got {stdio!r}")
         self.device = device
@@ -240,7 +241,6 @@ class TraceSession:
         #: agent code-generation counters: blocks, flag_saves (counters wrapped in a flags save),
         #: far_blocks (counters out of rip-relative reach); updated with every data message
         self.codegen = {"blocks": 0, "flag_saves": 0, "far_blocks": 0}
-        self.started_ns = 0  # time.monotonic_ns() when every thread was followed and the target ran
         self._queue: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
         self._session = None
@@ -280,7 +280,6 @@ class TraceSession:
                     self._script.exports_sync.resumed()
                 except _GONE:
                     pass  # it already ended; the end arrives as an event
-            self.started_ns = time.monotonic_ns()
             with self._lock:
                 self.threads.update(int(t) for t in tids)
         except BaseException:
