@@ -311,8 +311,12 @@ rpc.exports = {
     if (mainTid !== null)
       earlyHooks = followMainEarly(mainTid);
     installHooks();
-    for (const t of Process.enumerateThreads())
-      follow(t.id);
+    // Threads the observer does not list (raw clone()s) when attaching. Not in a suspended spawned
+    // process: there is only the main thread, and enumerating it can stall for 15 s.
+    if (mainTid === null) {
+      for (const t of Process.enumerateThreads())
+        follow(t.id);
+    }
     pump();
     return Array.from(threads.keys());
   },

@@ -56,6 +56,7 @@ def collect(session: TraceSession, on_event=None, timeout: float = 60) -> Trace:
             trace.output[event.fd] = trace.output.get(event.fd, b"") + event.data
         elif isinstance(event, Ended):
             trace.ended = event
+    session.stop()
     return trace
 
 

@@ -177,6 +177,9 @@ def counter_source_default() -> str:
     return read_text("agent", "counter.c")
 
 
+#: seconds the end of a piped target waits for the end of its output
+OUTPUT_GRACE = 2.0
+
 #: what frida raises when the target (or its session) went away under a call
 _GONE = (frida.InvalidOperationError, frida.TransportError, frida.ProcessNotFoundError, frida.core.RPCException)
 
@@ -247,6 +250,8 @@ class TraceSession:
         self._script = None
         self._ended: Optional[Ended] = None
         self._final: Optional[Ended] = None  # what the agent said before the session went away
+        self._pending_end: Optional[Ended] = None  # the end, held back until piped output is done
+        self._open_fds: set = {1, 2} if (stdio == "pipe" and target.spawn) else set()
         self._errors: list = []
         self._output_handler = None
 
@@ -348,6 +353,8 @@ class TraceSession:
             if self._ended is None:
                 self._ended = self._final or Ended("detached")
                 self._queue.put(self._ended)
+            else:
+                self._release_end_locked()
 
     def _teardown(self) -> None:
         script, session = self._script, self._session
@@ -394,8 +401,15 @@ class TraceSession:
         return self._ended
 
     def _on_output(self, pid, fd, data) -> None:
-        if pid == self.pid and data:
+        if pid != self.pid:
+            return
+        if data:
             self._queue.put(Output(fd, data))
+            return
+        with self._lock:  # end of file on fd
+            self._open_fds.discard(fd)
+            if not self._open_fds:
+                self._release_end_locked()
 
     def _on_detached(self, reason, crash) -> None:
         with self._lock:
@@ -410,7 +424,24 @@ class TraceSession:
             else:
                 ended = Ended("killed")
             self._ended = ended
-            self._queue.put(ended)
+            self._pending_end = ended
+            if not self._open_fds:
+                self._release_end_locked()
+                return
+        # Piped output can trail the process's end: report the end after the last output (end
+        # of file on stdout and stderr), or after OUTPUT_GRACE when children keep the pipes open.
+        timer = threading.Timer(OUTPUT_GRACE, self._release_end)
+        timer.daemon = True
+        timer.start()
+
+    def _release_end(self) -> None:
+        with self._lock:
+            self._release_end_locked()
+
+    def _release_end_locked(self) -> None:
+        if self._pending_end is not None:
+            self._queue.put(self._pending_end)
+            self._pending_end = None
 
     def _on_message(self, message, data) -> None:
         if message["type"] == "error":
