@@ -276,6 +276,14 @@ ps_thread_close (PsThread * t)
   ps_cut (t, PS_FLAG_PARTIAL);
 }
 
+/* Ships the thread's interval so far as a partial one and keeps counting (before an exec). */
+void
+ps_thread_flush (PsThread * t)
+{
+  if (!t->closed)
+    ps_cut (t, PS_FLAG_PARTIAL);
+}
+
 void
 ps_configure (guint64 interval, guint8 * buf0, guint8 * buf1, guint64 buf_size)
 {

@@ -7,12 +7,14 @@
  * Messages to the host (send(meta[, data])), see host/phasescope/wire.py:
  *   {type: 'modules', modules: [[name, base, size, path]]}  full module map (start)
  *   {type: 'module-added', module: [...]} / {type: 'module-removed', base}
- *   {type: 'data', started: [tid], exited: [tid], dropped_records, dropped_instructions,
+ *   {type: 'data', started: [tid], exited: [tid], forked: [pid], dropped_records, dropped_instructions,
  *    blocks, flag_saves, far_blocks, bytes} + binary interval records (none when bytes is 0);
  *    threads in `exited` have their last (partial) interval in this or an earlier message
- *   {type: 'exit', status} (exit/_exit) / {type: 'crash', signal, address}
+ *   {type: 'exit', status} (exit/_exit) / {type: 'crash', signal, address} /
+ *   {type: 'exec', path} (execve: the program is about to be replaced)
  * Host -> agent: {type: 'ack', bytes} after it consumed a 'data' message (flow control);
- *   {type: 'final-ack'} once it received 'exit' or 'crash' (the agent holds the process until then).
+ *   {type: 'final-ack'} once it received 'exit', 'crash' or 'exec' (the agent holds the thread
+ *   until then).
  */
 'use strict';
 
@@ -29,6 +31,7 @@ const threads = new Map(); // tid -> {state, arena}
 const retired = []; // [time, region]: kept until the exited thread can no longer touch them
 const started = []; // thread ids followed / closed since the last data message
 const exited = [];
+const forked = []; // pids of children forked since the last data message (not traced)
 let reportedDrops = 0;
 const knownModules = new Set(); // bases of the modules the host knows about
 let gcUntil = 0; // Date.now() until which drain() reclaims the Stalker state of exited threads
@@ -60,6 +63,7 @@ function setup(opts) {
     configure: new NativeFunction(cm.ps_configure, 'void', ['uint64', 'pointer', 'pointer', 'uint64']),
     threadInit: new NativeFunction(cm.ps_thread_init, 'void', ['pointer', 'uint64', 'pointer', 'uint64', 'pointer', 'uint64']),
     threadClose: new NativeFunction(cm.ps_thread_close, 'void', ['pointer']),
+    threadFlush: new NativeFunction(cm.ps_thread_flush, 'void', ['pointer']),
     drain: new NativeFunction(cm.ps_drain, 'pointer', ['pointer']),
     stats: new NativeFunction(cm.ps_stats, 'uint64', ['int']),
     getpid: new NativeFunction(Module.getGlobalExportByName('getpid'), 'int', []),
@@ -130,6 +134,7 @@ function drain(force) {
     type: 'data',
     started: started.splice(0),
     exited: exited.splice(0),
+    forked: forked.splice(0),
     dropped_records: api.stats(0).toNumber(),
     dropped_instructions: api.stats(1).toNumber(),
     far_blocks: api.stats(2).toNumber(),
@@ -137,7 +142,8 @@ function drain(force) {
     flag_saves: api.stats(4).toNumber(),
     bytes: len,
   };
-  const news = meta.started.length + meta.exited.length > 0 || meta.dropped_records !== reportedDrops;
+  const news = meta.started.length + meta.exited.length + meta.forked.length > 0 ||
+      meta.dropped_records !== reportedDrops;
   reportedDrops = meta.dropped_records;
   if (len === 0) {
     if (news)
@@ -165,10 +171,14 @@ function finish(message) {
   finished = true;
   for (const tid of Array.from(threads.keys()))
     close(tid, false);
+  flushToHost(message);
+}
+
+// Ships everything, then holds the thread until the host has it: the process is about to go.
+function flushToHost(message) {
   drain(true);
   drain(true);
   send(message);
-  // The process is about to go: hold it until the host has everything.
   recv('final-ack', () => {}).wait();
 }
 
@@ -207,9 +217,26 @@ function installHooks() {
         Stalker.unfollow();
     },
     onLeave(retval) {
-      if (this.region === undefined || retval.toInt32() === 0)
-        return; // not followed, or the child
-      Stalker.follow(this.region === null ? {} : { transform: transformFn, data: this.region });
+      const pid = retval.toInt32();
+      if (pid === 0 || api.getpid() !== Process.id)
+        return; // the child
+      if (pid > 0)
+        forked.push(pid);
+      if (this.region !== undefined)
+        Stalker.follow(this.region === null ? {} : { transform: transformFn, data: this.region });
+    },
+  }));
+  // exec replaces the program: ship every thread's interval so far (partial) first. Should the
+  // exec fail, counting simply goes on.
+  observers.push(Interceptor.attach(Module.getGlobalExportByName('execve'), {
+    onEnter(args) {
+      if (finished || api.getpid() !== Process.id)
+        return;
+      for (const region of threads.values()) {
+        if (region !== null)
+          api.threadFlush(region);
+      }
+      flushToHost({ type: 'exec', path: args[0].readUtf8String() });
     },
   }));
   for (const name of ['exit', '_exit']) {

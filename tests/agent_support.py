@@ -11,6 +11,7 @@ import numpy as np
 
 from phasescope.session import (
     Ended,
+    Forked,
     IntervalEvent,
     Output,
     ThreadExited,
@@ -26,6 +27,7 @@ class Trace:
     intervals: list = field(default_factory=list)
     started: list = field(default_factory=list)
     exited: list = field(default_factory=list)
+    forked: list = field(default_factory=list)
     output: dict = field(default_factory=dict)  # fd -> bytes
     ended: Ended = None
     session: TraceSession = None
@@ -52,6 +54,8 @@ def collect(session: TraceSession, on_event=None, timeout: float = 60) -> Trace:
             trace.started.append(event.tid)
         elif isinstance(event, ThreadExited):
             trace.exited.append(event.tid)
+        elif isinstance(event, Forked):
+            trace.forked.append(event.pid)
         elif isinstance(event, Output):
             trace.output[event.fd] = trace.output.get(event.fd, b"") + event.data
         elif isinstance(event, Ended):

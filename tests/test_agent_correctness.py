@@ -86,3 +86,21 @@ def test_fork_child_runs_and_parent_keeps_being_counted(build, tmp_path):
         for name in ("work_before", "work_after"):
             assert ours[name] == pytest.approx(theirs[name], rel=0.01), name
     assert ours["work_child"] == 0  # the child is not traced
+    assert len(traced.forked) == 1
+
+
+def test_exec_ships_the_last_intervals_and_says_so(tmp_path):
+    src = tmp_path / "execs.c"
+    src.write_text(
+        "#include <stdio.h>\n#include <unistd.h>\n"
+        "int main(void) { volatile long s = 0; for (long i = 0; i < 3000000; i++) s += i;\n"
+        "  printf(\"before\\n\"); fflush(stdout);\n"
+        "  execl(\"/bin/echo\", \"echo\", \"after\", (char *) 0); return 1; }\n"
+    )
+    exe = tmp_path / "execs"
+    subprocess.run(["cc", "-O1", "-o", str(exe), str(src)], check=True)
+    traced = trace_spawn([str(exe)], interval=1_000_000)
+    assert traced.ended.how == "exec" and traced.ended.program == "/bin/echo"
+    assert traced.output.get(1, b"") == b"before\nafter\n"
+    assert sum(i.instructions for i in traced.intervals) > 3_000_000 * 4
+    assert traced.intervals[-1].partial

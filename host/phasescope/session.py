@@ -14,11 +14,13 @@ Events, in the order the agent produced them:
 * :class:`ModulesChanged` -- ``.added`` (Modules), ``.removed`` (bases); ``session.modules`` is
   already updated
 * :class:`ThreadStarted` / :class:`ThreadExited` -- ``.tid``
+* :class:`Forked` -- ``.pid`` of a child the target forked; children are not traced
 * :class:`Dropped` -- running totals ``.records``/``.instructions`` of intervals the agent had to
   drop because the host fell behind (its output buffers are bounded)
 * :class:`Output` -- ``.fd``, ``.data`` written by a target spawned with ``stdio="pipe"``
 * :class:`Ended` -- ``.how`` is ``"exited"`` (``.code``), ``"crashed"`` (``.signal``),
-  ``"killed"`` (terminated without calling exit) or ``"detached"`` (``stop()``; target left running)
+  ``"killed"`` (terminated without calling exit), ``"exec"`` (``.program`` replaced it; the new
+  program is not traced) or ``"detached"`` (``stop()``; target left running)
 
 Flow control: the agent keeps at most ``window`` bytes of interval data in flight; the host
 acknowledges a message once :meth:`TraceSession.events` has handed out all of its intervals, so a
@@ -83,6 +85,13 @@ class ThreadExited:
 
 
 @dataclass
+class Forked:
+    """The target forked a child process (which is not traced)."""
+
+    pid: int
+
+
+@dataclass
 class Dropped:
     records: int
     instructions: int
@@ -96,9 +105,10 @@ class Output:
 
 @dataclass
 class Ended:
-    how: str  # exited | crashed | killed | detached
+    how: str  # exited | crashed | killed | exec | detached
     code: Optional[int] = None
     signal: Optional[str] = None
+    program: Optional[str] = None  # exec: the program that replaced the target's
 
     def describe(self) -> str:
         if self.how == "exited":
@@ -107,6 +117,8 @@ class Ended:
             return f"crashed ({self.signal})"
         if self.how == "killed":
             return "terminated without exiting normally (killed)"
+        if self.how == "exec":
+            return f"replaced its program with {self.program} (exec); not traced further"
         return "detached; target left running"
 
 
@@ -466,6 +478,8 @@ class TraceSession:
                 put(_Ack(meta["bytes"]))
             for tid in meta["exited"]:
                 put(ThreadExited(tid))
+            for pid in meta["forked"]:
+                put(Forked(pid))
         elif kind == "modules":
             added = [_module(t) for t in meta["modules"]]
             for m in added:
@@ -479,11 +493,13 @@ class TraceSession:
             base = int(meta["base"], 0)
             self.modules.remove(base)
             put(ModulesChanged(removed=[base]))
-        elif kind in ("exit", "crash"):
+        elif kind in ("exit", "crash", "exec"):
             if kind == "exit":
                 self._final = Ended("exited", code=meta["status"])
-            else:
+            elif kind == "crash":
                 self._final = Ended("crashed", signal=meta["signal"])
+            else:
+                self._final = Ended("exec", program=meta["path"])
             script = self._script
             if script is not None:
                 try:
