@@ -34,6 +34,7 @@
 
 #define PS_K 8                     /* budgets per thread (power of two) */
 #define PS_TAIL (PS_K * 64)        /* below this many instructions left: exact, per-block checks */
+#define PS_HASH_SIZE 4096            /* PC -> slot chains per thread: one slot per branch PC */
 #define PS_HEADER_SIZE 96
 #define PS_REC_INTERVAL 1
 #define PS_FLAG_PARTIAL 1
@@ -60,6 +61,8 @@ struct _PsThread
   gint64 tail;               /* budget left outside budget[] while in tail mode */
   guint64 * counts;          /* per-slot instruction counters (hot) */
   guint64 * pcs;             /* per-slot branch PC (address of the block's last instruction) */
+  guint32 * next;            /* per-slot chain link (slot + 1, 0 ends) of the PC -> slot hash */
+  guint32 * heads;           /* PS_HASH_SIZE chain heads */
   guint64 n_slots;
   guint64 capacity;          /* slots; the last one collects blocks beyond capacity (pc 0) */
   guint64 tid;
@@ -146,6 +149,8 @@ ps_thread_init (PsThread * t, guint64 tid, guint64 * arena, guint64 capacity, gu
 {
   t->counts = arena;
   t->pcs = arena + capacity;
+  t->next = (guint32 *) (t->pcs + capacity);
+  t->heads = t->next + capacity;
   t->capacity = capacity;
   t->n_slots = 0;
   t->tid = tid;
@@ -347,6 +352,34 @@ ps_take_slot (PsThread * t)
   return t->capacity - 1;                /* overflow slot, pc 0 */
 }
 
+/*
+ * Blocks that end at the same branch (a jump into the middle of a block, a recompiled block) share
+ * one slot, so every record holds each branch PC once. `slot` was taken for this block; returns the
+ * slot the block's counter must use (releasing `slot` when another block already has the PC).
+ */
+static guint64
+ps_settle_slot (PsThread * t, guint64 slot, guint64 pc)
+{
+  guint32 h = (guint32) ((pc ^ (pc >> 12) ^ (pc >> 24)) & (PS_HASH_SIZE - 1));
+  guint32 s;
+
+  if (slot == t->capacity - 1)
+    return slot;
+  for (s = t->heads[h]; s != 0; s = t->next[s - 1])
+  {
+    if (t->pcs[s - 1] == pc)
+    {
+      if (slot == t->n_slots - 1)
+        t->n_slots--;
+      return s - 1;
+    }
+  }
+  t->pcs[slot] = pc;
+  t->next[slot] = t->heads[h];
+  t->heads[h] = (guint32) slot + 1;
+  return slot;
+}
+
 void
 transform_portable (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer user_data)
 {
@@ -380,8 +413,7 @@ transform_portable (GumStalkerIterator * iterator, GumStalkerOutput * output, gp
   if (b == NULL)
     return;
   b->n = (gint64) n;
-  if (b->slot != t->capacity - 1)
-    t->pcs[b->slot] = last_pc;
+  b->slot = ps_settle_slot (t, b->slot, last_pc);
 }
 
 #if defined (HAVE_I386) && GLIB_SIZEOF_VOID_P == 8
@@ -565,20 +597,23 @@ ps_cold_put (PsThread * t, const PsCode * c)
 }
 
 /* `op qword [target], imm32` (op: 0 add, 5 sub) rip-relative when reachable from `pc`, else
- * through r11 (saved by the caller's sequence). Returns the offset of the imm32 in the code. */
+ * through r11 (saved by the caller's sequence). Returns the offset of the imm32 in the code and
+ * stores that of the target operand (rel32, or the imm64 of the movabs when far) in *addr. */
 static guint
-ps_put_rmw (PsCode * c, GumAddress pc, guint8 op, gpointer target, gboolean far)
+ps_put_rmw (PsCode * c, GumAddress pc, guint8 op, gpointer target, gboolean far, guint * addr)
 {
   guint imm;
   if (!far)
   {
     ps_put_u8 (c, 0x48); ps_put_u8 (c, 0x81); ps_put_u8 (c, 0x05 | (op << 3));
+    *addr = c->n;
     ps_put_rel32 (c, pc + c->n + 8, GPOINTER_TO_SIZE (target));
     imm = c->n;
     ps_put_u32 (c, 0);
     return imm;
   }
   ps_put_u8 (c, 0x49); ps_put_u8 (c, 0xbb); /* movabs r11, target */
+  *addr = c->n;
   ps_put_u64 (c, GPOINTER_TO_SIZE (target));
   ps_put_u8 (c, 0x49); ps_put_u8 (c, 0x81); ps_put_u8 (c, 0x03 | (op << 3)); /* op qword [r11], imm32 */
   imm = c->n;
@@ -586,7 +621,24 @@ ps_put_rmw (PsCode * c, GumAddress pc, guint8 op, gpointer target, gboolean far)
   return imm;
 }
 
-typedef struct { guint8 * count_imm; guint8 * budget_imm; } PsPatch;
+/* Where to patch the emitted counter code once the block is complete. */
+typedef struct
+{
+  guint8 * count_imm;
+  guint8 * budget_imm;
+  guint8 * count_addr;      /* the counter's address operand: rel32 ending at count_end, or abs64 */
+  GumAddress count_end;
+  gboolean far;
+} PsPatch;
+
+static void
+ps_patch_counter (const PsPatch * p, gpointer counter)
+{
+  if (p->far)
+    *(guint64 *) p->count_addr = GPOINTER_TO_SIZE (counter);
+  else
+    *(gint32 *) p->count_addr = (gint32) ((gint64) GPOINTER_TO_SIZE (counter) - (gint64) p->count_end);
+}
 
 /*
  * The counter sequence of one block. The budget-exhausted branch goes to a per-block trampoline in
@@ -605,7 +657,7 @@ ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_fla
   gpointer counter = &t->counts[slot];
   gpointer budget = &t->budget[slot & (PS_K - 1)];
   GumAddress pc = w->pc, tramp = 0, stub = GPOINTER_TO_SIZE (t->stub);
-  guint count_imm, budget_imm, js_at = 0;
+  guint count_imm, budget_imm, count_addr, budget_addr, js_at = 0;
   gboolean far, cold_ok;
 
   ps.blocks++;
@@ -628,8 +680,8 @@ ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_fla
     if (far)
       ps_put (&c, r11_save, sizeof (r11_save));
   }
-  count_imm = ps_put_rmw (&c, pc, 0, counter, far);
-  budget_imm = ps_put_rmw (&c, pc, 5, budget, far);
+  count_imm = ps_put_rmw (&c, pc, 0, counter, far, &count_addr);
+  budget_imm = ps_put_rmw (&c, pc, 5, budget, far, &budget_addr);
   if (cold_ok)
   {
     ps_put_u8 (&c, 0x0f); ps_put_u8 (&c, 0x88); /* js rel32 trampoline (patched below) */
@@ -692,6 +744,9 @@ ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_fla
 
   p.count_imm = w->code + count_imm;
   p.budget_imm = w->code + budget_imm;
+  p.count_addr = w->code + count_addr;
+  p.count_end = pc + count_imm + 4;
+  p.far = far;
   gum_x86_writer_put_bytes (w, c.b, c.n);
   return p;
 }
@@ -702,7 +757,7 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   PsThread * t = user_data;
   GumX86Writer * w = output->writer.x86;
   const cs_insn * insn;
-  guint64 n = 0, slot, last_pc = 0;
+  guint64 n = 0, slot, final, last_pc = 0;
   gboolean placed = FALSE;
   PsPatch patch;
 
@@ -735,8 +790,9 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   t->carry = 0;
   *(guint32 *) patch.count_imm = (guint32) n;
   *(guint32 *) patch.budget_imm = (guint32) n;
-  if (slot != t->capacity - 1)
-    t->pcs[slot] = last_pc;
+  final = ps_settle_slot (t, slot, last_pc);
+  if (final != slot)
+    ps_patch_counter (&patch, &t->counts[final]);
 }
 
 static void

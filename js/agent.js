@@ -83,10 +83,10 @@ function follow(tid) {
   if (config.bare) { // baseline for the benchmark: Stalker without phasescope's counters
     threads.set(tid, null);
   } else {
-    // One mapping per thread: its PsThread, its counters and PCs, then its cold code (the slow
-    // path stub and one trampoline of at most 26 bytes per block).
+    // One mapping per thread: its PsThread; its counters, PCs and PC -> slot chains (links, 4096
+    // heads); then its cold code (the slow path stub and one trampoline of <= 26 bytes per block).
     const cap = config.slots;
-    const arenaSize = roundPages(cap * 16);
+    const arenaSize = roundPages(cap * 20 + 4096 * 4);
     const coldSize = roundPages(cap * 26 + PAGE);
     const region = Memory.alloc(PAGE + arenaSize + coldSize);
     const arena = region.add(PAGE);

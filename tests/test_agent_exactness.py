@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 
+import numpy as np
 import pytest
 
 from agent_support import callgrind_functions, per_function, trace_spawn
@@ -45,6 +46,7 @@ def test_intervals_are_exact_to_a_block(build):
     for i in full:
         assert 1_000_000 <= i.instructions < 1_000_000 + 64  # cut at the block that crosses the budget
         assert i.instructions == int(i.counts.sum())
+        assert len(np.unique(i.pcs)) == len(i.pcs)  # one pair per branch PC
         assert i.end_ns >= i.start_ns > 0
         assert set(i.os) == {"cpu_ns", "minflt", "majflt", "nvcsw", "nivcsw"}
         assert all(v < 1 << 40 for v in i.os.values())

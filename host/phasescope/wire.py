@@ -18,8 +18,8 @@ Each ``data`` message from the agent carries a buffer of back-to-back little-end
         88  u64   npairs
         96  npairs x (u64 branch PC, u64 instructions)
 
-The branch PC of a block is the address of its last instruction. A block that Stalker compiled
-twice may appear twice; :func:`decode` merges such pairs.
+The branch PC of a block is the address of its last instruction. Blocks ending at the same branch
+share one counter in the agent, so a record holds each PC at most once.
 """
 
 from __future__ import annotations
@@ -50,17 +50,6 @@ PAIR = np.dtype([("pc", "<u8"), ("count", "<u8")])
 assert HEADER.itemsize == 96 and PAIR.itemsize == 16
 
 
-def merge_pairs(pcs: np.ndarray, counts: np.ndarray):
-    """Sort by PC and sum the counts of repeated PCs (vectorized)."""
-    order = np.argsort(pcs, kind="stable")
-    pcs, counts = pcs[order], counts[order]
-    if len(pcs) > 1:
-        starts = np.flatnonzero(np.r_[True, pcs[1:] != pcs[:-1]])
-        if len(starts) != len(pcs):
-            return pcs[starts], np.add.reduceat(counts, starts)
-    return pcs, counts
-
-
 def records(buffer) -> list:
     """Split a data buffer into (header, pairs) numpy views, one per record."""
     buf = memoryview(buffer).cast("B")
@@ -85,7 +74,7 @@ def decode(buffer, modules: ModuleMap) -> list:
     """Intervals in a data buffer, keyed with ``modules`` (the map current when it arrived)."""
     intervals = []
     for header, pairs in records(buffer):
-        pcs, counts = merge_pairs(pairs["pc"].copy(), pairs["count"].copy())
+        pcs, counts = pairs["pc"].copy(), pairs["count"].copy()
         intervals.append(
             Interval(
                 thread=int(header["thread"]),
