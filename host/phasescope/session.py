@@ -18,6 +18,7 @@ Events, in the order the agent produced them:
 * :class:`Dropped` -- running totals ``.records``/``.instructions`` of intervals the agent had to
   drop because the host fell behind (its output buffers are bounded)
 * :class:`Output` -- ``.fd``, ``.data`` written by a target spawned with ``stdio="pipe"``
+* :class:`AgentError` -- ``.message``: the agent hit an error after loading (first line)
 * :class:`Ended` -- ``.how`` is ``"exited"`` (``.code``), ``"crashed"`` (``.signal``),
   ``"killed"`` (terminated without calling exit), ``"exec"`` (``.program`` replaced it; the new
   program is not traced) or ``"detached"`` (``stop()``; target left running)
@@ -89,6 +90,13 @@ class Forked:
     """The target forked a child process (which is not traced)."""
 
     pid: int
+
+
+@dataclass
+class AgentError:
+    """A JavaScript error in the agent after it loaded (the trace may be incomplete from here)."""
+
+    message: str
 
 
 @dataclass
@@ -262,6 +270,7 @@ class TraceSession:
         self._script = None
         self._ended: Optional[Ended] = None
         self._final: Optional[Ended] = None  # what the agent said before the session went away
+        self._stopping = False  # stop() is detaching: a target that ends meanwhile was not killed
         self._pending_end: Optional[Ended] = None  # the end, held back until piped output is done
         self._open_fds: set = {1, 2} if (stdio == "pipe" and target.spawn) else set()
         self._errors: list = []
@@ -355,6 +364,7 @@ class TraceSession:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Detach cleanly: unfollow every thread, ship partial intervals, unload; target keeps running."""
+        self._stopping = True
         if self._script is not None and self._ended is None and self._final is None:
             try:
                 self._script.exports_sync.stop()
@@ -427,8 +437,10 @@ class TraceSession:
         with self._lock:
             if self._ended is not None:
                 return
-            if reason == "application-requested":
-                return  # stop() reports the end
+            if reason == "application-requested" or (self._stopping and self._final is None):
+                # stop() reports the end; a target that ends on its own while we unload the agent
+                # (its exit hook already gone) must not be reported as killed
+                return
             if self._final is not None:
                 ended = self._final
             elif crash is not None:
@@ -457,7 +469,9 @@ class TraceSession:
 
     def _on_message(self, message, data) -> None:
         if message["type"] == "error":
-            self._errors.append(_first_line(message.get("description", "agent error")))
+            text = _first_line(message.get("description", "agent error"))
+            self._errors.append(text)
+            self._queue.put(AgentError(text))
             return
         meta = message["payload"]
         kind = meta["type"]
