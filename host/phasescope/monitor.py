@@ -22,7 +22,7 @@ from rich.live import Live
 from . import __version__
 from .dashboard import render
 from .engine import PhaseEngine
-from .errors import InputError
+from .errors import InputError, PhasescopeError
 from .live import LiveState
 from .options import add_engine_options, engine_config_from_args
 from .replay import print_report
@@ -173,6 +173,9 @@ class Monitor:
                 else:
                     self.engine.on("interval", self._print_change)
                     self._loop(stop, self._plain_tick)
+            except PhasescopeError as e:  # e.g. the log's disk is full: detach, keep the summary, say why
+                self.stop_reason = str(e)
+                raise
             finally:
                 self._finish()
         return self._exit_code()

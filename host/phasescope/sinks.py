@@ -10,7 +10,7 @@ from typing import Optional
 
 from .bbv import BbvEncoder, pc_map_line
 from .engine import IntervalResult
-from .errors import InputError
+from .errors import InputError, PhasescopeError
 from .interval import Interval
 from .records import dumps, to_record
 
@@ -20,6 +20,19 @@ def _open_write(path: str):
         return open(path, "w", encoding="utf-8")
     except OSError as e:
         raise InputError(f"{path}: cannot write: {e.strerror}") from None
+
+
+def _write_failed(path: str, e: OSError) -> PhasescopeError:
+    """A write that failed after the start (disk full, file size limit, I/O error): exit code 1."""
+    return PhasescopeError(f"{path}: cannot write: {e.strerror or e}")
+
+
+def _close(f, path: str) -> None:
+    """Close; a failure to flush the rest is reported once, like a failed write."""
+    try:
+        f.close()
+    except OSError as e:
+        raise _write_failed(path, e) from None
 
 
 class JsonlLog:
@@ -33,11 +46,20 @@ class JsonlLog:
         """Append the record of a classified interval; ``extra`` fields are added to it."""
         rec = to_record(iv, result)
         rec.update(extra)
-        self._f.write(dumps(rec) + "\n")
-        self._f.flush()
+        try:
+            self._f.write(dumps(rec) + "\n")
+            self._f.flush()
+        except OSError as e:
+            raise _write_failed(self.path, e) from None
 
     def close(self) -> None:
-        self._f.close()
+        _close(self._f, self.path)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 class SummaryWriter:
@@ -66,7 +88,10 @@ class SummaryWriter:
             with open(tmp, "w", encoding="utf-8") as f:
                 json.dump(summary, f, indent=1)
                 f.write("\n")
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; a summary is an ordinary file
             os.replace(tmp, self.path)
+        except OSError as e:
+            raise _write_failed(self.path, e) from None
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
@@ -77,6 +102,7 @@ class BbvWriter:
 
     def __init__(self, path: str, pc_path: Optional[str] = None):
         self._encoder = BbvEncoder()
+        self.path, self.pc_path = path, pc_path
         self._f = _open_write(path)
         self._pc = _open_write(pc_path) if pc_path else None
         self.intervals = 0
@@ -87,10 +113,16 @@ class BbvWriter:
             return False
         line, new = self._encoder.encode(iv.keys, iv.counts)
         if self._pc is not None and new:
-            self._pc.write("".join(pc_map_line(i, key) for i, key in new))
-            self._pc.flush()
-        self._f.write(line)
-        self._f.flush()
+            try:
+                self._pc.write("".join(pc_map_line(i, key) for i, key in new))
+                self._pc.flush()
+            except OSError as e:
+                raise _write_failed(self.pc_path, e) from None
+        try:
+            self._f.write(line)
+            self._f.flush()
+        except OSError as e:
+            raise _write_failed(self.path, e) from None
         self.intervals += 1
         return True
 
@@ -100,6 +132,8 @@ class BbvWriter:
         return len(self._encoder.ids)
 
     def close(self) -> None:
-        self._f.close()
-        if self._pc is not None:
-            self._pc.close()
+        try:
+            _close(self._f, self.path)
+        finally:
+            if self._pc is not None:
+                _close(self._pc, self.pc_path)
