@@ -26,7 +26,7 @@ from .errors import InputError, PhasescopeError
 from .live import LiveState
 from .options import add_engine_options, engine_config_from_args
 from .replay import print_report
-from .session import (Dropped, Ended, IntervalEvent, ModulesChanged, Output, ThreadExited, ThreadStarted,
+from .session import (Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output, ThreadExited, ThreadStarted,
                       TraceSession, resolve_device, resolve_target)
 from .sinks import BbvWriter, JsonlLog, SummaryWriter
 from .symbols import Symbolizer
@@ -151,6 +151,7 @@ class Monitor:
         self.output_dropped = 0
         self.ended: Optional[Ended] = None
         self.stop_reason: Optional[str] = None
+        self.forked: List[int] = []  # children the target forked (not traced)
         self.started_wall = time.time()
         self._next_status = time.monotonic() + args.status_every
 
@@ -215,6 +216,10 @@ class Monitor:
             self._keep_output(event.data)
         elif isinstance(event, ModulesChanged):
             self.symbols.invalidate()
+        elif isinstance(event, Forked):
+            self.forked.append(event.pid)
+            if not self.dashboard:  # the dashboard owns the screen: said once at the end instead
+                print(self._fork_note([event.pid]), file=sys.stderr, flush=True)
         elif isinstance(event, Ended):
             self.ended = event
             self.view.status = event.how
@@ -269,6 +274,7 @@ class Monitor:
             "threads_followed": len(self.session.threads),
             "dropped_records": self.session.dropped.records,
             "dropped_instructions": self.session.dropped.instructions,
+            "forked": self.forked,
         }
         for p in s["phases"]:
             for block in p["top_code"]:
@@ -308,14 +314,21 @@ class Monitor:
         print_report(summary, top=20)
         self.summary = summary
 
+    def _fork_note(self, pids: List[int]) -> str:
+        pid = self.session.pid
+        children = ", ".join(str(p) for p in pids[:10]) + (f" and {len(pids) - 10} more" if len(pids) > 10 else "")
+        return f"phasescope: pid {pid} forked pid {children}; following only the original process (pid {pid})"
+
     def _exit_code(self) -> int:
+        if self.dashboard and self.forked:
+            print(self._fork_note(self.forked), file=sys.stderr)
         end = self.ended
         how = end.describe() if end else "ended"
         msg = f"phasescope: target {self.target.describe()} (pid {self.session.pid}) {how}"
         if self.stop_reason:
             msg += f" ({self.stop_reason})"
         print(msg, file=sys.stderr)
-        if end is None or end.how == "detached":
+        if end is None or end.how in ("detached", "exec"):  # exec: it runs on, as another program
             return EXIT_OK
         if end.how == "exited":
             return EXIT_OK if end.code == 0 else EXIT_TARGET_FAILED

@@ -8,6 +8,7 @@
  *                           joined; with wait, around the churn: "ready PID"/"done" and a line on stdin
  *   robust fork N           fork a child that works N units and execs /bin/echo; the parent works
  *                           N units, waits for it, then execs nothing and reports both
+ *   robust exec N            N units of work, then exec /bin/echo
  *   robust signals          sleep, read() blocked on a pipe, SIGALRM/SIGUSR1 handlers,
  *                           setjmp/longjmp out of a handler, EINTR on read, sigsuspend
  *   robust ticker           "ready PID", then one numbered line every 20 ms of work, forever
@@ -182,6 +183,11 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(mode, "fork") && argc > 2)
         return fork_mode(atol(argv[2]));
+    if (!strcmp(mode, "exec") && argc > 2) {
+        printf("work %llu\n", (unsigned long long)work(atol(argv[2])));
+        execl("/bin/echo", "echo", "exec ok", (char *)NULL);
+        return 127;
+    }
     if (!strcmp(mode, "signals"))
         return signals_mode();
     if (!strcmp(mode, "ticker")) {

@@ -1,0 +1,131 @@
+"""The traced target behaves exactly as untraced: signals, sleeping, blocking read(), setjmp/longjmp,
+fork and exec; and detaching and re-attaching to the same process leaves its output unchanged."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+
+from conftest import run_cli
+
+
+def read_log(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def target_lines(stdout: str, prefixes) -> list:
+    return [ln for ln in stdout.splitlines() if ln.startswith(tuple(prefixes))]
+
+
+def contiguous(records) -> bool:
+    per = {}
+    for rec in records:
+        per.setdefault(rec["thread"], []).append(rec["thread_seq"])
+    return all(seqs == list(range(len(seqs))) for seqs in per.values())
+
+
+def test_signals_sleep_read_longjmp_unchanged(build, tmp_path):
+    exe = build("robust.c", "-pthread")
+    native = subprocess.run([exe, "signals"], capture_output=True, text=True, timeout=30)
+    assert native.returncode == 0
+    expected = native.stdout.splitlines()
+    assert "interrupted read -1 errno EINTR alarms 1" in expected and "longjmp hops 3 sigsetjmp 7" in native.stdout
+    log = tmp_path / "log.jsonl"
+    r = run_cli("--no-dashboard", "--interval", "1000000", "--log", str(log), "-f", exe, "signals")
+    assert r.returncode == 0, r.stderr
+    assert target_lines(r.stdout, {ln.split()[0] for ln in expected}) == expected
+    records = read_log(log)
+    assert len({rec["thread"] for rec in records}) == 2  # main and the pipe writer
+    assert contiguous(records)
+
+
+def test_attach_to_target_blocked_in_read(build, tmp_path):
+    """Attach and detach while the target sits in read(): the read completes normally afterwards."""
+    exe = build("robust.c", "-pthread")
+    proc = subprocess.Popen([exe, "churn", "2", "10", "1000", "wait"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("ready")
+        r = run_cli("--no-dashboard", "--duration", "0.5", "-p", str(proc.pid))
+        assert r.returncode == 0 and "detached" in r.stderr, r.stderr
+        out, _ = proc.communicate("go\nquit\n", timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0
+    native = subprocess.run([exe, "churn", "2", "10", "1000"], capture_output=True, text=True).stdout
+    assert out == native + "done\n"
+
+
+def test_fork_and_exec_follow_the_original_process(build, tmp_path):
+    exe = build("robust.c", "-pthread")
+    native = subprocess.run([exe, "fork", "3"], capture_output=True, text=True, timeout=30).stdout
+    log = tmp_path / "log.jsonl"
+    r = run_cli("--no-dashboard", "--interval", "1000000", "--log", str(log), "-f", exe, "fork", "3", timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert target_lines(r.stdout, ("child", "parent")) == native.splitlines()
+    # phasescope says what it follows: the original process, not the child
+    m = re.search(r"forked pid (\d+); following only the original process \(pid (\d+)\)", r.stderr)
+    assert m, r.stderr
+    records = read_log(log)
+    assert {rec["thread"] for rec in records} == {int(m.group(2))}
+    assert contiguous(records)
+    assert records[-1]["partial"]
+
+
+def test_exec_ends_tracing_with_every_interval(build, tmp_path):
+    exe = build("robust.c", "-pthread")
+    log, summary = tmp_path / "log.jsonl", tmp_path / "s.json"
+    r = run_cli("--no-dashboard", "--interval", "1000000", "--log", str(log), "--summary", str(summary),
+                "-f", exe, "exec", "10", timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "exec ok" in r.stdout  # the new program ran, untraced, with the same stdio
+    assert "replaced its program with /bin/echo (exec)" in r.stderr
+    records = read_log(log)
+    s = json.loads(summary.read_text())
+    assert s["end"]["how"] == "exec"
+    assert contiguous(records) and records[-1]["partial"]
+    # 10 units of ~0.8M instructions: all of them shipped before the image was replaced
+    assert sum(rec["instructions"] for rec in records) >= 8_000_000
+
+
+def test_detach_and_reattach_twice(build, tmp_path):
+    exe = build("robust.c", "-pthread")
+    out_path = tmp_path / "target.out"
+    with open(out_path, "w") as out:
+        proc = subprocess.Popen([exe, "ticker"], stdout=out)
+    try:
+        def ticks():
+            return [int(ln.split()[1]) for ln in out_path.read_text().splitlines() if ln.startswith("tick")]
+
+        end = time.monotonic() + 30
+        while len(ticks()) < 3:
+            assert time.monotonic() < end, "target did not start"
+            time.sleep(0.05)
+        for attempt in range(2):
+            log = tmp_path / f"log{attempt}.jsonl"
+            r = run_cli("--no-dashboard", "--interval", "1000000", "--duration", "1", "--log", str(log),
+                        "-p", str(proc.pid))
+            assert r.returncode == 0, r.stderr
+            assert f"(pid {proc.pid}) detached" in r.stderr
+            records = read_log(log)
+            assert len(records) >= 3 and contiguous(records) and records[-1]["partial"]
+        seen, end = len(ticks()), time.monotonic() + 30
+        while len(ticks()) < seen + 10:
+            assert time.monotonic() < end, "target stalled after the second detach"
+            time.sleep(0.05)
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+    # The target's own output is unchanged: one line per tick, numbered without gaps or repeats.
+    lines = out_path.read_text().splitlines()
+    assert lines[0] == f"ready {proc.pid}"
+    complete = lines[1:-1]  # the last line may be cut by the kill
+    assert complete == [f"tick {i}" for i in range(len(complete))]
+    assert os.path.exists(out_path)
