@@ -322,6 +322,20 @@ function followMainEarly(mainTid) {
 }
 
 rpc.exports = {
+  // Host-side names and disassembly of hot code (rare calls, never on the hot path).
+  symbolize(addresses) {
+    return addresses.map(a => {
+      const s = DebugSymbol.fromAddress(ptr(a));
+      return s.name === null ? null : [s.moduleName, s.name];
+    });
+  },
+  readCode(address, size) {
+    try {
+      return ptr(address).readByteArray(size);
+    } catch (e) {
+      return null;
+    }
+  },
   init(opts) {
     setup(opts);
     const fast = transformFn === cm.transform;

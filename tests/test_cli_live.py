@@ -75,6 +75,10 @@ def test_spawn_log_and_summary_agree(build, tmp_path):
     top3 = s["phases"][:3]
     assert sum(p["share"] for p in top3) > 0.75, top3
     assert all(p["runs"] >= 3 for p in top3), top3
+    # Each main phase names its hot code from the target's symbols, and shows it disassembled.
+    hottest = [p["top_code"][0] for p in top3]
+    assert {h["symbol"].split("!")[-1] for h in hottest} == {"hash_phase", "float_phase", "chase_phase"}
+    assert all(h["disassembly"] and "0x" in h["disassembly"][-1] for h in hottest)
     assert s["predictors"]["rle_markov"]["overall"]["n"] == len(records) - 1
     # The live log replays unchanged: same phases, distances and predictions.
     replayed = tmp_path / "replayed.jsonl"

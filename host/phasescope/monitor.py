@@ -34,6 +34,9 @@ from .symbols import Symbolizer
 #: Exit codes: 0 normal end (target exited 0, or detached on request), 1 target exited non-zero
 #: or a runtime failure, 2 bad input, 3 target killed or crashed.
 EXIT_OK, EXIT_TARGET_FAILED, EXIT_KILLED = 0, 1, 3
+HOT_PHASES = 20  # phases whose top blocks are named and disassembled
+TOP_BLOCKS = 8
+HOT_REPORTED = 3  # phases whose hottest block the final report shows
 OUTPUT_KEEP = 1 << 20  # bytes of a piped target's output kept to show after the dashboard closes
 
 
@@ -164,6 +167,7 @@ class Monitor:
             self.view = LiveState(self.engine, _short(self.target), self.session.pid, self.symbols.describe)
             self.view.status = "tracing"
             self.view.threads_followed = len(self.session.threads)
+            self.engine.on("interval", self._on_interval)
             if self.log is not None:
                 self.engine.on("interval", lambda r, iv: self.log.write(iv, r))
             if self.bbv is not None:
@@ -195,15 +199,31 @@ class Monitor:
                     self._request_stop(f"stopped by {stop.requested}")
                 elif deadline is not None and now >= deadline:
                     self._request_stop(f"--duration {self.args.duration:g}s reached")
-            if self.summary_writer is not None and now >= next_summary:
-                self.summary_writer.write(self._summary())
+            if now >= next_summary:
+                self._resolve_hot_code()
+                if self.summary_writer is not None:
+                    self.summary_writer.write(self._summary())
                 next_summary = now + self.SUMMARY_EVERY
             tick(now)
 
     def _request_stop(self, reason: str) -> None:
         self.stop_reason = reason
         self.view.status = "detaching"
+        self._resolve_hot_code()  # last chance to ask the agent
         self.session.stop()  # queues the final partial intervals, then Ended("detached")
+
+    def _on_interval(self, r, iv) -> None:
+        if r.new_phase:  # name its hot code now, while the code is surely mapped
+            self._resolve_hot_code([self.engine.stats.phases[r.phase]])
+
+    def _resolve_hot_code(self, phases=None) -> None:
+        """Name the top blocks of the main phases and disassemble the hottest one of each."""
+        phases = self.engine.stats.by_share()[:HOT_PHASES] if phases is None else phases
+        tops = [p.top_code(TOP_BLOCKS) for p in phases]
+        self.symbols.resolve(b["pc"] for top in tops for b in top if b["pc"] is not None)
+        for top in tops:
+            if top and top[0]["pc"] is not None:
+                self.symbols.block(top[0]["pc"])
 
     def _handle(self, event) -> None:
         if isinstance(event, IntervalEvent):
@@ -279,6 +299,9 @@ class Monitor:
         for p in s["phases"]:
             for block in p["top_code"]:
                 block["symbol"] = None if block["pc"] is None else self.symbols.describe(block["pc"])
+            hottest = p["top_code"][0] if p["top_code"] else None
+            if hottest is not None and hottest["pc"] is not None:
+                hottest["disassembly"] = [f"{a:#x}: {text}" for a, text in self.symbols.block(hottest["pc"])]
         end = self.ended
         s["end"] = {"how": end.how if end else "aborted", "code": end.code if end else None,
                     "signal": end.signal if end else None, "reason": self.stop_reason}
@@ -312,6 +335,7 @@ class Monitor:
             sys.stdout.buffer.write(bytes(self.output))
             sys.stdout.flush()
         print_report(summary, top=20)
+        print_hot_code(summary, top=HOT_REPORTED)
         self.summary = summary
 
     def _fork_note(self, pids: List[int]) -> str:
@@ -333,6 +357,23 @@ class Monitor:
         if end.how == "exited":
             return EXIT_OK if end.code == 0 else EXIT_TARGET_FAILED
         return EXIT_KILLED
+
+
+def print_hot_code(summary: dict, top: int) -> None:
+    """The hottest block of each of the ``top`` largest phases, named and disassembled."""
+    console = Console(width=None if sys.stdout.isatty() else 120)
+    shown = False
+    for p in summary["phases"][:top]:
+        hottest = p["top_code"][0] if p["top_code"] else None
+        if not hottest or not hottest.get("disassembly"):
+            continue
+        if not shown:
+            console.print("hot code (the hottest block of each main phase)", style="bold")
+            shown = True
+        console.print(f"P{p['phase']} ({100 * p['share']:.1f}% of instructions): {hottest['symbol']}, "
+                      f"{100 * hottest['share']:.0f}% of the phase's sampled instructions", highlight=False)
+        for line in hottest["disassembly"]:
+            console.print(f"    {line}", highlight=False, markup=False)
 
 
 def run(args, argv: Optional[List[str]] = None) -> int:

@@ -418,6 +418,27 @@ class TraceSession:
         except (frida.InvalidOperationError, frida.TransportError):
             pass
 
+    def symbolize(self, pcs) -> list:
+        """``(module, symbol)`` or None per address, from the target's debug symbols; all None once
+        the session is gone."""
+        script = self._script
+        if script is None or not pcs:
+            return [None] * len(pcs)
+        try:
+            return [None if s is None else tuple(s) for s in script.exports_sync.symbolize([hex(p) for p in pcs])]
+        except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException):
+            return [None] * len(pcs)
+
+    def read_code(self, address: int, size: int) -> Optional[bytes]:
+        """``size`` bytes of the target's memory at ``address``, None if unreadable or detached."""
+        script = self._script
+        if script is None:
+            return None
+        try:
+            return script.exports_sync.read_code(hex(address), size)
+        except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException):
+            return None
+
     @property
     def ended(self) -> Optional[Ended]:
         return self._ended
