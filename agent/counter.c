@@ -20,9 +20,14 @@
  * (push rax; lahf; seto al ... add al, 0x7f; sahf; pop rax). The slow stub saves every register,
  * the flags and the FPU/SSE state, and calls `ps_slow`, which rebalances the K budgets or, once
  * their sum is spent, cuts the interval: it harvests the non-zero slots into the output buffer as
- * one record (see host/phasescope/wire.py) and zeroes them. Nothing on the hot path enters
- * JavaScript or takes a Stalker callout. Counters or cold code out of rel32 reach (unusual address
- * space layouts) get slower but equivalent forms (absolute addressing, inline stub call).
+ * one record (see host/phasescope/wire.py) and zeroes them. Blocks ending at the same branch PC
+ * share a slot (a per-thread PC -> slot chain settles it once the block is complete, then the
+ * emitted counter is re-pointed), so a record holds each branch PC once. Nothing on the hot path
+ * enters JavaScript or takes a Stalker callout. Counters or cold code out of rel32 reach (unusual
+ * address space layouts) get slower but equivalent forms (absolute addressing, inline stub call).
+ *
+ * Elsewhere than x86-64 (or on request), `transform_portable` counts with a C callout per block
+ * instead: same budgets, slots and records, about 90x slower than native.
  *
  * Output: two buffers, filled by target threads under a spinlock and swapped by `ps_drain`,
  * which the JS agent calls from a timer. A full buffer drops the record and counts the drop.
@@ -34,7 +39,7 @@
 
 #define PS_K 8                     /* budgets per thread (power of two) */
 #define PS_TAIL (PS_K * 64)        /* below this many instructions left: exact, per-block checks */
-#define PS_HASH_SIZE 4096            /* PC -> slot chains per thread: one slot per branch PC */
+#define PS_HASH_SIZE 4096          /* PC -> slot chains per thread: one slot per branch PC */
 #define PS_HEADER_SIZE 96
 #define PS_REC_INTERVAL 1
 #define PS_FLAG_PARTIAL 1
