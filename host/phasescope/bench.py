@@ -121,6 +121,7 @@ def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = Tr
         ratios["traced/bare"] = best["traced"] / best["bare"]
     return {
         "command": argv,
+        "valgrind": "used" if use_valgrind else ("not installed" if valgrind else "skipped"),
         "runs": runs,
         "interval": interval,
         "intervals": intervals,
@@ -142,6 +143,8 @@ def format_report(result: dict) -> str:
         lines.append(f"{name:<11} {secs:8.3f} s{ratio}")
     if "traced/bare" in result["ratios"]:
         lines.append(f"traced/bare {result['ratios']['traced/bare']:8.2f}x")
+    if result["valgrind"] == "not installed":
+        lines.append("exp-bbv     (valgrind is not installed)")
     return "\n".join(lines)
 
 
