@@ -362,7 +362,7 @@ class TraceSession:
         if self._errors:
             raise PhasescopeError(f"agent failed to load into pid {self.pid}: {self._errors[0]}")
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self) -> None:
         """Detach cleanly: unfollow every thread, ship partial intervals, unload; target keeps running."""
         self._stopping = True
         if self._script is not None and self._ended is None and self._final is None:
