@@ -26,7 +26,7 @@ from .errors import InputError, PhasescopeError
 from .live import LiveState
 from .options import add_engine_options, engine_config_from_args
 from .replay import print_report
-from .session import (Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output, ThreadExited, ThreadStarted,
+from .session import (AgentError, Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output, ThreadExited, ThreadStarted,
                       TraceSession, resolve_device, resolve_target)
 from .sinks import BbvWriter, JsonlLog, SummaryWriter
 from .symbols import Symbolizer
@@ -155,6 +155,7 @@ class Monitor:
         self.ended: Optional[Ended] = None
         self.stop_reason: Optional[str] = None
         self.forked: List[int] = []  # children the target forked (not traced)
+        self.agent_errors: List[str] = []
         self.started_wall = time.time()
         self._next_status = time.monotonic() + args.status_every
 
@@ -236,6 +237,11 @@ class Monitor:
             self._keep_output(event.data)
         elif isinstance(event, ModulesChanged):
             self.symbols.invalidate()
+        elif isinstance(event, AgentError):
+            self.agent_errors.append(event.message)
+            if not self.dashboard:
+                print(f"phasescope: agent error: {event.message} (the trace may be incomplete)", file=sys.stderr,
+                      flush=True)
         elif isinstance(event, Forked):
             self.forked.append(event.pid)
             if not self.dashboard:  # the dashboard owns the screen: said once at the end instead
@@ -295,6 +301,7 @@ class Monitor:
             "dropped_records": self.session.dropped.records,
             "dropped_instructions": self.session.dropped.instructions,
             "forked": self.forked,
+            "agent_errors": self.agent_errors,
         }
         for p in s["phases"]:
             for block in p["top_code"]:
