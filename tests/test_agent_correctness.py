@@ -6,6 +6,7 @@ import random
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -57,16 +58,21 @@ def test_python_script_output_is_unchanged(tmp_path):
     assert len(traced.intervals) >= 2
 
 
+def compile_inline(tmp_path, name: str, source: str) -> Path:
+    """Compile a small C program given as text; returns the executable."""
+    src = tmp_path / f"{name}.c"
+    src.write_text(source)
+    exe = tmp_path / name
+    subprocess.run(["cc", "-O1", "-o", str(exe), str(src)], check=True)
+    return exe
+
+
 def test_exit_code_and_crash_are_reported(build, tmp_path):
-    src = tmp_path / "ends.c"
-    src.write_text(
+    exe = compile_inline(tmp_path, "ends", (
         "#include <stdlib.h>\n#include <string.h>\n"
         "int main(int argc, char **argv) {\n"
         "  if (argc > 1 && strcmp(argv[1], \"crash\") == 0) { volatile int *p = 0; *p = 1; }\n"
-        "  return argc > 1 ? atoi(argv[1]) : 0; }\n"
-    )
-    exe = tmp_path / "ends"
-    subprocess.run(["cc", "-O1", "-o", str(exe), str(src)], check=True)
+        "  return argc > 1 ? atoi(argv[1]) : 0; }\n"))
     assert trace_spawn([str(exe), "3"]).ended.code == 3
     crashed = trace_spawn([str(exe), "crash"]).ended
     assert crashed.how == "crashed" and crashed.signal == "SIGSEGV"
@@ -90,15 +96,11 @@ def test_fork_child_runs_and_parent_keeps_being_counted(build, tmp_path):
 
 
 def test_exec_ships_the_last_intervals_and_says_so(tmp_path):
-    src = tmp_path / "execs.c"
-    src.write_text(
+    exe = compile_inline(tmp_path, "execs", (
         "#include <stdio.h>\n#include <unistd.h>\n"
         "int main(void) { volatile long s = 0; for (long i = 0; i < 3000000; i++) s += i;\n"
         "  printf(\"before\\n\"); fflush(stdout);\n"
-        "  execl(\"/bin/echo\", \"echo\", \"after\", (char *) 0); return 1; }\n"
-    )
-    exe = tmp_path / "execs"
-    subprocess.run(["cc", "-O1", "-o", str(exe), str(src)], check=True)
+        "  execl(\"/bin/echo\", \"echo\", \"after\", (char *) 0); return 1; }\n"))
     traced = trace_spawn([str(exe)], interval=1_000_000)
     assert traced.ended.how == "exec" and traced.ended.program == "/bin/echo"
     assert traced.output.get(1, b"") == b"before\nafter\n"
