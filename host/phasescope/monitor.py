@@ -321,6 +321,8 @@ class Monitor:
                 self.session.stop()
             finally:
                 self.ended = self.session.ended
+        if self.session.abandoned:
+            self.stop_reason = "; ".join(filter(None, (self.stop_reason, self.session.abandoned)))
         if self.ended is not None and self.ended.how == "detached" and self.target.spawn and self.session.stdio == "pipe":
             # Its stdout is a pipe to us: once we exit it would die of SIGPIPE at its next write.
             self.stop_reason = (self.stop_reason or "stopped") + "; spawned target terminated, its output was piped"
@@ -359,6 +361,8 @@ class Monitor:
         if self.stop_reason:
             msg += f" ({self.stop_reason})"
         print(msg, file=sys.stderr)
+        if self.session.abandoned:
+            return EXIT_TARGET_FAILED  # detached without the last intervals
         if end is None or end.how in ("detached", "exec"):  # exec: it runs on, as another program
             return EXIT_OK
         if end.how == "exited":

@@ -271,6 +271,9 @@ class TraceSession:
         self._ended: Optional[Ended] = None
         self._final: Optional[Ended] = None  # what the agent said before the session went away
         self._stopping = False  # stop() is detaching: a target that ends meanwhile was not killed
+        self._unresponsive = False  # a query timed out: ask no more
+        #: why stop() gave up waiting for the agent (None: it did not)
+        self.abandoned: Optional[str] = None
         self._pending_end: Optional[Ended] = None  # the end, held back until piped output is done
         self._open_fds: set = {1, 2} if (stdio == "pipe" and target.spawn) else set()
         self._errors: list = []
@@ -365,11 +368,30 @@ class TraceSession:
     def stop(self) -> None:
         """Detach cleanly: unfollow every thread, ship partial intervals, unload; target keeps running."""
         self._stopping = True
-        if self._script is not None and self._ended is None and self._final is None:
-            try:
-                self._script.exports_sync.stop()
-            except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException):
-                pass  # the process went away meanwhile; its end is reported by _on_detached
+        script = self._script
+        ask = script is not None and self._ended is None and self._final is None
+
+        def stop_agent():
+            if ask:
+                try:
+                    script.exports_sync.stop()
+                except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException):
+                    pass  # the process went away meanwhile; its end is reported by _on_detached
+            if script is not None:
+                try:
+                    script.unload()
+                except (frida.InvalidOperationError, frida.TransportError):
+                    pass
+
+        # Neither Frida call has a timeout: a target that cannot run (SIGSTOP, a debugger, a
+        # starved machine) would hang phasescope forever. Give up after STOP_TIMEOUT, and say so.
+        worker = threading.Thread(target=stop_agent, name="phasescope-stop", daemon=True)
+        worker.start()
+        worker.join(STOP_TIMEOUT)
+        if worker.is_alive():
+            self.abandoned = (f"the agent in pid {self.pid} did not answer within {STOP_TIMEOUT:g} s "
+                              "(is the target stopped?); its last partial intervals are lost")
+        self._script = None
         self._teardown()
         with self._lock:
             if self._ended is None:
@@ -425,8 +447,9 @@ class TraceSession:
         if script is None or not pcs:
             return [None] * len(pcs)
         try:
-            return [None if s is None else tuple(s) for s in script.exports_sync.symbolize([hex(p) for p in pcs])]
-        except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException):
+            found = self._query(script.exports_sync.symbolize, [hex(p) for p in pcs])
+            return [None if s is None else tuple(s) for s in found]
+        except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException, TimeoutError):
             return [None] * len(pcs)
 
     def read_code(self, address: int, size: int) -> Optional[bytes]:
@@ -435,9 +458,33 @@ class TraceSession:
         if script is None:
             return None
         try:
-            return script.exports_sync.read_code(hex(address), size)
-        except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException):
+            return self._query(script.exports_sync.read_code, hex(address), size)
+        except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException, TimeoutError):
             return None
+
+    def _query(self, rpc, *args):
+        """An RPC that may not block the caller for long: a target that cannot run (SIGSTOP, a
+        debugger) never answers. TimeoutError after QUERY_TIMEOUT, at once after one timed out."""
+        if self._unresponsive:
+            raise TimeoutError
+        box = []
+
+        def call():
+            try:
+                box.append((True, rpc(*args)))
+            except BaseException as e:  # handed to the caller
+                box.append((False, e))
+
+        worker = threading.Thread(target=call, name="phasescope-query", daemon=True)
+        worker.start()
+        worker.join(QUERY_TIMEOUT)
+        if not box:
+            self._unresponsive = True
+            raise TimeoutError
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
 
     @property
     def ended(self) -> Optional[Ended]:
@@ -544,6 +591,8 @@ class TraceSession:
 
 
 DETACH_TIMEOUT = 5.0
+STOP_TIMEOUT = 10.0  # stop(): the agent's stop RPC and the script's unload, together
+QUERY_TIMEOUT = 5.0  # symbolize / read_code
 
 
 def _detach(session) -> None:
