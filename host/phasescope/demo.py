@@ -18,7 +18,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description="Trace phasescope's demo workload, a python3 program "
                                 "that cycles through zlib, SHA-256, regex, sort and JSON phases, with the "
                                 "live dashboard. Takes the options of a live run.")
-    p.add_argument("--rounds", type=int, default=10, help="rounds of the workload's schedule (default 10)")
+    p.add_argument("--rounds", type=int, default=6, help="rounds of the workload's schedule (default 6)")
     p.add_argument("--no-thread", action="store_true", help="run the workload without its second thread")
     monitor.add_device_options(p)
     monitor.add_output_options(p)

@@ -56,20 +56,21 @@ def codec(n):
         json.loads(json.dumps(_DOC))
 
 
-#: The main thread's schedule: one round (a unit of work is about 5 ms natively). Phases recur.
-SCHEDULE = [(deflate, 30), (sha256, 30), (deflate, 30), (regex, 25), (sort, 30), (codec, 25)]
+#: The main thread's schedule: one round. Each step is 30-40 intervals of 10M instructions, so a
+#: traced round shows six steps (five kinds of work, deflate twice) within a few seconds.
+SCHEDULE = [(deflate, 11), (sha256, 12), (deflate, 11), (regex, 3), (sort, 9), (codec, 4)]
 
 
 def background(rounds: int, scale: int) -> None:
     """A second thread with its own, simpler schedule, started after the first round."""
     for _ in range(rounds):
-        sha256(20 * scale)
-        sort(20 * scale)
+        sha256(8 * scale)
+        sort(6 * scale)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=10, help="rounds of the schedule (default 10)")
+    parser.add_argument("--rounds", type=int, default=6, help="rounds of the schedule (default 6)")
     parser.add_argument("--scale", type=int, default=1, help="work per step multiplier (default 1)")
     parser.add_argument("--no-thread", action="store_true", help="do not start the second thread")
     args = parser.parse_args(argv)
