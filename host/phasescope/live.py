@@ -22,6 +22,14 @@ CHANGES = 64
 LABELS = {"rle_markov": "RLE Markov", "last_phase": "last phase", "markov1": "Markov-1", "markov2": "Markov-2"}
 
 
+def short_name(name: str) -> str:
+    """``libpython3.11.so.1.0!f`` -> ``libpython3.11!f``: the library version suffix is noise on screen."""
+    module, sep, rest = name.partition("!")
+    if not sep:
+        module, sep, rest = name.partition("+")
+    return module.split(".so")[0] + sep + rest
+
+
 class LiveState:
     """Observes a :class:`PhaseEngine` and keeps what the dashboard and the plain output need."""
 
@@ -70,7 +78,7 @@ class LiveState:
         if not top:
             return ""
         t = top[0]
-        name = self.describe(t["pc"]) if t["pc"] is not None else f"key {t['key']:#x}"
+        name = short_name(self.describe(t["pc"])) if t["pc"] is not None else f"key {t['key']:#x}"
         return f"{name} ({100 * t['share']:.0f}%)"
 
     def snapshot(self, footprints: int = 200) -> Snapshot:

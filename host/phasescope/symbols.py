@@ -28,7 +28,7 @@ class Symbolizer:
         if not todo:
             return
         for pc, found in zip(todo, self.session.symbolize(todo)):
-            if found is None or not found[1]:
+            if found is None or not found[1] or found[1].startswith("0x"):  # stripped: Frida gives the address
                 self._names[pc] = self.session.modules.describe(pc)
             else:
                 module, symbol = found
