@@ -321,8 +321,9 @@ class Monitor:
                 self.session.stop()
             finally:
                 self.ended = self.session.ended
-        if self.session.abandoned:
-            self.stop_reason = "; ".join(filter(None, (self.stop_reason, self.session.abandoned)))
+        if self.session.abandoned or self.session.unload_stuck:
+            self.stop_reason = "; ".join(filter(None, (self.stop_reason, self.session.abandoned,
+                                                       self.session.unload_stuck)))
         if self.ended is not None and self.ended.how == "detached" and self.target.spawn and self.session.stdio == "pipe":
             # Its stdout is a pipe to us: once we exit it would die of SIGPIPE at its next write.
             self.stop_reason = (self.stop_reason or "stopped") + "; spawned target terminated, its output was piped"

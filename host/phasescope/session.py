@@ -274,6 +274,8 @@ class TraceSession:
         self._unresponsive = False  # a query timed out: ask no more
         #: why stop() gave up waiting for the agent (None: it did not)
         self.abandoned: Optional[str] = None
+        #: stop() got every interval but gave up on unloading the agent (None: it unloaded)
+        self.unload_stuck: Optional[str] = None
         self._pending_end: Optional[Ended] = None  # the end, held back until piped output is done
         self._open_fds: set = {1, 2} if (stdio == "pipe" and target.spawn) else set()
         self._errors: list = []
@@ -371,12 +373,15 @@ class TraceSession:
         script = self._script
         ask = script is not None and self._ended is None and self._final is None
 
+        stopped = threading.Event()  # the stop RPC answered: every interval has been shipped
+
         def stop_agent():
             if ask:
                 try:
                     script.exports_sync.stop()
                 except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException):
                     pass  # the process went away meanwhile; its end is reported by _on_detached
+            stopped.set()
             if script is not None:
                 try:
                     script.unload()
@@ -388,9 +393,14 @@ class TraceSession:
         worker = threading.Thread(target=stop_agent, name="phasescope-stop", daemon=True)
         worker.start()
         worker.join(STOP_TIMEOUT)
-        if worker.is_alive():
+        if worker.is_alive() and not stopped.is_set():
             self.abandoned = (f"the agent in pid {self.pid} did not answer within {STOP_TIMEOUT:g} s "
                               "(is the target stopped?); its last partial intervals are lost")
+        elif worker.is_alive():
+            # Every interval arrived, but the unload waits for Stalker to release a thread that
+            # still runs instrumented code (a hot loop that never re-enters Stalker's dispatcher).
+            self.unload_stuck = (f"the agent could not be unloaded from pid {self.pid} within "
+                                 f"{STOP_TIMEOUT:g} s; it stays loaded, idle")
         self._script = None
         self._teardown()
         with self._lock:
