@@ -20,24 +20,20 @@ _LINE = re.compile(r"T(?:\s*:\d{1,19}:\d{1,19})+\s*")
 _TOKEN = re.compile(r":\d{1,19}:\d{1,19}")
 
 
-def _open(path: str):
-    try:
-        return open(path, encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror}") from None
-
-
 def _lines(path: str) -> Iterator[Tuple[int, str]]:
     """(line number, stripped text) of the non-blank, non-comment lines."""
-    lineno = 0
-    with _open(path) as f:
-        try:
-            for lineno, line in enumerate(f, 1):
-                text = line.strip()
-                if text and not text.startswith("#"):
-                    yield lineno, text
-        except UnicodeDecodeError:
-            raise InputError(f"{path}:{lineno + 1}: not UTF-8 text") from None
+    try:
+        f = open(path, "rb")  # decoded line by line, so a bad byte is reported on its own line
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+    with f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                text = raw.decode("utf-8").strip()
+            except UnicodeDecodeError:
+                raise InputError(f"{path}:{lineno}: not UTF-8 text") from None
+            if text and not text.startswith("#"):
+                yield lineno, text
 
 
 def read_pc_map(path: str) -> Dict[int, int]:

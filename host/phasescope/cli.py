@@ -20,6 +20,12 @@ SUBCOMMANDS = {
 DEFAULT = "phasescope.monitor"
 
 
+def _usage_error(prog: str, message: str):
+    """argparse's error, as one line (its default prints the whole usage first)."""
+    print(f"{prog}: error: {message} (see {prog} --help)", file=sys.stderr)
+    sys.exit(2)
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
@@ -29,6 +35,7 @@ def main(argv=None) -> int:
         module_name, prog = DEFAULT, "phasescope"
     module = importlib.import_module(module_name)
     parser = module.build_parser(prog)
+    parser.error = lambda message: _usage_error(prog, message)
     args = parser.parse_args(argv)  # exits 2 with a one-line usage error on bad options
     try:
         return int(module.run(args) or 0)

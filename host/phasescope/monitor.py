@@ -91,9 +91,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def _validate(args) -> None:
-    if args.duration is not None and args.duration <= 0:
+    if args.duration is not None and not 0 < args.duration < float("inf"):  # also rejects nan
         raise InputError(f"--duration must be positive (got {args.duration})")
-    if args.status_every <= 0:
+    if not 0 < args.status_every < float("inf"):
         raise InputError(f"--status-every must be positive (got {args.status_every})")
     if not 0 < args.refresh <= 60:
         raise InputError(f"--refresh must be in (0, 60] (got {args.refresh})")

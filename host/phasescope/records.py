@@ -126,14 +126,14 @@ def parse_record(line: str, where: str) -> Interval:
 def read_log(path: str) -> Iterator[Interval]:
     """Intervals of a phasescope log, in file order; blank lines are skipped."""
     try:
-        f = open(path, encoding="utf-8")
+        f = open(path, "rb")  # decoded line by line, so a bad byte is reported on its own line
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror}") from None
-    lineno = 0
     with f:
-        try:
-            for lineno, line in enumerate(f, 1):
-                if line.strip():
-                    yield parse_record(line, f"{path}:{lineno}")
-        except UnicodeDecodeError:
-            raise InputError(f"{path}:{lineno + 1}: not UTF-8 text") from None
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError(f"{path}:{lineno}: not UTF-8 text") from None
+            if line.strip():
+                yield parse_record(line, f"{path}:{lineno}")
