@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 
-from conftest import run_cli
+from conftest import cli_command, run_cli
 
 
 def read_log(path):
@@ -129,3 +130,45 @@ def test_detach_and_reattach_twice(build, tmp_path):
     complete = lines[1:-1]  # the last line may be cut by the kill
     assert complete == [f"tick {i}" for i in range(len(complete))]
     assert os.path.exists(out_path)
+
+
+def test_target_stopped_while_detaching(build, tmp_path):
+    """A target that cannot run (SIGSTOP) never answers the agent's stop: phasescope gives up after
+    a bound, says so in one line, keeps what it logged and exits 1; the target, continued, runs on."""
+    exe = build("robust.c", "-pthread")
+    out_path = tmp_path / "target.out"
+    with open(out_path, "w") as out:
+        proc = subprocess.Popen([exe, "ticker"], stdout=out)
+    log, summary = tmp_path / "log.jsonl", tmp_path / "s.json"
+    try:
+        end = time.monotonic() + 30
+        while out_path.read_text().count("tick") < 3:
+            assert time.monotonic() < end, "target did not start"
+            time.sleep(0.05)
+        mon = subprocess.Popen(cli_command("--no-dashboard", "--interval", "1000000", "--log", str(log),
+                                           "--summary", str(summary), "-p", str(proc.pid)),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        while not (log.exists() and log.read_text().count("\n") >= 5):
+            assert time.monotonic() < end, "no intervals"
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGSTOP)
+        mon.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        _, stderr = mon.communicate(timeout=60)
+        took = time.monotonic() - started
+        os.kill(proc.pid, signal.SIGCONT)
+        assert mon.returncode == 1, stderr
+        lines = stderr.strip().splitlines()
+        assert len(lines) == 1 and "did not answer" in lines[0] and "stopped by SIGINT" in lines[0], stderr
+        assert took < 40
+        s = json.loads(summary.read_text())
+        records = read_log(log)
+        assert contiguous(records) and s["whole"]["intervals"] == len(records)
+        ticks = out_path.read_text().count("tick")
+        while out_path.read_text().count("tick") < ticks + 5:
+            assert time.monotonic() < started + 90, "target did not run on after SIGCONT"
+            time.sleep(0.05)
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+        proc.kill()
+        proc.wait()
