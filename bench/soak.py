@@ -74,7 +74,11 @@ def main() -> int:
            "--duration", str(duration), "-f", *target]
     print("soak:", " ".join(cmd), flush=True)
     started = time.monotonic()
-    host = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # stderr to a file: the spawned target inherits it and outlives phasescope (detached at the end),
+    # so a pipe would never reach EOF
+    err_path = out / "phasescope.stderr"
+    err_file = open(err_path, "w")
+    host = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err_file, text=True)
     checkpoints = sorted(float(x) for x in args.checkpoints.split(",") if float(x) <= args.minutes)
     peak = {"host": 0, "target": 0}
     target_pid = None
@@ -94,7 +98,8 @@ def main() -> int:
             print(f"[{row[0]:g} min] peak RSS host {row[1]:.1f} MiB, target (with agent) {row[2]:.1f} MiB; "
                   f"{row[3]} intervals logged", flush=True)
         time.sleep(1.0)
-    stderr = host.stderr.read()
+    err_file.close()
+    stderr = err_path.read_text()
     if target_pid is not None:  # detached at --duration, it was left running
         try:
             os.kill(target_pid, 9)
