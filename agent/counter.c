@@ -286,6 +286,20 @@ ps_thread_close (PsThread * t)
   ps_cut (t, PS_FLAG_PARTIAL);
 }
 
+/* Copies to `out` (at most `max`) the branch PCs of the blocks that ran in the thread's current
+ * interval: the code it is executing now. Returns how many. */
+guint64
+ps_thread_hot (PsThread * t, guint64 * out, guint64 max)
+{
+  guint64 i, n = 0;
+  for (i = 0; i < t->n_slots && n < max; i++)
+  {
+    if (t->counts[i] != 0 && t->pcs[i] != 0)
+      out[n++] = t->pcs[i];
+  }
+  return n;
+}
+
 /* Ships the thread's interval so far as a partial one and keeps counting (before an exec). */
 void
 ps_thread_flush (PsThread * t)

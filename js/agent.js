@@ -64,6 +64,7 @@ function setup(opts) {
     threadInit: new NativeFunction(cm.ps_thread_init, 'void', ['pointer', 'uint64', 'pointer', 'uint64', 'pointer', 'uint64']),
     threadClose: new NativeFunction(cm.ps_thread_close, 'void', ['pointer']),
     threadFlush: new NativeFunction(cm.ps_thread_flush, 'void', ['pointer']),
+    threadHot: new NativeFunction(cm.ps_thread_hot, 'uint64', ['pointer', 'pointer', 'uint64']),
     drain: new NativeFunction(cm.ps_drain, 'pointer', ['pointer']),
     stats: new NativeFunction(cm.ps_stats, 'uint64', ['int']),
     getpid: new NativeFunction(Module.getGlobalExportByName('getpid'), 'int', []),
@@ -101,6 +102,40 @@ function follow(tid) {
   else
     Stalker.follow(tid, options);
   started.push(tid);
+}
+
+// An unfollowed thread leaves instrumented code only when it next enters Stalker's dispatcher,
+// which a hot loop whose blocks Stalker has linked together never does: the unload would wait for
+// it forever. Invalidating the blocks its current code branches to sends it through the
+// dispatcher, which sees the pending unfollow. Blocks start at the targets and fall-throughs of
+// the branches (block ends) that ran in the thread's current interval.
+const HOT_MAX = 1024;
+
+function releaseHotLoop(tid, region) {
+  if (region === null || Process.arch !== 'x64')
+    return;
+  const out = Memory.alloc(HOT_MAX * 8);
+  const n = api.threadHot(region, out, uint64(HOT_MAX)).toNumber();
+  const starts = new Set();
+  for (let i = 0; i < n; i++) {
+    const pc = out.add(i * 8).readPointer();
+    try {
+      const insn = Instruction.parse(pc);
+      starts.add(insn.next.toString());
+      const op = insn.operands[0];
+      if (op !== undefined && op.type === 'imm' && insn.groups.some(g => g === 'jump' || g === 'call'))
+        starts.add(ptr(op.value).toString());
+    } catch (e) {
+      // unreadable code (unmapped meanwhile): nothing to invalidate there
+    }
+  }
+  for (const start of starts) {
+    try {
+      Stalker.invalidate(tid, ptr(start));
+    } catch (e) {
+      // the thread is gone or the block was never compiled
+    }
+  }
 }
 
 function close(tid, unfollow) {
@@ -375,6 +410,8 @@ rpc.exports = {
     Process.setExceptionHandler(() => false);
     for (const tid of Array.from(threads.keys()))
       Stalker.unfollow(tid);
+    for (const [tid, region] of threads)
+      releaseHotLoop(tid, region);
     Stalker.flush();
     Stalker.garbageCollect();
     return new Promise(resolve => {

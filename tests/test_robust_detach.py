@@ -1,0 +1,35 @@
+"""Detach from a thread spinning in a hot loop: the agent must really leave.
+
+After a few seconds Stalker has linked every block of a hot loop to the next, so an unfollowed
+thread never re-enters Stalker's dispatcher and Frida's unload waits for it forever; phasescope
+invalidates the blocks the thread is running so it leaves (js/agent.js, releaseHotLoop).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+from conftest import cli_command
+
+
+def test_detach_from_a_long_hot_loop_unloads_the_agent(build, tmp_path):
+    exe = build("phased.c")
+    out = open(tmp_path / "target.out", "w")
+    target = subprocess.Popen([exe, "0", "2"], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        started = time.monotonic()
+        r = subprocess.run(cli_command("--no-dashboard", "--duration", "8", "-p", str(target.pid)),
+                           capture_output=True, text=True, timeout=60)
+        took = time.monotonic() - started
+        assert r.returncode == 0, r.stderr
+        assert "could not be unloaded" not in r.stderr and "detached" in r.stderr, r.stderr
+        assert took < 8 + 5, took  # the unload did not wait out its 10 s bound
+        assert target.poll() is None  # and the target runs on
+        with open(f"/proc/{target.pid}/status") as f:
+            threads = int(next(line for line in f if line.startswith("Threads:")).split()[1])
+        assert threads == 1, threads  # the agent's threads are gone with it
+    finally:
+        target.kill()
+        target.wait()
+        out.close()
