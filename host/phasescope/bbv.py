@@ -15,6 +15,7 @@ import numpy as np
 
 from .errors import InputError
 from .interval import Interval
+from .textfile import numbered_lines
 
 _LINE = re.compile(r"T(?:\s*:\d{1,19}:\d{1,19})+\s*")
 _TOKEN = re.compile(r":\d{1,19}:\d{1,19}")
@@ -22,18 +23,10 @@ _TOKEN = re.compile(r":\d{1,19}:\d{1,19}")
 
 def _lines(path: str) -> Iterator[Tuple[int, str]]:
     """(line number, stripped text) of the non-blank, non-comment lines."""
-    try:
-        f = open(path, "rb")  # decoded line by line, so a bad byte is reported on its own line
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror}") from None
-    with f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                text = raw.decode("utf-8").strip()
-            except UnicodeDecodeError:
-                raise InputError(f"{path}:{lineno}: not UTF-8 text") from None
-            if text and not text.startswith("#"):
-                yield lineno, text
+    for lineno, line in numbered_lines(path):
+        text = line.strip()
+        if text and not text.startswith("#"):
+            yield lineno, text
 
 
 def read_pc_map(path: str) -> Dict[int, int]:

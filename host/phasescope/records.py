@@ -34,6 +34,7 @@ import numpy as np
 from .engine import IntervalResult
 from .errors import InputError
 from .interval import OS_FIELDS, Interval
+from .textfile import numbered_lines
 
 
 def to_record(iv: Interval, r: IntervalResult) -> dict:
@@ -125,15 +126,6 @@ def parse_record(line: str, where: str) -> Interval:
 
 def read_log(path: str) -> Iterator[Interval]:
     """Intervals of a phasescope log, in file order; blank lines are skipped."""
-    try:
-        f = open(path, "rb")  # decoded line by line, so a bad byte is reported on its own line
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror}") from None
-    with f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise InputError(f"{path}:{lineno}: not UTF-8 text") from None
-            if line.strip():
-                yield parse_record(line, f"{path}:{lineno}")
+    for lineno, line in numbered_lines(path):
+        if line.strip():
+            yield parse_record(line, f"{path}:{lineno}")

@@ -390,13 +390,11 @@ class TraceSession:
 
         # Neither Frida call has a timeout: a target that cannot run (SIGSTOP, a debugger, a
         # starved machine) would hang phasescope forever. Give up after STOP_TIMEOUT, and say so.
-        worker = threading.Thread(target=stop_agent, name="phasescope-stop", daemon=True)
-        worker.start()
-        worker.join(STOP_TIMEOUT)
-        if worker.is_alive() and not stopped.is_set():
+        finished = _bounded(stop_agent, STOP_TIMEOUT, "phasescope-stop")
+        if not finished and not stopped.is_set():
             self.abandoned = (f"the agent in pid {self.pid} did not answer within {STOP_TIMEOUT:g} s "
                               "(is the target stopped?); its last partial intervals are lost")
-        elif worker.is_alive():
+        elif not finished:
             # Every interval arrived, but the unload waits for Stalker to release a thread that
             # still runs instrumented code (a hot loop that never re-enters Stalker's dispatcher).
             self.unload_stuck = (f"the agent could not be unloaded from pid {self.pid} within "
@@ -485,10 +483,7 @@ class TraceSession:
             except BaseException as e:  # handed to the caller
                 box.append((False, e))
 
-        worker = threading.Thread(target=call, name="phasescope-query", daemon=True)
-        worker.start()
-        worker.join(QUERY_TIMEOUT)
-        if not box:
+        if not _bounded(call, QUERY_TIMEOUT, "phasescope-query"):
             self._unresponsive = True
             raise TimeoutError
         ok, value = box[0]
@@ -605,6 +600,15 @@ STOP_TIMEOUT = 10.0  # stop(): the agent's stop RPC and the script's unload, tog
 QUERY_TIMEOUT = 5.0  # symbolize / read_code
 
 
+def _bounded(fn, timeout: float, name: str) -> bool:
+    """Run ``fn`` on a daemon thread and wait at most ``timeout`` s; True if it finished. Frida's
+    blocking calls have no timeout of their own, and an abandoned one must not block exit."""
+    worker = threading.Thread(target=fn, name=name, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return not worker.is_alive()
+
+
 def _detach(session) -> None:
     """Detach, giving up after DETACH_TIMEOUT: Frida's detach occasionally never returns (seen here
     with spawned, piped targets), and by then the agent is already unloaded, so nothing is lost."""
@@ -615,9 +619,7 @@ def _detach(session) -> None:
         except (frida.InvalidOperationError, frida.TransportError):
             pass
 
-    worker = threading.Thread(target=detach, name="phasescope-detach", daemon=True)
-    worker.start()
-    worker.join(DETACH_TIMEOUT)
+    _bounded(detach, DETACH_TIMEOUT, "phasescope-detach")
 
 
 def _module(t) -> Module:
