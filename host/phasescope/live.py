@@ -52,9 +52,8 @@ class LiveState:
     def _on_interval(self, r: IntervalResult, iv: Interval) -> None:
         timeline = self.timelines.setdefault(r.thread, deque(maxlen=TIMELINE))
         hits = self.hits.setdefault(r.thread, deque(maxlen=CONFIDENCE_WINDOW))
-        ts = self.engine.threads[r.thread]
-        if timeline and ts.intervals > 1:
-            hits.append(self._last_prediction.get(r.thread) == r.phase)
+        if r.thread in self._last_prediction:  # score the prediction made after its previous interval
+            hits.append(self._last_prediction[r.thread] == r.phase)
         self._last_prediction[r.thread] = r.prediction
         timeline.append(r.phase)
         self._rate.append(time.monotonic())
