@@ -25,7 +25,7 @@ from .engine import PhaseEngine
 from .errors import InputError, PhasescopeError
 from .live import LiveState
 from .options import add_engine_options, engine_config_from_args
-from .replay import print_report
+from .report import print_hot_code, print_report
 from .session import (AgentError, Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output, ThreadExited, ThreadStarted,
                       TraceSession, resolve_device, resolve_target)
 from .sinks import BbvWriter, JsonlLog, SummaryWriter
@@ -369,23 +369,6 @@ class Monitor:
         if end.how == "exited":
             return EXIT_OK if end.code == 0 else EXIT_TARGET_FAILED
         return EXIT_KILLED
-
-
-def print_hot_code(summary: dict, top: int) -> None:
-    """The hottest block of each of the ``top`` largest phases, named and disassembled."""
-    console = Console(width=None if sys.stdout.isatty() else 120)
-    shown = False
-    for p in summary["phases"][:top]:
-        hottest = p["top_code"][0] if p["top_code"] else None
-        if not hottest or not hottest.get("disassembly"):
-            continue
-        if not shown:
-            console.print("hot code (the hottest block of each main phase)", style="bold")
-            shown = True
-        console.print(f"P{p['phase']} ({100 * p['share']:.1f}% of instructions): {hottest['symbol']}, "
-                      f"{100 * hottest['share']:.0f}% of the phase's sampled instructions", highlight=False)
-        for line in hottest["disassembly"]:
-            console.print(f"    {line}", highlight=False, markup=False)
 
 
 def run(args, argv: Optional[List[str]] = None) -> int:

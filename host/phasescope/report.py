@@ -1,0 +1,77 @@
+"""The end-of-run report printed by the live monitor and by replay, from a summary dict."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+from rich.console import Console
+from rich.table import Table
+
+from .predict import PREDICTORS, PRIMARY
+
+
+def _pct(x: Optional[float]) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _mean_cv(m: dict, scale: float = 1.0, fmt: str = "{:.3g}") -> str:
+    if not m["n"]:
+        return "-"
+    cv = "" if m["cv"] is None else f" ({100 * m['cv']:.1f}%)"
+    return fmt.format(m["mean"] / scale) + cv
+
+
+def print_report(summary: dict, top: int, console: Optional[Console] = None) -> None:
+    """The per-phase table and the predictor scores of a summary."""
+    console = console or Console(width=None if sys.stdout.isatty() else 120)
+    w = summary["whole"]
+    console.print(f"{w['intervals']:,} intervals, {w['instructions']:,} instructions, {w['threads']} thread(s), "
+                  f"{w['phases']} phases, phase changes in {_pct(w['change_rate'])} of intervals")
+    t = Table(title="phases (mean (CV) per interval)", title_justify="left", header_style="bold")
+    for name, just in (("phase", "left"), ("share", "right"), ("intervals", "right"), ("runs", "right"),
+                       ("run mean/max", "right"), ("next", "left"), ("ms/interval", "right"),
+                       ("ns/insn", "right")):
+        t.add_column(name, justify=just, no_wrap=True)
+
+    def row(label, d, transitions):
+        nxt = " ".join(f"{x['phase']}:{100 * x['count'] / max(1, sum(y['count'] for y in transitions)):.0f}%"
+                       for x in transitions[:3])
+        t.add_row(label, _pct(d.get("share", 1.0)), f"{d['intervals']:,}", f"{d['runs']:,}",
+                  f"{d['run_length']['mean']:.1f}/{d['run_length']['max']}", nxt,
+                  _mean_cv(d["metrics"]["wall_ns"], 1e6), _mean_cv(d["metrics"]["ns_per_instruction"]))
+
+    row("all", w, [])
+    for p in summary["phases"][:top]:
+        row(str(p["phase"]), p, p["transitions"])
+    if len(summary["phases"]) > top:
+        rest = summary["phases"][top:]
+        t.add_row(f"+{len(rest)} more", _pct(sum(p["share"] for p in rest)), f"{sum(p['intervals'] for p in rest):,}",
+                  "", "", "", "", "")
+    console.print(t)
+    s = Table(title="next-phase predictors (accuracy)", title_justify="left", header_style="bold")
+    for name in ("predictor", "overall", "at changes", "steady"):
+        s.add_column(name, justify="left" if name == "predictor" else "right", no_wrap=True)
+    for name in PREDICTORS:
+        sc = summary["predictors"][name]
+        label = f"{name} *" if name == PRIMARY else name
+        s.add_row(label, *(f"{_pct(sc[k]['accuracy'])} of {sc[k]['n']:,}" for k in ("overall", "changes", "steady")))
+    console.print(s)
+    console.print("* the prediction shown live", style="dim")
+
+
+def print_hot_code(summary: dict, top: int) -> None:
+    """The hottest block of each of the ``top`` largest phases, named and disassembled."""
+    console = Console(width=None if sys.stdout.isatty() else 120)
+    shown = False
+    for p in summary["phases"][:top]:
+        hottest = p["top_code"][0] if p["top_code"] else None
+        if not hottest or not hottest.get("disassembly"):
+            continue
+        if not shown:
+            console.print("hot code (the hottest block of each main phase)", style="bold")
+            shown = True
+        console.print(f"P{p['phase']} ({100 * p['share']:.1f}% of instructions): {hottest['symbol']}, "
+                      f"{100 * hottest['share']:.0f}% of the phase's sampled instructions", highlight=False)
+        for line in hottest["disassembly"]:
+            console.print(f"    {line}", highlight=False, markup=False)
