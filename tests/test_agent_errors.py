@@ -70,10 +70,12 @@ def test_permission_denied(tmp_path):
         "import os, sys\n"
         "from phasescope.errors import PhasescopeError\n"
         "from phasescope.session import TraceSession, resolve_device, resolve_target\n"
-        "os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
         "d = resolve_device()\n"
+        # Built while privileged: it reads the shipped agent, and the checkout may be private.
+        f"s = TraceSession(d, resolve_target(d, pid={victim.pid}))\n"
+        "os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
         "try:\n"
-        f"    TraceSession(d, resolve_target(d, pid={victim.pid})).start()\n"
+        "    s.start()\n"
         "except PhasescopeError as e:\n"
         "    print(e, file=sys.stderr); sys.exit(e.exit_code)\n"
     )

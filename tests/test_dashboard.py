@@ -24,7 +24,8 @@ class Tmux:
                         "env", "-u", "COLUMNS", "-u", "LINES", "TERM=xterm-256color", "sh", "-c", shell], check=True)
 
     def screen(self) -> str:
-        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True,
+        """The visible pane; -J joins lines the terminal wrapped (long paths in the final message)."""
+        return subprocess.run(["tmux", "capture-pane", "-p", "-J", "-t", self.name], capture_output=True,
                               text=True, check=True).stdout
 
     def wait_for(self, pattern: str, timeout: float = 60.0) -> str:
