@@ -386,13 +386,10 @@ rpc.exports = {
     // runs before main (or by id once it runs), not from here.
     if (mainTid !== null)
       earlyHooks = followMainEarly(mainTid);
+    // The thread observer reports every existing pthread at once (and follows it). Not
+    // Process.enumerateThreads(): it lists the same pthreads but also reads each thread's CPU
+    // context through a ptrace helper, which stalls for 15 s on about one attach in eight.
     installHooks();
-    // Threads the observer does not list (raw clone()s) when attaching. Not in a suspended spawned
-    // process: there is only the main thread, and enumerating it can stall for 15 s.
-    if (mainTid === null) {
-      for (const t of Process.enumerateThreads())
-        follow(t.id);
-    }
     pump();
     return Array.from(threads.keys());
   },
