@@ -27,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 WORKLOADS = [
     ("cpu-bound, 1 thread", "cpu_bound.c", ["8"], {"traced": 1.9, "traced/bare": 1.2}),
     ("200 threads x 20M insns", "many_threads.c", ["200", "1000000"], {"traced": 3.0}),
+    ("200 threads x 10M insns", "many_threads.c", ["200", "500000"], {"traced": 3.0}),
     ("200 threads x 4M insns", "many_threads.c", ["200", "200000"], {"traced": 3.0}),
 ]
 END_TO_END = ("cpu_bound.c", ["30"], 2.2)
