@@ -124,12 +124,14 @@ static int signals_mode(void) {
     if (v == 0) { x = unit(x, 50000); raise(SIGUSR2); printf("not reached\n"); }
     printf("longjmp hops %d sigsetjmp %d work %llu\n", hops, v, (unsigned long long)x);
 
-    /* 6. sigsuspend until a blocked signal is delivered */
+    /* 6. sigsuspend until a blocked signal is delivered. Sent to this thread (raise), not to the
+     * process: a process-directed signal that this thread blocks may go to one of the agent's
+     * threads, which block nothing (README, Limits). */
     sigset_t block, old;
     sigemptyset(&block);
     sigaddset(&block, SIGUSR1);
     sigprocmask(SIG_BLOCK, &block, &old);
-    kill(getpid(), SIGUSR1);
+    raise(SIGUSR1);
     sigsuspend(&old);
     sigprocmask(SIG_SETMASK, &old, NULL);
     printf("sigsuspend usr1 %d\n", (int)usr1s);
