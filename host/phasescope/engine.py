@@ -41,6 +41,8 @@ class IntervalResult:
     ``distance``: to the nearest representative before classification, as a fraction of the
     interval (None when the table was empty). ``predictions``: each predictor's prediction of this
     thread's next phase. ``previous_phase``: the thread's phase in its previous interval.
+    ``predicted``: whether the primary prediction made after that interval named this phase (None
+    for a thread's first interval).
     """
 
     seq: int
@@ -54,6 +56,7 @@ class IntervalResult:
     previous_phase: Optional[int]
     predictions: Dict[str, int]
     footprint: np.ndarray
+    predicted: Optional[bool]
 
     @property
     def prediction(self) -> int:
@@ -124,13 +127,13 @@ class PhaseEngine:
             predictors = self._predictors.get(iv.thread)
             if predictors is None:
                 predictors = self._predictors[iv.thread] = ThreadPredictors(self.config.predictors)
-            self.scoreboard.score(iv.thread, m.phase)
+            predicted = self.scoreboard.score(iv.thread, m.phase)
             previous = self.stats.add(iv, m.phase, self._seq)
             predictions = predictors.observe(m.phase)
             self.scoreboard.expect(iv.thread, m.phase, predictions)
             self.stats.threads[iv.thread].predictions = predictions
             r = IntervalResult(self._seq, iv.thread, iv.seq, iv.instructions, m.phase, m.distance, m.new_phase,
-                               m.evicted, previous, predictions, fp)
+                               m.evicted, previous, predictions, fp, predicted)
             self._seq += 1
             self.recent.append(r)
             results.append(r)

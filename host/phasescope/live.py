@@ -44,7 +44,6 @@ class LiveState:
         self.dropped = 0
         self.timelines: Dict[int, Deque[int]] = {}
         self.hits: Dict[int, Deque[bool]] = {}
-        self._last_prediction: Dict[int, int] = {}
         self.changes: Deque[ChangeRow] = deque(maxlen=CHANGES)
         self._rate: Deque[float] = deque(maxlen=64)  # arrival times of recent intervals
         engine.on("interval", self._on_interval)
@@ -52,9 +51,8 @@ class LiveState:
     def _on_interval(self, r: IntervalResult, iv: Interval) -> None:
         timeline = self.timelines.setdefault(r.thread, deque(maxlen=TIMELINE))
         hits = self.hits.setdefault(r.thread, deque(maxlen=CONFIDENCE_WINDOW))
-        if r.thread in self._last_prediction:  # score the prediction made after its previous interval
-            hits.append(self._last_prediction[r.thread] == r.phase)
-        self._last_prediction[r.thread] = r.prediction
+        if r.predicted is not None:
+            hits.append(r.predicted)
         timeline.append(r.phase)
         self._rate.append(time.monotonic())
         if r.phase_changed or r.new_phase:

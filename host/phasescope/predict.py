@@ -189,11 +189,12 @@ class Scoreboard:
         self.scores = {n: {"overall": Score(), "changes": Score(), "steady": Score()} for n in names}
         self._pending: Dict[int, Tuple[int, Dict[str, int]]] = {}
 
-    def score(self, thread: int, phase: int) -> None:
-        """Score the predictions pending for ``thread`` against its new ``phase``."""
+    def score(self, thread: int, phase: int) -> Optional[bool]:
+        """Score the predictions pending for ``thread`` against its new ``phase``; whether the
+        primary one was right (None when nothing was pending: the thread's first interval)."""
         pending = self._pending.get(thread)
         if pending is None:
-            return
+            return None
         previous, predictions = pending
         kind = "changes" if phase != previous else "steady"
         for name, predicted in predictions.items():
@@ -204,6 +205,7 @@ class Scoreboard:
             if predicted == phase:
                 overall.correct += 1
                 part.correct += 1
+        return predictions.get(PRIMARY) == phase
 
     def expect(self, thread: int, phase: int, predictions: Dict[str, int]) -> None:
         """Record the predictions made for ``thread`` after an interval in ``phase``."""

@@ -382,11 +382,7 @@ class TraceSession:
                 except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException):
                     pass  # the process went away meanwhile; its end is reported by _on_detached
             stopped.set()
-            if script is not None:
-                try:
-                    script.unload()
-                except (frida.InvalidOperationError, frida.TransportError):
-                    pass
+            _unload(script)
 
         # Neither Frida call has a timeout: a target that cannot run (SIGSTOP, a debugger, a
         # starved machine) would hang phasescope forever. Give up after STOP_TIMEOUT, and say so.
@@ -411,11 +407,7 @@ class TraceSession:
     def _teardown(self) -> None:
         script, session = self._script, self._session
         self._script = None
-        if script is not None:
-            try:
-                script.unload()
-            except (frida.InvalidOperationError, frida.TransportError):
-                pass
+        _unload(script)
         if session is not None:
             _detach(session)
         if self._output_handler is not None:
@@ -607,6 +599,16 @@ def _bounded(fn, timeout: float, name: str) -> bool:
     worker.start()
     worker.join(timeout)
     return not worker.is_alive()
+
+
+def _unload(script) -> None:
+    """Unload the agent script, if any; a process that already went away is not an error."""
+    if script is None:
+        return
+    try:
+        script.unload()
+    except (frida.InvalidOperationError, frida.TransportError):
+        pass
 
 
 def _detach(session) -> None:
