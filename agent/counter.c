@@ -40,9 +40,6 @@
 #define PS_K 8                     /* budgets per thread (power of two) */
 #define PS_TAIL (PS_K * 64)        /* below this many instructions left: exact, per-block checks */
 #define PS_HASH_SIZE 4096          /* PC -> slot chains per thread: one slot per branch PC */
-#define PS_HEADER_SIZE 96
-#define PS_REC_INTERVAL 1
-#define PS_FLAG_PARTIAL 1
 
 struct ps_timespec { gint64 tv_sec; gint64 tv_nsec; };
 struct ps_timeval { gint64 tv_sec; gint64 tv_usec; };
@@ -73,7 +70,7 @@ struct _PsThread
   guint64 tid;
   guint64 seq;
   guint64 start_ns;
-  guint64 os_start[5];       /* cpu_ns, minflt, majflt, nvcsw, nivcsw at interval start */
+  guint64 os_start[PS_REC_OS_FIELDS];       /* cpu_ns, minflt, majflt, nvcsw, nivcsw at interval start */
   guint8 * stub;             /* this thread's slow stub (cold area, or inside its code cache) */
   guint8 * cold_cur;         /* cold area: the stub, then one trampoline per block */
   guint8 * cold_end;
@@ -92,9 +89,6 @@ struct _PsGlobal
   guint64 cur;
   guint64 dropped_records;
   guint64 dropped_instructions;
-  guint64 far_blocks;        /* blocks whose counters were out of rip-relative reach */
-  guint64 blocks;            /* blocks instrumented */
-  guint64 flag_saves;        /* ... of which needed a flags save around the counter */
 };
 
 extern PsGlobal ps;
@@ -206,7 +200,7 @@ ps_put64 (guint8 * p, guint64 v)
 static void
 ps_cut (PsThread * t, guint32 flags)
 {
-  guint64 n = t->n_slots, i, pairs = 0, total = 0, size, os_now[5], end_ns;
+  guint64 n = t->n_slots, i, pairs = 0, total = 0, size, os_now[PS_REC_OS_FIELDS], end_ns;
   guint64 * counts = t->counts;
   guint8 * out = NULL;
 
@@ -225,7 +219,7 @@ ps_cut (PsThread * t, guint32 flags)
     return;
   }
   ps_os_sample (os_now);
-  size = PS_HEADER_SIZE + pairs * 16;
+  size = PS_HEADER_SIZE + pairs * PS_PAIR_SIZE;
 
   gum_spinlock_acquire (&ps.lock);
   if (ps.len[ps.cur] + size <= ps.buf_size)
@@ -242,23 +236,23 @@ ps_cut (PsThread * t, guint32 flags)
   if (out != NULL)
   {
     guint8 * p = out + PS_HEADER_SIZE;
-    *(guint32 *) out = PS_REC_INTERVAL;
-    *(guint32 *) (out + 4) = flags;
-    ps_put64 (out + 8, t->tid);
-    ps_put64 (out + 16, t->seq);
-    ps_put64 (out + 24, total);
-    ps_put64 (out + 32, t->start_ns);
-    ps_put64 (out + 40, end_ns);
-    for (i = 0; i != 5; i++)
-      ps_put64 (out + 48 + 8 * i, os_now[i] - t->os_start[i]);
-    ps_put64 (out + 88, pairs);
+    *(guint32 *) (out + PS_REC_KIND) = PS_REC_INTERVAL;
+    *(guint32 *) (out + PS_REC_FLAGS) = flags;
+    ps_put64 (out + PS_REC_THREAD, t->tid);
+    ps_put64 (out + PS_REC_SEQ, t->seq);
+    ps_put64 (out + PS_REC_INSTRUCTIONS, total);
+    ps_put64 (out + PS_REC_START_NS, t->start_ns);
+    ps_put64 (out + PS_REC_END_NS, end_ns);
+    for (i = 0; i != PS_REC_OS_FIELDS; i++)
+      ps_put64 (out + PS_REC_CPU_NS + 8 * i, os_now[i] - t->os_start[i]);
+    ps_put64 (out + PS_REC_NPAIRS, pairs);
     for (i = 0; i != n; i++)
     {
       if (counts[i] != 0)
       {
         ps_put64 (p, t->pcs[i]);
         ps_put64 (p + 8, counts[i]);
-        p += 16;
+        p += PS_PAIR_SIZE;
         counts[i] = 0;
       }
     }
@@ -272,7 +266,7 @@ ps_cut (PsThread * t, guint32 flags)
 
   t->seq++;
   t->start_ns = end_ns;
-  for (i = 0; i != 5; i++)
+  for (i = 0; i != PS_REC_OS_FIELDS; i++)
     t->os_start[i] = os_now[i];
 }
 
@@ -317,19 +311,11 @@ ps_configure (guint64 interval, guint8 * buf0, guint8 * buf1, guint64 buf_size)
   ps.buf_size = buf_size;
 }
 
-/* 0: dropped records, 1: dropped instructions, 2: blocks counted through a far (slower) path,
- * 3: blocks instrumented, 4: blocks whose counter needed a flags save. */
+/* The agent's running counters, indexed by PS_STAT_* (phasescope.target.wire.STATS). */
 guint64
 ps_stats (int which)
 {
-  switch (which)
-  {
-    case 0: return ps.dropped_records;
-    case 1: return ps.dropped_instructions;
-    case 2: return ps.far_blocks;
-    case 3: return ps.blocks;
-    default: return ps.flag_saves;
-  }
+  return which == PS_STAT_DROPPED_RECORDS ? ps.dropped_records : ps.dropped_instructions;
 }
 
 /* Swaps the output buffers; returns the filled one and stores its length in *len. */
@@ -679,18 +665,14 @@ ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_fla
   guint count_imm, budget_imm, count_addr, budget_addr, js_at = 0;
   gboolean far, cold_ok;
 
-  ps.blocks++;
   far = !ps_near (pc, GPOINTER_TO_SIZE (counter)) || !ps_near (pc, GPOINTER_TO_SIZE (budget));
   if (far)
   {
-    ps.far_blocks++;
     save_flags = TRUE;
   }
   cold_ok = stub != 0 && t->cold_cur + 64 <= t->cold_end && ps_near (pc, GPOINTER_TO_SIZE (t->cold_cur)) &&
       ps_near (pc, GPOINTER_TO_SIZE (t->cold_end));
 
-  if (save_flags)
-    ps.flag_saves++;
   c.n = 0;
   if (save_flags)
   {

@@ -8,7 +8,7 @@
  *   {type: 'modules', modules: [[name, base, size, path]]}  full module map (start)
  *   {type: 'module-added', module: [...]} / {type: 'module-removed', base}
  *   {type: 'data', started: [tid], exited: [tid], forked: [pid], dropped_records, dropped_instructions,
- *    blocks, flag_saves, far_blocks, bytes} + binary interval records (none when bytes is 0);
+ *    bytes} + binary interval records (none when bytes is 0; their layout: wire.RECORD);
  *    threads in `exited` have their last (partial) interval in this or an earlier message
  *   {type: 'exit', status} (exit/_exit) / {type: 'crash', signal, address} /
  *   {type: 'exec', path} (execve: the program is about to be replaced)
@@ -44,6 +44,11 @@ let deferredMain = null; // main thread of a spawned process, until it runs (see
 
 function moduleTuple(m) {
   return [m.name, m.base.toString(), m.size, m.path];
+}
+
+// The agent's running counters by name: their indices are the host's wire.STATS (init options).
+function stat(name) {
+  return api.stats(config.stats.indexOf(name)).toNumber();
 }
 
 function roundPages(n) {
@@ -170,11 +175,8 @@ function drain(force) {
     started: started.splice(0),
     exited: exited.splice(0),
     forked: forked.splice(0),
-    dropped_records: api.stats(0).toNumber(),
-    dropped_instructions: api.stats(1).toNumber(),
-    far_blocks: api.stats(2).toNumber(),
-    blocks: api.stats(3).toNumber(),
-    flag_saves: api.stats(4).toNumber(),
+    dropped_records: stat('dropped_records'),
+    dropped_instructions: stat('dropped_instructions'),
     bytes: len,
   };
   const news = meta.started.length + meta.exited.length + meta.forked.length > 0 ||

@@ -9,17 +9,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from phasescope.target.session import (
-    Ended,
-    Forked,
-    IntervalEvent,
-    Output,
-    ThreadExited,
-    ThreadStarted,
-    TraceSession,
-    resolve_device,
-    resolve_target,
-)
+from phasescope.target.session import TraceSession
+from phasescope.target.events import Ended, Forked, IntervalEvent, Output, ThreadExited, ThreadStarted
+from phasescope.target.device import resolve_device, resolve_target
 
 
 @dataclass

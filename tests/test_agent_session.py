@@ -9,15 +9,9 @@ import numpy as np
 import pytest
 
 from agent_support import collect, trace_spawn
-from phasescope.target.session import (
-    Dropped,
-    Ended,
-    IntervalEvent,
-    ModulesChanged,
-    TraceSession,
-    resolve_device,
-    resolve_target,
-)
+from phasescope.target.session import TraceSession
+from phasescope.target.events import Dropped, Ended, IntervalEvent, ModulesChanged
+from phasescope.target.device import resolve_device, resolve_target
 
 
 def test_detach_ships_partial_intervals_and_leaves_the_target_running(build):

@@ -92,7 +92,9 @@ def test_plain_output_lines(build):
     exe = build("phased.c")
     r = run_cli("--no-dashboard", "--status-every", "0.2", "-f", exe, "3", "3")
     assert r.returncode == 0, r.stderr
-    lines = r.stdout.splitlines()
+    native = subprocess.run([exe, "3", "3"], capture_output=True, text=True, check=True).stdout
+    assert r.stdout == native  # phasescope's own lines go to stderr, never into the target's output
+    lines = r.stderr.splitlines()
     changes = [ln for ln in lines if " -> P" in ln]
     assert changes and changes[0].split(": ")[1].startswith("start -> P0 (new)")
     assert any("intervals," in ln and "RLE Markov accuracy" in ln for ln in lines)

@@ -48,11 +48,13 @@ def test_unwritable_output_fails_before_attaching(idle_target, tmp_path, option,
 def test_log_disk_full_mid_run(build, tmp_path):
     exe = build("robust.c", "-pthread")
     summary = tmp_path / "s.json"
+    report = tmp_path / "report.txt"  # phasescope's own lines: stderr then holds the error alone
     r = run_cli("--no-dashboard", "--interval", "1000000", "--log", "/dev/full", "--summary", str(summary),
-                "-f", exe, "exit", "20", "0")
+                "-o", str(report), "-f", exe, "exit", "20", "0")
     assert r.returncode == 1, r.stderr
     lines = r.stderr.strip().splitlines()
     assert lines == ["phasescope: error: /dev/full: cannot write: No space left on device"], r.stderr
+    assert "predictors" in report.read_text()  # the report still went to -o
     s = json.loads(summary.read_text())  # complete, and it says why the run stopped
     assert "No space left on device" in s["end"]["reason"]
     assert s["whole"]["intervals"] >= 1
@@ -79,13 +81,13 @@ def tiny_fs(tmp_path):
     subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
-def test_whole_disk_fills_summary_never_half_written(build, tiny_fs):
+def test_whole_disk_fills_summary_never_half_written(build, tiny_fs, tmp_path):
     exe = build("robust.c", "-pthread")
     summary = tiny_fs / "s.json"
     previous = {"previous": True, "pad": "x" * 2000}
     summary.write_text(json.dumps(previous))
     r = run_cli("--no-dashboard", "--interval", "100000", "--log", str(tiny_fs / "log.jsonl"),
-                "--summary", str(summary), "-f", exe, "exit", "100", "0")
+                "--summary", str(summary), "-o", str(tmp_path / "report.txt"), "-f", exe, "exit", "100", "0")
     assert r.returncode == 1, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot write: No space left on device" in lines[0], r.stderr

@@ -13,8 +13,9 @@ import subprocess
 import time
 
 from conftest import run_cli
-from phasescope.target.session import Ended, IntervalEvent, ThreadExited, ThreadStarted, TraceSession, resolve_device, \
-    resolve_target
+from phasescope.target.session import TraceSession
+from phasescope.target.events import Ended, IntervalEvent, ThreadExited, ThreadStarted
+from phasescope.target.device import resolve_device, resolve_target
 
 ROUNDS, PER_ROUND, ITERATIONS = 6, 100, 20000
 

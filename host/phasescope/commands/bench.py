@@ -25,19 +25,42 @@ import sys
 import tempfile
 import time
 
+from phasescope.commands.runner import Command
+from phasescope.engine.tracker import TrackerConfig
 from phasescope.errors import InputError, PhasescopeError
-from phasescope.target.session import Ended, IntervalEvent, TraceSession, resolve_device, resolve_target
+from phasescope.target.session import TraceSession
+from phasescope.target.events import Ended, IntervalEvent
+from phasescope.target.device import resolve_device, resolve_target
 
 
-def build_parser(prog: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description="Measure phasescope's overhead on a program.")
-    p.add_argument("-r", "--runs", type=int, default=3, help="runs per configuration; the minimum counts (default 3)")
-    p.add_argument("-i", "--interval", type=int, default=10_000_000, help="instructions per interval (default 10M)")
-    p.add_argument("--no-valgrind", action="store_true", help="skip the valgrind exp-bbv comparison")
-    p.add_argument("--no-bare", action="store_true", help="skip the bare Stalker.follow baseline")
-    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
-    p.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
-    return p
+class BenchCommand(Command):
+    """Overhead against native, on the user's program."""
+
+    description = "Measure phasescope's overhead on a program."
+    usage = "phasescope bench [options] -- PROGRAM [ARGS...]"
+
+    def add_options(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("-r", "--runs", type=int, default=3,
+                       help="runs per configuration; the minimum counts (default 3)")
+        p.add_argument("-i", "--interval", type=int, default=TrackerConfig.interval,
+                       help=f"instructions per interval (default {TrackerConfig.interval:,})")
+        p.add_argument("--no-valgrind", action="store_true", help="skip the valgrind exp-bbv comparison")
+        p.add_argument("--no-bare", action="store_true", help="skip the bare Stalker.follow baseline")
+        p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+        p.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
+
+    def run(self, args) -> int:
+        command = list(args.command)
+        if command and command[0] == "--":
+            command = command[1:]
+        if not command:
+            raise InputError("no program given: phasescope bench [options] -- PROGRAM [ARGS...]")
+        interval = TrackerConfig(interval=args.interval).interval  # the one check of an interval
+        result = measure(command, runs=args.runs, interval=interval, valgrind=not args.no_valgrind,
+                         bare=not args.no_bare)
+        print(json.dumps(result) if args.json else format_report(result))
+        sys.stdout.flush()
+        return 0
 
 
 def _native(argv) -> float:
@@ -147,17 +170,3 @@ def format_report(result: dict) -> str:
         lines.append("exp-bbv     (valgrind is not installed)")
     return "\n".join(lines)
 
-
-def run(args) -> int:
-    command = list(args.command)
-    if command and command[0] == "--":
-        command = command[1:]
-    if not command:
-        raise InputError("no program given: phasescope bench [options] -- PROGRAM [ARGS...]")
-    result = measure(command, runs=args.runs, interval=args.interval, valgrind=not args.no_valgrind, bare=not args.no_bare)
-    if args.json:
-        print(json.dumps(result))
-    else:
-        print(format_report(result))
-    sys.stdout.flush()
-    return 0

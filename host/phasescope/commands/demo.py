@@ -9,20 +9,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from phasescope.commands import monitor
+from phasescope.commands.monitor import MonitorCommand
+from phasescope.commands.options import add_device_options, add_run_options
 from phasescope.errors import InputError
 from phasescope.workloads import phased
-
-
-def build_parser(prog: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description="Trace phasescope's demo workload, a python3 program "
-                                "that cycles through zlib, SHA-256, regex, sort and JSON phases, with the "
-                                "live dashboard. Takes the options of a live run.")
-    p.add_argument("--rounds", type=int, default=6, help="rounds of the workload's schedule (default 6)")
-    p.add_argument("--no-thread", action="store_true", help="run the workload without its second thread")
-    monitor.add_device_options(p)
-    monitor.add_output_options(p)
-    return p
 
 
 def workload_argv(rounds: int, thread: bool = True) -> list:
@@ -31,8 +21,30 @@ def workload_argv(rounds: int, thread: bool = True) -> list:
     return argv + ([] if thread else ["--no-thread"])
 
 
-def run(args) -> int:
-    if args.rounds <= 0:
-        raise InputError(f"--rounds must be positive (got {args.rounds})")
-    args.pid = args.name = args.argv = None
-    return monitor.run(args, argv=workload_argv(args.rounds, not args.no_thread))
+class DemoCommand(MonitorCommand):
+    """The live monitor on the demo workload."""
+
+    description = ("Trace phasescope's demo workload, a python3 program that cycles through zlib, SHA-256, regex, "
+                   "sort and JSON phases, with the live dashboard. Takes the options of a live run.")
+    epilog = None
+    intermixed = False
+
+    def __init__(self, prog: str):
+        super().__init__(prog)
+        self.usage = None
+
+    def add_options(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("--rounds", type=int, default=6, help="rounds of the workload's schedule (default 6)")
+        p.add_argument("--no-thread", action="store_true", help="run the workload without its second thread")
+        add_device_options(p)
+        add_run_options(p)
+
+    def parse(self, argv):
+        args = self.parser().parse_args(argv)
+        args.pid = args.name = None
+        return args
+
+    def target_argv(self, args):
+        if args.rounds <= 0:
+            raise InputError(f"--rounds must be positive (got {args.rounds})")
+        return workload_argv(args.rounds, not args.no_thread)

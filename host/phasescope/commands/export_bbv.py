@@ -9,26 +9,29 @@ import argparse
 import sys
 
 from phasescope.formats.log import read_log
-from phasescope.sinks.files import BbvWriter
+from phasescope.commands.runner import Command
+from phasescope.sinks.bbv import BbvWriter
 
 
-def build_parser(prog: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description="Convert a phasescope interval log to SimPoint .bb format.")
-    p.add_argument("log", metavar="LOG", help="phasescope interval log (JSON Lines)")
-    p.add_argument("output", metavar="OUT.bb", help="basic block vector file to write")
-    p.add_argument("--pc-out-file", metavar="FILE", help="also write the block id -> stable key map here")
-    p.add_argument("--thread", type=int, metavar="TID",
-                   help="only this thread's intervals (default: every thread, in log order)")
-    return p
+class ExportBbvCommand(Command):
+    """Log -> .bb."""
 
+    description = "Convert a phasescope interval log to SimPoint .bb format."
 
-def run(args) -> int:
-    writer = BbvWriter(args.output, args.pc_out_file)
-    try:
-        for iv in read_log(args.log):
-            if args.thread is None or iv.thread == args.thread:
-                writer.write(iv)
-    finally:
-        writer.close()
-    print(f"{args.output}: {writer.intervals:,} intervals, {writer.blocks:,} distinct blocks", file=sys.stderr)
-    return 0
+    def add_options(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("log", metavar="LOG", help="phasescope interval log (JSON Lines)")
+        p.add_argument("output", metavar="OUT.bb", help="basic block vector file to write")
+        p.add_argument("--pc-out-file", metavar="FILE", help="also write the block id -> stable key map here")
+        p.add_argument("--thread", type=int, metavar="TID",
+                       help="only this thread's intervals (default: every thread, in log order)")
+
+    def run(self, args) -> int:
+        writer = BbvWriter(args.output, args.pc_out_file)
+        try:
+            for iv in read_log(args.log):
+                if args.thread is None or iv.thread == args.thread:
+                    writer.write(iv)
+        finally:
+            writer.close()
+        print(f"{args.output}: {writer.intervals:,} intervals, {writer.blocks:,} distinct blocks", file=sys.stderr)
+        return 0

@@ -1,10 +1,13 @@
-"""Command-line options of the phase engine, shared by the live monitor and replay."""
+"""Command-line option groups shared by subcommands: the phase engine's (live runs and replay), the
+device's and the target's (as in frida-tools), and a live run's outputs."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Optional
 
 from phasescope.engine.phase_engine import EngineConfig
+from phasescope.errors import InputError
 from phasescope.engine.predict import PredictorConfig
 from phasescope.engine.tracker import FULL_POLICIES, UPDATE_POLICIES, TrackerConfig
 
@@ -41,15 +44,67 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                    help=f"Markov-1 and Markov-2 table entries (default {_P.markov_entries})")
 
 
-def engine_config_from_args(args: argparse.Namespace) -> EngineConfig:
-    """Validated engine configuration (InputError with a clear message on an out-of-range value)."""
+def engine_config_from_args(args: argparse.Namespace, interval_default: Optional[int] = _T.interval) -> EngineConfig:
+    """Validated engine configuration (InputError with a clear message on an out-of-range value).
+    ``interval_default``: the interval when ``--interval`` is absent (replay: None, as recorded)."""
     tracker = TrackerConfig(
         buckets=args.buckets,
         bits=args.bits,
-        interval=_T.interval if args.interval is None else args.interval,
+        interval=interval_default if args.interval is None else args.interval,
         threshold=args.threshold,
         table_size=args.table_size,
         update_policy=args.update_policy,
         full_policy=args.full_policy,
     )
     return EngineConfig(tracker, PredictorConfig(rle_entries=args.rle_entries, markov_entries=args.markov_entries))
+
+
+def add_device_options(p: argparse.ArgumentParser) -> None:
+    """frida-tools' device options: -D ID, -U, -H HOST[:PORT]."""
+    g = p.add_argument_group("device (as in frida-tools)")
+    d = g.add_mutually_exclusive_group()
+    d.add_argument("-D", "--device", metavar="ID", help="connect to the device with the given ID")
+    d.add_argument("-U", "--usb", action="store_true", help="connect to USB device")
+    d.add_argument("-H", "--host", metavar="HOST[:PORT]", help="connect to a remote frida-server")
+
+
+def add_target_options(p: argparse.ArgumentParser) -> None:
+    """-p PID, -n NAME, -f PROGRAM, and the spawned program's arguments as positionals."""
+    t = p.add_argument_group("target")
+    t.add_argument("-p", "--attach-pid", dest="pid", type=int, metavar="PID", help="attach to PID")
+    t.add_argument("-n", "--attach-name", dest="name", metavar="NAME", help="attach to the process named NAME")
+    t.add_argument("-f", "--file", dest="program", metavar="PROGRAM",
+                   help="spawn PROGRAM; its arguments follow as positionals (after -- if they start with -)")
+    t.add_argument("args", nargs="*", metavar="ARGS", help="arguments of the spawned PROGRAM")
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The engine's options and a live run's outputs, shared by the live monitor and the demo."""
+    add_engine_options(p)
+    o = p.add_argument_group("output")
+    o.add_argument("-o", "--output", metavar="FILE",
+                   help="phasescope's own lines (changes, status, report) go to FILE instead of stderr")
+    o.add_argument("--log", metavar="FILE", help="per-interval JSON Lines log, flushed every interval")
+    o.add_argument("--summary", metavar="FILE",
+                   help="JSON summary (per phase, per thread, predictors), rewritten atomically every few "
+                        "seconds and on every exit path")
+    o.add_argument("--bbv", metavar="FILE", help="SimPoint .bb file, written as intervals arrive")
+    o.add_argument("--no-dashboard", action="store_true",
+                   help="plain line output (automatic when stdout is not a terminal)")
+    o.add_argument("--duration", type=float, metavar="SECONDS", help="stop, detach and exit after SECONDS")
+    o.add_argument("--status-every", type=float, default=5.0, metavar="SECONDS",
+                   help="plain output: seconds between status lines (default 5)")
+    o.add_argument("--refresh", type=float, default=4.0, metavar="HZ", help="dashboard refreshes per second (default 4)")
+    o.add_argument("--stdio", choices=("inherit", "pipe"),
+                   help="spawned target's stdio: inherit, or pipe (shown after the dashboard closes); "
+                        "default: pipe with the dashboard, inherit without")
+
+
+def validate_run_options(args: argparse.Namespace) -> None:
+    """One-line InputErrors for out-of-range run options."""
+    if args.duration is not None and not 0 < args.duration < float("inf"):  # also rejects nan
+        raise InputError(f"--duration must be positive (got {args.duration})")
+    if not 0 < args.status_every < float("inf"):
+        raise InputError(f"--status-every must be positive (got {args.status_every})")
+    if not 0 < args.refresh <= 60:
+        raise InputError(f"--refresh must be in (0, 60] (got {args.refresh})")

@@ -13,6 +13,7 @@ from typing import Dict, Iterable, Iterator, List
 
 import numpy as np
 
+from phasescope.commands.runner import Command
 from phasescope.engine.phase_engine import BATCH, PhaseEngine
 from phasescope.errors import InputError
 from phasescope.engine.interval import OS_FIELDS, Interval
@@ -20,22 +21,9 @@ from phasescope.commands.options import add_engine_options, engine_config_from_a
 from phasescope.formats.log import read_log
 from phasescope.view.report import print_report
 from phasescope.formats.bbv import read_bb, read_pc_map
-from phasescope.sinks.files import JsonlLog, SummaryWriter
-
-
-def build_parser(prog: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description="Replay a recorded interval stream through the phase "
-                                "tracker and predictors, with any tracker setting.")
-    p.add_argument("file", metavar="FILE", help="phasescope interval log (.jsonl) or SimPoint/exp-bbv .bb file")
-    p.add_argument("--format", choices=("auto", "log", "bb"), default="auto",
-                   help="input format (default: detected from the first line)")
-    p.add_argument("--pc-out-file", metavar="FILE",
-                   help="exp-bbv --pc-out-file map for a .bb input: block ids become code addresses")
-    add_engine_options(p)
-    p.add_argument("--log", metavar="FILE", help="write the per-interval JSON Lines log here")
-    p.add_argument("--summary", metavar="FILE", help="write the JSON summary here")
-    p.add_argument("--top", type=int, default=20, metavar="N", help="phases shown in the table (default 20)")
-    return p
+from phasescope.sinks.base import Sinks
+from phasescope.sinks.log import JsonlLog
+from phasescope.sinks.summary import SummaryWriter
 
 
 def detect_format(path: str) -> str:
@@ -103,30 +91,45 @@ def open_input(args) -> Iterator[Interval]:
     return read_bb(args.file, pc_map, args.pc_out_file or "")
 
 
-def run(args) -> int:
-    config = engine_config_from_args(args)
-    if args.top < 0:
-        raise InputError(f"--top must not be negative (got {args.top})")
-    log = JsonlLog(args.log) if args.log else None
-    summary_writer = SummaryWriter(args.summary) if args.summary else None
-    stream = open_input(args)
-    if args.interval is not None:
-        stream = merge_intervals(stream, args.interval)
-    engine = PhaseEngine(config)
-    if log is not None:
-        engine.on("interval", lambda r, iv: log.write(iv, r))
-    try:
-        while True:
-            batch = list(islice(stream, BATCH))
-            if not batch:
-                break
-            engine.feed_many(batch)
-    finally:
-        if log is not None:
-            log.close()
-    summary = engine.summary()
-    summary["input"] = {"path": args.file, "pc_out_file": args.pc_out_file}
-    if summary_writer is not None:
-        summary_writer.write(summary)
-    print_report(summary, args.top)
-    return 0
+class ReplayCommand(Command):
+    """Re-run the engine over a recording."""
+
+    description = "Replay a recorded interval stream through the phase tracker and predictors, with any tracker setting."
+
+    def add_options(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("file", metavar="FILE", help="phasescope interval log (.jsonl) or SimPoint/exp-bbv .bb file")
+        p.add_argument("--format", choices=("auto", "log", "bb"), default="auto",
+                       help="input format (default: detected from the first line)")
+        p.add_argument("--pc-out-file", metavar="FILE",
+                       help="exp-bbv --pc-out-file map for a .bb input: block ids become code addresses")
+        add_engine_options(p)
+        p.add_argument("--log", metavar="FILE", help="write the per-interval JSON Lines log here")
+        p.add_argument("--summary", metavar="FILE", help="write the JSON summary here")
+        p.add_argument("--top", type=int, default=20, metavar="N", help="phases shown in the table (default 20)")
+
+    def run(self, args) -> int:
+        config = engine_config_from_args(args, interval_default=None)
+        if args.top < 0:
+            raise InputError(f"--top must not be negative (got {args.top})")
+        sinks = Sinks([JsonlLog(args.log) if args.log else None,
+                       SummaryWriter(args.summary) if args.summary else None])
+        try:
+            stream = open_input(args)
+            if args.interval is not None:
+                stream = merge_intervals(stream, args.interval)
+            engine = PhaseEngine(config)
+            engine.subscribe(sinks.on_interval)
+            sinks.on_start({"target": args.file, "mode": "replay", "config": config.to_dict()})
+            while True:
+                batch = list(islice(stream, BATCH))
+                if not batch:
+                    break
+                engine.feed_many(batch)
+            summary = engine.summary()
+            summary["input"] = {"path": args.file, "pc_out_file": args.pc_out_file}
+            summary["end"] = {"how": "replayed", "code": None, "signal": None, "reason": None}
+            sinks.on_end(summary)
+        finally:
+            sinks.close()
+        print_report(summary, args.top)
+        return 0

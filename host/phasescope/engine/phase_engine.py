@@ -20,7 +20,6 @@ from phasescope.engine.predict import PREDICTORS, PRIMARY, PredictorConfig, Scor
 from phasescope.engine.stats import Stats
 from phasescope.engine.tracker import Tracker, TrackerConfig
 
-EVENTS = ("interval", "phase_change", "prediction")
 BATCH = 1024
 SUMMARY_VERSION = 1
 
@@ -71,9 +70,8 @@ class IntervalResult:
 class PhaseEngine:
     """Classify intervals into phases, predict each thread's next phase, keep statistics.
 
-    Callbacks (``on(event, fn)``): ``interval`` fn(result, interval) for every interval;
-    ``phase_change`` fn(result) when a thread's phase differs from its previous interval's;
-    ``prediction`` fn(result) when a thread's primary prediction differs from its current phase.
+    Subscribers (:meth:`subscribe`) are called as ``fn(result, interval)`` for every classified
+    interval, in order.
     """
 
     def __init__(self, config: Optional[EngineConfig] = None, recent: int = 256):
@@ -84,14 +82,12 @@ class PhaseEngine:
         self.recent: deque = deque(maxlen=recent)  # latest IntervalResults (footprints for a heat map)
         self.skipped_empty = 0
         self._predictors: Dict[int, ThreadPredictors] = {}
-        self._callbacks: Dict[str, List[Callable]] = {e: [] for e in EVENTS}
+        self._subscribers: List[Callable[[IntervalResult, Interval], None]] = []
         self._seq = 0
 
-    def on(self, event: str, fn: Callable) -> None:
-        """Register a callback for ``interval``, ``phase_change`` or ``prediction``."""
-        if event not in self._callbacks:
-            raise ValueError(f"unknown event {event!r}; expected one of {', '.join(EVENTS)}")
-        self._callbacks[event].append(fn)
+    def subscribe(self, fn: Callable[[IntervalResult, Interval], None]) -> None:
+        """Call ``fn(result, interval)`` for every interval classified from now on."""
+        self._subscribers.append(fn)
 
     @property
     def threads(self):
@@ -137,18 +133,9 @@ class PhaseEngine:
             self._seq += 1
             self.recent.append(r)
             results.append(r)
-            self._emit(r, iv)
+            for fn in self._subscribers:
+                fn(r, iv)
         return results
-
-    def _emit(self, r: IntervalResult, iv: Interval) -> None:
-        for fn in self._callbacks["interval"]:
-            fn(r, iv)
-        if r.phase_changed:
-            for fn in self._callbacks["phase_change"]:
-                fn(r)
-        if r.prediction != r.phase:
-            for fn in self._callbacks["prediction"]:
-                fn(r)
 
     def summary(self) -> dict:
         """JSON-serialisable summary: config, whole run, phases, threads, predictor scores, table."""

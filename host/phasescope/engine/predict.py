@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Dict, Optional, Tuple
 
+from phasescope.engine.hashing import M64, mix64_int
 from phasescope.errors import InputError
 
 PREDICTORS = ("rle_markov", "last_phase", "markov1", "markov2")
@@ -40,22 +41,11 @@ class PredictorConfig:
         return asdict(self)
 
 
-_M64 = (1 << 64) - 1
-
-
-def _mix(z: int) -> int:
-    """SplitMix64 on a Python int (same function as :func:`phasescope.tracker.mix64`)."""
-    z = (z + 0x9E3779B97F4A7C15) & _M64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
-    return z ^ (z >> 31)
-
-
 def _pack(history: Tuple[int, ...]) -> int:
     """One 64-bit word of a history of one or two small integers."""
     word = 0
     for x in history:
-        word = ((word << 32) | (x & 0xFFFFFFFF)) & _M64
+        word = ((word << 32) | (x & 0xFFFFFFFF)) & M64
     return word
 
 
@@ -72,7 +62,7 @@ class HashedTable:
         self._values = [0] * entries
 
     def slot(self, history: Tuple[int, ...]) -> Tuple[int, int]:
-        h = _mix(_pack(history))
+        h = mix64_int(_pack(history))
         return h % self.entries, h >> 40
 
     def get(self, slot: Tuple[int, int]) -> Optional[int]:

@@ -27,32 +27,13 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
+from phasescope.engine.hashing import mix64
 from phasescope.errors import InputError
 
 UPDATE_POLICIES = ("none", "mean")
+MIN_INTERVAL = 1000
 FULL_POLICIES = ("evict", "nearest")
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-_BLOCK = 1 << 16
 _TEMP_ELEMENTS = 1 << 21
-
-
-def mix64(keys: np.ndarray) -> np.ndarray:
-    """SplitMix64 of each uint64 key (key + golden gamma, then the finalizer); a new array."""
-    z = np.add(np.asarray(keys, dtype=np.uint64), _GOLDEN)
-    tmp = np.empty(min(len(z), _BLOCK), dtype=np.uint64)
-    for start in range(0, len(z), _BLOCK):  # cache-sized pieces: about twice as fast
-        zz = z[start:start + _BLOCK]
-        tt = tmp[: len(zz)]
-        for shift, mul in ((30, _MIX1), (27, _MIX2), (31, None)):
-            np.right_shift(zz, np.uint64(shift), out=tt)
-            np.bitwise_xor(zz, tt, out=zz)
-            if mul is not None:
-                np.multiply(zz, mul, out=zz)
-    return z
-
 
 def bucket_index(keys: np.ndarray, buckets: int) -> np.ndarray:
     """Bucket of each key in ``[0, buckets)``: the high 32 bits of its hash, scaled (multiply-shift)."""
@@ -69,13 +50,15 @@ class TrackerConfig:
 
     ``table_size`` 64: the paper's top 20 phases cover over 90% of execution on average (over 80%
     in the worst program), so 64 entries (1.5 KB at 6 bits) leave room for rare phases.
-    ``interval`` is the nominal interval in instructions (the live agent cuts there); the tracker
-    normalises by each interval's actual count, so it only scales ``threshold`` to instructions.
+    ``interval`` is the nominal interval in instructions (the live agent cuts there; None in a
+    replay that keeps the recorded intervals); the tracker normalises by each interval's actual
+    count, so it only scales ``threshold`` to instructions. Live intervals are at least
+    :data:`MIN_INTERVAL` instructions, so that one interval is more than a few blocks.
     """
 
     buckets: int = 32
     bits: Optional[int] = 6
-    interval: int = 10_000_000
+    interval: Optional[int] = 10_000_000
     threshold: float = 0.10
     table_size: int = 64
     update_policy: str = "none"
@@ -86,8 +69,8 @@ class TrackerConfig:
                  f"buckets must be an integer from 1 to {1 << 20} (got {self.buckets!r})")
         _require(self.bits is None or (isinstance(self.bits, int) and 1 <= self.bits <= 52),
                  f"bits must be an integer from 1 to 52, or full precision (got {self.bits!r})")
-        _require(isinstance(self.interval, int) and self.interval >= 1,
-                 f"interval must be at least 1 instruction (got {self.interval!r})")
+        _require(self.interval is None or (isinstance(self.interval, int) and self.interval >= MIN_INTERVAL),
+                 f"interval must be at least {MIN_INTERVAL} instructions (got {self.interval!r})")
         _require(isinstance(self.threshold, (int, float)) and 0 <= self.threshold <= 2,
                  f"threshold must be a fraction of the interval from 0 to 2 (got {self.threshold!r})")
         _require(isinstance(self.table_size, int) and self.table_size >= 1,
@@ -108,7 +91,7 @@ class TrackerConfig:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["scale"] = self.scale
-        d["threshold_instructions"] = self.threshold * self.interval
+        d["threshold_instructions"] = None if self.interval is None else self.threshold * self.interval
         return d
 
 

@@ -30,163 +30,27 @@ slow consumer makes the agent buffer, then drop (and report) data rather than gr
 
 from __future__ import annotations
 
-import os
 import queue
-import shutil
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator, Optional
 
 import frida
 
-from phasescope.target import wire
 from phasescope.errors import InputError, PhasescopeError
-from phasescope.engine.interval import Interval
-from phasescope.target.modules import Module, ModuleMap
 from phasescope.resources import read_text
-
-
-@dataclass(frozen=True)
-class Target:
-    """What to trace: exactly one of ``pid``, ``name`` (attach) or ``argv`` (spawn)."""
-
-    pid: Optional[int] = None
-    name: Optional[str] = None
-    argv: Optional[list] = None
-
-    @property
-    def spawn(self) -> bool:
-        return self.argv is not None
-
-    def describe(self) -> str:
-        if self.argv is not None:
-            return " ".join(self.argv)
-        return f"pid {self.pid}" if self.pid is not None else self.name
-
-
-@dataclass
-class IntervalEvent:
-    interval: Interval
-
-
-@dataclass
-class ModulesChanged:
-    added: list = field(default_factory=list)
-    removed: list = field(default_factory=list)
-
-
-@dataclass
-class ThreadStarted:
-    tid: int
-
-
-@dataclass
-class ThreadExited:
-    tid: int
-
-
-@dataclass
-class Forked:
-    """The target forked a child process (which is not traced)."""
-
-    pid: int
-
-
-@dataclass
-class AgentError:
-    """A JavaScript error in the agent after it loaded (the trace may be incomplete from here)."""
-
-    message: str
-
-
-@dataclass
-class Dropped:
-    records: int
-    instructions: int
-
-
-@dataclass
-class Output:
-    fd: int
-    data: bytes
-
-
-@dataclass
-class Ended:
-    how: str  # exited | crashed | killed | exec | detached
-    code: Optional[int] = None
-    signal: Optional[str] = None
-    program: Optional[str] = None  # exec: the program that replaced the target's
-
-    def describe(self) -> str:
-        if self.how == "exited":
-            return f"exited with code {self.code}"
-        if self.how == "crashed":
-            return f"crashed ({self.signal})"
-        if self.how == "killed":
-            return "terminated without exiting normally (killed)"
-        if self.how == "exec":
-            return f"replaced its program with {self.program} (exec); not traced further"
-        return "detached; target left running"
+from phasescope.target import wire
+from phasescope.target.calls import (GONE, QUERY_TIMEOUT, STOP_TIMEOUT, bounded, detach_session, first_line,
+                                     unload)
+from phasescope.target.device import Target, resolve_target
+from phasescope.target.events import (AgentError, Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output,
+                                      ThreadExited, ThreadStarted)
+from phasescope.target.modules import Module, ModuleMap
 
 
 @dataclass
 class _Ack:
     nbytes: int
-
-
-def resolve_device(device_id: Optional[str] = None, usb: bool = False, host: Optional[str] = None):
-    """The Frida device chosen by frida-tools-style options (-D ID, -U, -H HOST); local by default."""
-    try:
-        if device_id:
-            return frida.get_device(device_id, timeout=5)
-        if usb:
-            return frida.get_usb_device(timeout=5)
-        if host:
-            return frida.get_device_manager().add_remote_device(host)
-        return frida.get_local_device()
-    except (frida.InvalidArgumentError, frida.TimedOutError) as e:
-        raise InputError(f"no such device: {device_id or ('usb' if usb else host)} ({e})") from None
-    except frida.ServerNotRunningError as e:
-        raise PhasescopeError(f"cannot reach frida-server at {host}: {e}") from None
-
-
-def _is_local(device) -> bool:
-    return device.type == "local"
-
-
-def resolve_target(device, pid=None, name=None, argv=None) -> Target:
-    """Check a -p/-n/-f choice against the device; one-line errors for every bad case."""
-    chosen = [x is not None and x != [] for x in (pid, name, argv)]
-    if sum(chosen) != 1:
-        raise InputError("give exactly one target: -p PID, -n NAME or -f PROGRAM [ARGS...]")
-    if argv:
-        program = argv[0]
-        if _is_local(device):
-            path = program if os.sep in program else shutil.which(program)
-            if path is None or not os.path.exists(path):
-                raise InputError(f"no such program: {program}")
-            if os.path.isdir(path) or not os.access(path, os.X_OK):
-                raise InputError(f"not executable: {program}")
-            argv = [path] + list(argv[1:])
-        return Target(argv=list(argv))
-    try:
-        processes = device.enumerate_processes()
-    except frida.TransportError as e:
-        raise PhasescopeError(f"cannot list processes on {device.name}: {e}") from None
-    if pid is not None:
-        listed = any(p.pid == pid for p in processes)
-        # Processes of other users may be missing from the list: attaching says why.
-        if not listed and not (_is_local(device) and os.path.exists(f"/proc/{int(pid)}")):
-            raise InputError(f"no such process: pid {pid}")
-        return Target(pid=int(pid))
-    matches = [p for p in processes if p.name == name]
-    if not matches:
-        raise InputError(f"no process named {name!r}")
-    if len(matches) > 1:
-        pids = ", ".join(str(p.pid) for p in sorted(matches, key=lambda p: p.pid))
-        raise InputError(f"{len(matches)} processes are named {name!r} (pids {pids}); choose one with -p")
-    return Target(pid=matches[0].pid)
 
 
 def agent_source() -> str:
@@ -199,14 +63,6 @@ def counter_source_default() -> str:
 
 #: seconds the end of a piped target waits for the end of its output
 OUTPUT_GRACE = 2.0
-
-#: what frida raises when the target (or its session) went away under a call
-_GONE = (frida.InvalidOperationError, frida.TransportError, frida.ProcessNotFoundError, frida.core.RPCException)
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return text[0] if text else type(e).__name__
 
 
 class TraceSession:
@@ -234,8 +90,6 @@ class TraceSession:
         counter_source: Optional[str] = None,
         portable: bool = False,
     ):
-        if interval < 1000:
-            raise InputError(f"interval must be at least 1000 instructions, got {interval}")
         if slots < 16:
             raise InputError(f"slots must be at least 16, got {slots}")
         if stdio not in ("inherit", "pipe"):
@@ -261,9 +115,6 @@ class TraceSession:
         self.fast_path = False
         self.threads: set = set()
         self.dropped = Dropped(0, 0)
-        #: agent code-generation counters: blocks, flag_saves (counters wrapped in a flags save),
-        #: far_blocks (counters out of rip-relative reach); updated with every data message
-        self.codegen = {"blocks": 0, "flag_saves": 0, "far_blocks": 0}
         self._queue: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
         self._session = None
@@ -298,18 +149,18 @@ class TraceSession:
                 spawned = self._spawn()
                 self.pid = spawned
             else:
-                self.pid = self.target.pid if self.target.pid is not None else self._pid_of(self.target.name)
+                self.pid = self.target.pid if self.target.pid is not None else resolve_target(self.device, name=self.target.name).pid
             self._attach()
             self._load()
             try:
                 tids = self._script.exports_sync.start(spawned)
-            except _GONE as e:
-                raise PhasescopeError(f"pid {self.pid} ended while phasescope started: {_first_line(e)}") from None
+            except GONE as e:
+                raise PhasescopeError(f"pid {self.pid} ended while phasescope started: {first_line(e)}") from None
             if spawned is not None:
                 self.device.resume(spawned)
                 try:
                     self._script.exports_sync.resumed()
-                except _GONE:
+                except GONE:
                     pass  # it already ended; the end arrives as an event
             with self._lock:
                 self.threads.update(int(t) for t in tids)
@@ -336,9 +187,9 @@ class TraceSession:
         except frida.ExecutableNotFoundError:
             raise InputError(f"no such program: {argv[0]}") from None
         except frida.PermissionDeniedError as e:
-            raise PhasescopeError(f"permission denied: cannot spawn {argv[0]}: {_first_line(e)}") from None
+            raise PhasescopeError(f"permission denied: cannot spawn {argv[0]}: {first_line(e)}") from None
         except (frida.NotSupportedError, frida.InvalidArgumentError) as e:
-            raise InputError(f"cannot run {argv[0]}: {_first_line(e)}") from None
+            raise InputError(f"cannot run {argv[0]}: {first_line(e)}") from None
 
     def _attach(self) -> None:
         try:
@@ -347,11 +198,11 @@ class TraceSession:
             raise InputError(f"no such process: pid {self.pid}") from None
         except frida.PermissionDeniedError as e:
             raise PhasescopeError(
-                f"permission denied attaching to pid {self.pid} ({_first_line(e)}); "
+                f"permission denied attaching to pid {self.pid} ({first_line(e)}); "
                 "run as the process owner or as root"
             ) from None
         except (frida.ProcessNotRespondingError, frida.NotSupportedError, frida.TransportError) as e:
-            raise PhasescopeError(f"cannot attach to pid {self.pid}: {_first_line(e)}") from None
+            raise PhasescopeError(f"cannot attach to pid {self.pid}: {first_line(e)}") from None
         self._session.on("detached", self._on_detached)
 
     def _load(self) -> None:
@@ -359,11 +210,11 @@ class TraceSession:
             self._script = self._session.create_script(agent_source(), name="phasescope")
             self._script.on("message", self._on_message)
             self._script.load()
-            options = dict(self._options, source=self._counter_source)
+            options = dict(self._options, source=wire.c_defines() + self._counter_source, stats=list(wire.STATS))
             info = self._script.exports_sync.init(options)
             self.fast_path = bool(info["fast"])
         except (frida.InvalidArgumentError, frida.InvalidOperationError, frida.TransportError, frida.core.RPCException) as e:
-            raise PhasescopeError(f"agent failed to load into pid {self.pid}: {_first_line(e)}") from None
+            raise PhasescopeError(f"agent failed to load into pid {self.pid}: {first_line(e)}") from None
         if self._errors:
             raise PhasescopeError(f"agent failed to load into pid {self.pid}: {self._errors[0]}")
 
@@ -382,11 +233,11 @@ class TraceSession:
                 except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException):
                     pass  # the process went away meanwhile; its end is reported by _on_detached
             stopped.set()
-            _unload(script)
+            unload(script)
 
         # Neither Frida call has a timeout: a target that cannot run (SIGSTOP, a debugger, a
         # starved machine) would hang phasescope forever. Give up after STOP_TIMEOUT, and say so.
-        finished = _bounded(stop_agent, STOP_TIMEOUT, "phasescope-stop")
+        finished = bounded(stop_agent, STOP_TIMEOUT, "phasescope-stop")
         if not finished and not stopped.is_set():
             self.abandoned = (f"the agent in pid {self.pid} did not answer within {STOP_TIMEOUT:g} s "
                               "(is the target stopped?); its last partial intervals are lost")
@@ -407,9 +258,9 @@ class TraceSession:
     def _teardown(self) -> None:
         script, session = self._script, self._session
         self._script = None
-        _unload(script)
+        unload(script)
         if session is not None:
-            _detach(session)
+            detach_session(session)
         if self._output_handler is not None:
             self.device.off("output", self._output_handler)
             self._output_handler = None
@@ -475,7 +326,7 @@ class TraceSession:
             except BaseException as e:  # handed to the caller
                 box.append((False, e))
 
-        if not _bounded(call, QUERY_TIMEOUT, "phasescope-query"):
+        if not bounded(call, QUERY_TIMEOUT, "phasescope-query"):
             self._unresponsive = True
             raise TimeoutError
         ok, value = box[0]
@@ -509,7 +360,7 @@ class TraceSession:
             if self._final is not None:
                 ended = self._final
             elif crash is not None:
-                ended = Ended("crashed", signal=_first_line(crash.summary) if crash.summary else None)
+                ended = Ended("crashed", signal=first_line(crash.summary) if crash.summary else None)
             else:
                 ended = Ended("killed")
             self._ended = ended
@@ -534,7 +385,7 @@ class TraceSession:
 
     def _on_message(self, message, data) -> None:
         if message["type"] == "error":
-            text = _first_line(message.get("description", "agent error"))
+            text = first_line(message.get("description", "agent error"))
             self._errors.append(text)
             self._queue.put(AgentError(text))
             return
@@ -542,7 +393,6 @@ class TraceSession:
         kind = meta["type"]
         put = self._queue.put
         if kind == "data":
-            self.codegen = {k: meta[k] for k in ("blocks", "flag_saves", "far_blocks")}
             with self._lock:
                 self.threads.update(meta["started"])
                 self.threads.difference_update(meta["exited"])
@@ -585,43 +435,6 @@ class TraceSession:
                     script.post({"type": "final-ack"})
                 except (frida.InvalidOperationError, frida.TransportError):
                     pass
-
-
-DETACH_TIMEOUT = 5.0
-STOP_TIMEOUT = 10.0  # stop(): the agent's stop RPC and the script's unload, together
-QUERY_TIMEOUT = 5.0  # symbolize / read_code
-
-
-def _bounded(fn, timeout: float, name: str) -> bool:
-    """Run ``fn`` on a daemon thread and wait at most ``timeout`` s; True if it finished. Frida's
-    blocking calls have no timeout of their own, and an abandoned one must not block exit."""
-    worker = threading.Thread(target=fn, name=name, daemon=True)
-    worker.start()
-    worker.join(timeout)
-    return not worker.is_alive()
-
-
-def _unload(script) -> None:
-    """Unload the agent script, if any; a process that already went away is not an error."""
-    if script is None:
-        return
-    try:
-        script.unload()
-    except (frida.InvalidOperationError, frida.TransportError):
-        pass
-
-
-def _detach(session) -> None:
-    """Detach, giving up after DETACH_TIMEOUT: Frida's detach occasionally never returns (seen here
-    with spawned, piped targets), and by then the agent is already unloaded, so nothing is lost."""
-
-    def detach():
-        try:
-            session.detach()
-        except (frida.InvalidOperationError, frida.TransportError):
-            pass
-
-    _bounded(detach, DETACH_TIMEOUT, "phasescope-detach")
 
 
 def _module(t) -> Module:

@@ -8,8 +8,7 @@ table rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 from rich.console import Group
@@ -17,6 +16,8 @@ from rich.layout import Layout
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
+
+from phasescope.view.snapshot import Snapshot
 
 #: Phase colours, chosen to stay distinct on 256-colour terminals; IDs wrap around.
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22",
@@ -33,62 +34,6 @@ def phase_label(phase: Optional[int]) -> Text:
     if phase is None or phase < 0:
         return Text("-", style="grey50")
     return Text(f"P{phase}", style=f"bold {phase_color(phase)}")
-
-
-@dataclass
-class ThreadRow:
-    tid: int
-    phase: Optional[int]
-    run_length: int
-    predicted: Optional[int]
-    confidence: Optional[float]  # recent accuracy of the RLE Markov prediction for this thread
-    intervals: int
-    timeline: Sequence[int] = ()  # this thread's last phase IDs, oldest first
-
-
-@dataclass
-class PhaseRow:
-    phase: int
-    share: float
-    occurrences: int
-    mean_run: float
-    top_code: str
-
-
-@dataclass
-class ScoreRow:
-    name: str
-    overall: Optional[float]
-    at_changes: Optional[float]
-    steady: Optional[float]
-
-
-@dataclass
-class ChangeRow:
-    when: str
-    seq: int
-    tid: int
-    before: Optional[int]
-    after: int
-
-
-@dataclass
-class Snapshot:
-    target: str
-    pid: int
-    status: str
-    threads_followed: int
-    instructions: int
-    intervals: int
-    rate: float  # intervals per second, recent
-    dropped: int
-    elapsed: float
-    threads: List[ThreadRow] = field(default_factory=list)
-    footprints: Optional[np.ndarray] = None  # (k, buckets): the last k footprints, oldest first
-    footprint_phases: Sequence[int] = ()  # phase of each footprint row
-    phases: List[PhaseRow] = field(default_factory=list)
-    scores: List[ScoreRow] = field(default_factory=list)
-    changes: List[ChangeRow] = field(default_factory=list)
 
 
 def _human(n: float) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from typing import Optional, TextIO
 
 from rich.console import Console
 from rich.table import Table
@@ -22,9 +22,14 @@ def _mean_cv(m: dict, scale: float = 1.0, fmt: str = "{:.3g}") -> str:
     return fmt.format(m["mean"] / scale) + cv
 
 
-def print_report(summary: dict, top: int, console: Optional[Console] = None) -> None:
-    """The per-phase table and the predictor scores of a summary."""
-    console = console or Console(width=None if sys.stdout.isatty() else 120)
+def _console(file: Optional[TextIO]) -> Console:
+    file = file or sys.stdout
+    return Console(file=file, width=None if file.isatty() else 120)
+
+
+def print_report(summary: dict, top: int, file: Optional[TextIO] = None) -> None:
+    """The per-phase table and the predictor scores of a summary, on ``file`` (default stdout)."""
+    console = _console(file)
     w = summary["whole"]
     console.print(f"{w['intervals']:,} intervals, {w['instructions']:,} instructions, {w['threads']} thread(s), "
                   f"{w['phases']} phases, phase changes in {_pct(w['change_rate'])} of intervals")
@@ -60,9 +65,9 @@ def print_report(summary: dict, top: int, console: Optional[Console] = None) -> 
     console.print("* the prediction shown live", style="dim")
 
 
-def print_hot_code(summary: dict, top: int) -> None:
+def print_hot_code(summary: dict, top: int, file: Optional[TextIO] = None) -> None:
     """The hottest block of each of the ``top`` largest phases, named and disassembled."""
-    console = Console(width=None if sys.stdout.isatty() else 120)
+    console = _console(file)
     shown = False
     for p in summary["phases"][:top]:
         hottest = p["top_code"][0] if p["top_code"] else None

@@ -1,19 +1,76 @@
-"""What the live monitor shows: per-thread timelines, recent changes and prediction confidence,
-collected from the engine's callbacks and turned into a dashboard :class:`Snapshot` or plain lines.
-"""
+"""What the live monitor shows, as data: per-thread timelines, recent changes and prediction
+confidence, collected from the engine's callbacks into a :class:`Snapshot` that the dashboard renders
+and the plain output prints. Names of code come from a non-blocking lookup: no refresh waits on the
+target."""
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Callable, Deque, Dict, Optional
+from dataclasses import dataclass, field
+from typing import Callable, Deque, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from phasescope.view.dashboard import ChangeRow, PhaseRow, ScoreRow, Snapshot, ThreadRow
 from phasescope.engine.phase_engine import IntervalResult, PhaseEngine
 from phasescope.engine.interval import Interval
 from phasescope.engine.predict import PREDICTORS, PRIMARY
+
+@dataclass
+class ThreadRow:
+    tid: int
+    phase: Optional[int]
+    run_length: int
+    predicted: Optional[int]
+    confidence: Optional[float]  # recent accuracy of the RLE Markov prediction for this thread
+    intervals: int
+    timeline: Sequence[int] = ()  # this thread's last phase IDs, oldest first
+
+
+@dataclass
+class PhaseRow:
+    phase: int
+    share: float
+    occurrences: int
+    mean_run: float
+    top_code: str
+
+
+@dataclass
+class ScoreRow:
+    name: str
+    overall: Optional[float]
+    at_changes: Optional[float]
+    steady: Optional[float]
+
+
+@dataclass
+class ChangeRow:
+    when: str
+    seq: int
+    tid: int
+    before: Optional[int]
+    after: int
+
+
+@dataclass
+class Snapshot:
+    target: str
+    pid: int
+    status: str
+    threads_followed: int
+    instructions: int
+    intervals: int
+    rate: float  # intervals per second, recent
+    dropped: int
+    elapsed: float
+    threads: List[ThreadRow] = field(default_factory=list)
+    footprints: Optional[np.ndarray] = None  # (k, buckets): the last k footprints, oldest first
+    footprint_phases: Sequence[int] = ()  # phase of each footprint row
+    phases: List[PhaseRow] = field(default_factory=list)
+    scores: List[ScoreRow] = field(default_factory=list)
+    changes: List[ChangeRow] = field(default_factory=list)
+
 
 TIMELINE = 512  # intervals kept per thread for the barcode
 CONFIDENCE_WINDOW = 32  # recent primary predictions scored per thread
@@ -46,7 +103,7 @@ class LiveState:
         self.hits: Dict[int, Deque[bool]] = {}
         self.changes: Deque[ChangeRow] = deque(maxlen=CHANGES)
         self._rate: Deque[float] = deque(maxlen=64)  # arrival times of recent intervals
-        engine.on("interval", self._on_interval)
+        engine.subscribe(self._on_interval)
 
     def _on_interval(self, r: IntervalResult, iv: Interval) -> None:
         timeline = self.timelines.setdefault(r.thread, deque(maxlen=TIMELINE))

@@ -1,0 +1,239 @@
+"""One live run: a trace session feeds the engine, whose results go to the sinks and the view,
+until the target ends or phasescope detaches.
+
+The loop runs on the main thread; a stop request (Ctrl-C, SIGTERM, ``--duration``) only sets a
+flag, so the engine is never interrupted half-way and every exit path detaches cleanly, writes
+the summary and closes the logs.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import List, Optional, TextIO
+
+import frida
+
+from phasescope import __version__
+from phasescope.commands.runner import EXIT_FAILED, EXIT_KILLED, EXIT_OK, StopRequest
+from phasescope.engine import EngineConfig, PhaseEngine
+from phasescope.errors import PhasescopeError
+from phasescope.sinks.base import Sink, Sinks
+from phasescope.target.calls import QUERY_TIMEOUT
+from phasescope.target.events import (AgentError, Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output,
+                                      ThreadExited, ThreadStarted)
+from phasescope.target.output import OutputRelay
+from phasescope.target.session import TraceSession
+from phasescope.target.symbols import Symbolizer
+from phasescope.view.plain import PlainView
+from phasescope.view.report import print_hot_code, print_report
+from phasescope.view.screen import DashboardScreen
+from phasescope.view.snapshot import LiveState
+
+HOT_PHASES = 20  # phases whose top blocks are named and disassembled
+TOP_BLOCKS = 8
+HOT_REPORTED = 3  # phases whose hottest block the final report shows
+CHECKPOINT_EVERY = 5.0  # seconds between summaries handed to the sinks
+
+
+class LiveRun:
+    """Session -> engine -> sinks and view. ``dashboard``: the rich screen, else plain lines on
+    ``out``; ``duration``: detach after so many seconds."""
+
+    def __init__(self, session: TraceSession, config: EngineConfig, sinks: List[Sink], *, dashboard: bool,
+                 out: TextIO, title: str, refresh: float = 4.0, status_every: float = 5.0,
+                 duration: Optional[float] = None):
+        self.session = session
+        self.target = session.target
+        self.config = config
+        self.sinks = Sinks(sinks)
+        self.dashboard = dashboard
+        self.out = out
+        self.title = title
+        self.refresh = refresh
+        self.status_every = status_every
+        self.duration = duration
+        self.engine = PhaseEngine(config)
+        self.engine.subscribe(self.sinks.on_interval)
+        self.engine.subscribe(self._on_interval)
+        self.output = OutputRelay(hold=session.stdio == "pipe" and dashboard)
+        self.ended: Optional[Ended] = None
+        self.stop_reason: Optional[str] = None
+        self.forked: List[int] = []  # children the target forked (not traced)
+        self.agent_errors: List[str] = []
+        self.started_wall = time.time()
+        self.summary: Optional[dict] = None
+        self.symbols: Optional[Symbolizer] = None
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    def run(self, stop: StopRequest) -> int:
+        """Trace until the target ends or a stop is requested; the exit code."""
+        try:
+            self.session.start()
+            self.symbols = Symbolizer(self.session)
+            self.state = LiveState(self.engine, self.title, self.session.pid, self.symbols.describe)
+            self.state.status = "tracing"
+            self.state.threads_followed = len(self.session.threads)
+            self.sinks.on_start(self._start_info())
+            self.view = (DashboardScreen(self.state, self.refresh) if self.dashboard
+                         else PlainView(self.state, self.out, self.status_every))
+            try:
+                with self.view:
+                    self._loop(stop)
+            except PhasescopeError as e:  # e.g. the log's disk is full: detach, keep the summary, say why
+                self.stop_reason = str(e)
+                raise
+            finally:
+                self._finish()
+        finally:
+            self.sinks.close()
+            if self.symbols is not None:
+                self.symbols.close()
+        return self._exit_code()
+
+    def _loop(self, stop: StopRequest) -> None:
+        deadline = None if self.duration is None else time.monotonic() + self.duration
+        next_checkpoint = time.monotonic() + CHECKPOINT_EVERY
+        for event in self.session.events(timeout=0.05):
+            if event is not None:
+                self._handle(event)
+                if isinstance(event, Ended):
+                    break
+            now = time.monotonic()
+            if self.stop_reason is None:
+                if stop.requested:
+                    self._request_stop(f"stopped by {stop.requested}")
+                elif deadline is not None and now >= deadline:
+                    self._request_stop(f"--duration {self.duration:g}s reached")
+            if now >= next_checkpoint:
+                self._request_hot_code()
+                self.sinks.on_checkpoint(self._summary())
+                next_checkpoint = now + CHECKPOINT_EVERY
+            self.view.tick(now)
+
+    def _request_stop(self, reason: str) -> None:
+        self.stop_reason = reason
+        self.state.status = "detaching"
+        self._resolve_hot_code()  # last chance to ask the agent
+        self.session.stop()  # queues the final partial intervals, then Ended("detached")
+
+    def _on_interval(self, r, iv) -> None:
+        if r.new_phase:  # name its hot code soon, while the code is surely mapped
+            self._request_hot_code([self.engine.stats.phases[r.phase]])
+
+    def _hot_pcs(self, phases=None):
+        """(top block pcs, hottest block pc of each phase) of the main phases, or of ``phases``."""
+        phases = self.engine.stats.by_share()[:HOT_PHASES] if phases is None else phases
+        tops = [p.top_code(TOP_BLOCKS) for p in phases]
+        names = [b["pc"] for top in tops for b in top if b["pc"] is not None]
+        hottest = [top[0]["pc"] for top in tops if top and top[0]["pc"] is not None]
+        return names, hottest
+
+    def _request_hot_code(self, phases=None) -> None:
+        self.symbols.request(*self._hot_pcs(phases))
+
+    def _resolve_hot_code(self) -> None:
+        self.symbols.resolve(*self._hot_pcs())
+
+    def _handle(self, event) -> None:
+        if isinstance(event, IntervalEvent):
+            self.engine.feed(event.interval)
+        elif isinstance(event, (ThreadStarted, ThreadExited)):
+            self.state.threads_followed = len(self.session.threads)
+        elif isinstance(event, Dropped):
+            self.state.dropped = event.records
+        elif isinstance(event, Output):
+            self.output.write(event.data)
+        elif isinstance(event, ModulesChanged):
+            self.symbols.invalidate()
+        elif isinstance(event, AgentError):
+            self.agent_errors.append(event.message)
+            self.view.note(f"phasescope: agent error: {event.message} (the trace may be incomplete)")
+        elif isinstance(event, Forked):
+            self.forked.append(event.pid)
+            if not self.dashboard:  # the dashboard owns the screen: said once at the end instead
+                self.view.note(self._fork_note([event.pid]))
+        elif isinstance(event, Ended):
+            self.ended = event
+            self.state.status = event.how
+
+    # -- the end ----------------------------------------------------------------------------------
+
+    def _start_info(self) -> dict:
+        return {"target": self.target.describe(), "pid": self.session.pid, "mode": "exact",
+                "config": self.config.to_dict()}
+
+    def _summary(self) -> dict:
+        s = self.engine.summary()
+        s["phasescope"] = __version__
+        s["target"] = {"description": self.target.describe(), "pid": self.session.pid,
+                       "spawned": self.target.spawn}
+        s["session"] = {
+            "started": self.started_wall,
+            "elapsed_s": time.time() - self.started_wall,
+            "interval": self.config.tracker.interval,
+            "threads_followed": len(self.session.threads),
+            "dropped_records": self.session.dropped.records,
+            "dropped_instructions": self.session.dropped.instructions,
+            "forked": self.forked,
+            "agent_errors": self.agent_errors,
+        }
+        for p in s["phases"]:
+            for block in p["top_code"]:
+                block["symbol"] = None if block["pc"] is None else self.symbols.describe(block["pc"])
+            hottest = p["top_code"][0] if p["top_code"] else None
+            if hottest is not None and hottest["pc"] is not None:
+                hottest["disassembly"] = [f"{a:#x}: {text}" for a, text in self.symbols.block(hottest["pc"])]
+        end = self.ended
+        s["end"] = {"how": end.how if end else "aborted", "code": end.code if end else None,
+                    "signal": end.signal if end else None, "reason": self.stop_reason}
+        return s
+
+    def _finish(self) -> None:
+        """Every exit path: detach if still attached, write the summary, report."""
+        self.symbols.settle(QUERY_TIMEOUT)
+        if self.ended is None:
+            try:
+                self.session.stop()
+            finally:
+                self.ended = self.session.ended
+        if self.session.abandoned or self.session.unload_stuck:
+            self.stop_reason = "; ".join(filter(None, (self.stop_reason, self.session.abandoned,
+                                                       self.session.unload_stuck)))
+        if (self.ended is not None and self.ended.how == "detached" and self.target.spawn
+                and self.session.stdio == "pipe"):
+            # Its stdout is a pipe to us: once we exit it would die of SIGPIPE at its next write.
+            self.stop_reason = (self.stop_reason or "stopped") + "; spawned target terminated, its output was piped"
+            try:
+                self.session.device.kill(self.session.pid)
+            except frida.InvalidOperationError:
+                pass  # it ended meanwhile
+        self.summary = self._summary()
+        self.sinks.on_end(self.summary)
+        self.output.release()
+        for note in self.view.notes:
+            print(note, file=self.out)
+        print_report(self.summary, top=20, file=self.out)
+        print_hot_code(self.summary, top=HOT_REPORTED, file=self.out)
+
+    def _fork_note(self, pids: List[int]) -> str:
+        pid = self.session.pid
+        children = ", ".join(str(p) for p in pids[:10]) + (f" and {len(pids) - 10} more" if len(pids) > 10 else "")
+        return f"phasescope: pid {pid} forked pid {children}; following only the original process (pid {pid})"
+
+    def _exit_code(self) -> int:
+        if self.dashboard and self.forked:
+            print(self._fork_note(self.forked), file=self.out)
+        end = self.ended
+        how = end.describe() if end else "ended"
+        msg = f"phasescope: target {self.target.describe()} (pid {self.session.pid}) {how}"
+        if self.stop_reason:
+            msg += f" ({self.stop_reason})"
+        print(msg, file=self.out, flush=True)
+        if self.session.abandoned:
+            return EXIT_FAILED  # detached without the last intervals
+        if end is None or end.how in ("detached", "exec"):  # exec: it runs on, as another program
+            return EXIT_OK
+        if end.how == "exited":
+            return EXIT_OK if end.code == 0 else EXIT_FAILED
+        return EXIT_KILLED

@@ -1,0 +1,104 @@
+"""The runner every subcommand is built on, as frida-tools' ``ConsoleApplication``: it parses the
+command line (options anywhere, one-line usage errors), turns SIGINT/SIGTERM into a stop request,
+and maps every way a run can end to an exit code.
+
+Exit codes: 0 normal end (a traced target exited 0, or phasescope detached on request); 1 a
+traced target exited non-zero, or a runtime failure; 2 bad input (options, pids, names, files,
+sockets, databases); 3 the target was killed or crashed; 130 a second Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import List, Optional
+
+from phasescope.errors import PhasescopeError
+
+EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_KILLED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+class StopRequest:
+    """SIGINT/SIGTERM set :attr:`requested` (the signal's name); a second signal raises
+    KeyboardInterrupt, for a wait that must be cut short. Installed for the whole run."""
+
+    def __init__(self):
+        self.requested: Optional[str] = None
+        self._old = {}
+
+    def __enter__(self) -> "StopRequest":
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.requested is not None:
+            raise KeyboardInterrupt
+        self.requested = signal.Signals(signum).name
+
+    def __exit__(self, *exc):
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)
+
+
+def usage_error(prog: str, message: str):
+    """Exit 2 with a usage error on one line (argparse's default prints the whole usage first)."""
+    print(f"{prog}: error: {message} (see {prog} --help)", file=sys.stderr)
+    sys.exit(EXIT_INPUT)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        if message.startswith("unrecognized arguments") and self.unknown_hint:
+            message += f"; {self.unknown_hint}"
+        usage_error(self.prog, message)
+
+
+class Command:
+    """One subcommand. Subclasses set :attr:`description`, add their options in
+    :meth:`add_options` and do the work in :meth:`run`, which returns the exit code;
+    :attr:`stop` tells a long run that the user asked it to stop."""
+
+    description = ""
+    usage: Optional[str] = None
+    epilog: Optional[str] = None
+    #: options and positionals may be mixed (``phasescope -f prog arg --log x``)
+    intermixed = False
+    #: added to an "unrecognized arguments" error
+    unknown_hint: Optional[str] = None
+
+    def __init__(self, prog: str):
+        self.prog = prog
+        self.stop = StopRequest()
+
+    def parser(self) -> argparse.ArgumentParser:
+        p = _Parser(prog=self.prog, usage=self.usage, description=self.description, epilog=self.epilog)
+        p.unknown_hint = self.unknown_hint
+        self.add_options(p)
+        return p
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        """Add this command's options."""
+
+    def parse(self, argv: List[str]) -> argparse.Namespace:
+        parser = self.parser()
+        return parser.parse_intermixed_args(argv) if self.intermixed else parser.parse_args(argv)
+
+    def run(self, args: argparse.Namespace) -> int:
+        raise NotImplementedError
+
+    def main(self, argv: List[str]) -> int:
+        """Parse, run, and turn every error into one line and an exit code."""
+        args = self.parse(argv)
+        try:
+            with self.stop:
+                return int(self.run(args) or EXIT_OK)
+        except PhasescopeError as e:
+            print(f"{self.prog}: error: {e}", file=sys.stderr)
+            return e.exit_code
+        except KeyboardInterrupt:
+            print(f"{self.prog}: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except BrokenPipeError:
+            return EXIT_FAILED

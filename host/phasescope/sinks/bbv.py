@@ -1,0 +1,53 @@
+"""The SimPoint ``.bb`` sink: one line per interval as it arrives (and exp-bbv's pc map)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from phasescope.engine import Interval, IntervalResult
+from phasescope.formats.bbv import BbvEncoder, pc_map_line
+from phasescope.sinks.base import Sink, close_file, open_write, write_failed
+
+class BbvWriter(Sink):
+    """A ``.bb`` file (and optionally its pc map), flushed after every interval."""
+
+    def __init__(self, path: str, pc_path: Optional[str] = None):
+        self._encoder = BbvEncoder()
+        self.path, self.pc_path = path, pc_path
+        self._f = open_write(path)
+        self._pc = open_write(pc_path) if pc_path else None
+        self.intervals = 0
+
+    def write(self, iv: Interval) -> bool:
+        """Append one interval; False (nothing written) if it holds no instructions."""
+        if not len(iv.counts) or not iv.counts.any():
+            return False
+        line, new = self._encoder.encode(iv.keys, iv.counts)
+        if self._pc is not None and new:
+            try:
+                self._pc.write("".join(pc_map_line(i, key) for i, key in new))
+                self._pc.flush()
+            except OSError as e:
+                raise write_failed(self.pc_path, e) from None
+        try:
+            self._f.write(line)
+            self._f.flush()
+        except OSError as e:
+            raise write_failed(self.path, e) from None
+        self.intervals += 1
+        return True
+
+    def on_interval(self, result: IntervalResult, iv: Interval) -> None:
+        self.write(iv)
+
+    @property
+    def blocks(self) -> int:
+        """Distinct blocks written so far."""
+        return len(self._encoder.ids)
+
+    def close(self) -> None:
+        try:
+            close_file(self._f, self.path)
+        finally:
+            if self._pc is not None:
+                close_file(self._pc, self.pc_path)

@@ -1,0 +1,57 @@
+"""The summary sink: a JSON summary replaced atomically at every checkpoint and at the end."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from phasescope.errors import InputError
+from phasescope.sinks.base import Sink, write_failed
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+class SummaryWriter(Sink):
+    """A JSON summary replaced atomically (temp file in the same directory, then os.replace):
+    readers never see a half-written summary. Written at every checkpoint and at the end."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._dir = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(path):
+            raise InputError(f"{path}: cannot write: is a directory")
+        os.unlink(self._mkstemp())  # fail now, not after the work
+
+    def _mkstemp(self) -> str:
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".phasescope-summary-", suffix=".tmp", dir=self._dir)
+        except OSError as e:
+            raise InputError(f"{self.path}: cannot write: {e.strerror}") from None
+        os.close(fd)
+        return tmp
+
+    def write(self, summary: dict) -> None:
+        """Write the whole summary; each call replaces the file."""
+        tmp = self._mkstemp()
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(summary, f, indent=1)
+                f.write("\n")
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; a summary is an ordinary file
+            os.replace(tmp, self.path)
+        except OSError as e:
+            raise write_failed(self.path, e) from None
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+    def on_checkpoint(self, summary: dict) -> None:
+        self.write(summary)
+
+    def on_end(self, summary: dict) -> None:
+        self.write(summary)

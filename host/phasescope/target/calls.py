@@ -1,0 +1,53 @@
+"""Frida's blocking calls, bounded: none of them has a timeout of its own, and a target that cannot
+run (SIGSTOP, a debugger, a starved machine) would hang phasescope forever."""
+
+from __future__ import annotations
+
+import threading
+
+import frida
+
+#: what frida raises when the target (or its session) went away under a call
+GONE = (frida.InvalidOperationError, frida.TransportError, frida.ProcessNotFoundError, frida.core.RPCException)
+
+
+def first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+DETACH_TIMEOUT = 5.0
+STOP_TIMEOUT = 10.0  # stop(): the agent's stop RPC and the script's unload, together
+QUERY_TIMEOUT = 5.0  # symbolize / read_code
+
+
+def bounded(fn, timeout: float, name: str) -> bool:
+    """Run ``fn`` on a daemon thread and wait at most ``timeout`` s; True if it finished. Frida's
+    blocking calls have no timeout of their own, and an abandoned one must not block exit."""
+    worker = threading.Thread(target=fn, name=name, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return not worker.is_alive()
+
+
+def unload(script) -> None:
+    """Unload the agent script, if any; a process that already went away is not an error."""
+    if script is None:
+        return
+    try:
+        script.unload()
+    except (frida.InvalidOperationError, frida.TransportError):
+        pass
+
+
+def detach_session(session) -> None:
+    """Detach, giving up after DETACH_TIMEOUT: Frida's detach occasionally never returns (seen here
+    with spawned, piped targets), and by then the agent is already unloaded, so nothing is lost."""
+
+    def detach():
+        try:
+            session.detach()
+        except (frida.InvalidOperationError, frida.TransportError):
+            pass
+
+    bounded(detach, DETACH_TIMEOUT, "phasescope-detach")

@@ -1,0 +1,85 @@
+"""Which Frida device and which process: frida-tools' -D/-U/-H and -p/-n/-f, checked up front with
+one-line errors."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from typing import Optional
+
+import frida
+
+from phasescope.errors import InputError, PhasescopeError
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to trace: exactly one of ``pid``, ``name`` (attach) or ``argv`` (spawn)."""
+
+    pid: Optional[int] = None
+    name: Optional[str] = None
+    argv: Optional[list] = None
+
+    @property
+    def spawn(self) -> bool:
+        return self.argv is not None
+
+    def describe(self) -> str:
+        if self.argv is not None:
+            return " ".join(self.argv)
+        return f"pid {self.pid}" if self.pid is not None else self.name
+
+
+def resolve_device(device_id: Optional[str] = None, usb: bool = False, host: Optional[str] = None):
+    """The Frida device chosen by frida-tools-style options (-D ID, -U, -H HOST); local by default."""
+    try:
+        if device_id:
+            return frida.get_device(device_id, timeout=5)
+        if usb:
+            return frida.get_usb_device(timeout=5)
+        if host:
+            return frida.get_device_manager().add_remote_device(host)
+        return frida.get_local_device()
+    except (frida.InvalidArgumentError, frida.TimedOutError) as e:
+        raise InputError(f"no such device: {device_id or ('usb' if usb else host)} ({e})") from None
+    except frida.ServerNotRunningError as e:
+        raise PhasescopeError(f"cannot reach frida-server at {host}: {e}") from None
+
+
+def is_local(device) -> bool:
+    return device.type == "local"
+
+
+def resolve_target(device, pid=None, name=None, argv=None) -> Target:
+    """Check a -p/-n/-f choice against the device; one-line errors for every bad case."""
+    chosen = [x is not None and x != [] for x in (pid, name, argv)]
+    if sum(chosen) != 1:
+        raise InputError("give exactly one target: -p PID, -n NAME or -f PROGRAM [ARGS...]")
+    if argv:
+        program = argv[0]
+        if is_local(device):
+            path = program if os.sep in program else shutil.which(program)
+            if path is None or not os.path.exists(path):
+                raise InputError(f"no such program: {program}")
+            if os.path.isdir(path) or not os.access(path, os.X_OK):
+                raise InputError(f"not executable: {program}")
+            argv = [path] + list(argv[1:])
+        return Target(argv=list(argv))
+    try:
+        processes = device.enumerate_processes()
+    except frida.TransportError as e:
+        raise PhasescopeError(f"cannot list processes on {device.name}: {e}") from None
+    if pid is not None:
+        listed = any(p.pid == pid for p in processes)
+        # Processes of other users may be missing from the list: attaching says why.
+        if not listed and not (is_local(device) and os.path.exists(f"/proc/{int(pid)}")):
+            raise InputError(f"no such process: pid {pid}")
+        return Target(pid=int(pid))
+    matches = [p for p in processes if p.name == name]
+    if not matches:
+        raise InputError(f"no process named {name!r}")
+    if len(matches) > 1:
+        pids = ", ".join(str(p.pid) for p in sorted(matches, key=lambda p: p.pid))
+        raise InputError(f"{len(matches)} processes are named {name!r} (pids {pids}); choose one with -p")
+    return Target(pid=matches[0].pid)

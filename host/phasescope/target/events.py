@@ -1,0 +1,75 @@
+"""What a trace session tells its consumer, in the order the target did it: the events of
+:meth:`phasescope.target.session.TraceSession.events`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from phasescope.engine.interval import Interval
+
+
+@dataclass
+class IntervalEvent:
+    interval: Interval
+
+
+@dataclass
+class ModulesChanged:
+    added: list = field(default_factory=list)
+    removed: list = field(default_factory=list)
+
+
+@dataclass
+class ThreadStarted:
+    tid: int
+
+
+@dataclass
+class ThreadExited:
+    tid: int
+
+
+@dataclass
+class Forked:
+    """The target forked a child process (which is not traced)."""
+
+    pid: int
+
+
+@dataclass
+class AgentError:
+    """A JavaScript error in the agent after it loaded (the trace may be incomplete from here)."""
+
+    message: str
+
+
+@dataclass
+class Dropped:
+    records: int
+    instructions: int
+
+
+@dataclass
+class Output:
+    fd: int
+    data: bytes
+
+
+@dataclass
+class Ended:
+    how: str  # exited | crashed | killed | exec | detached
+    code: Optional[int] = None
+    signal: Optional[str] = None
+    program: Optional[str] = None  # exec: the program that replaced the target's
+
+    def describe(self) -> str:
+        if self.how == "exited":
+            return f"exited with code {self.code}"
+        if self.how == "crashed":
+            return f"crashed ({self.signal})"
+        if self.how == "killed":
+            return "terminated without exiting normally (killed)"
+        if self.how == "exec":
+            return f"replaced its program with {self.program} (exec); not traced further"
+        return "detached; target left running"

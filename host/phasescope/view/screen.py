@@ -1,0 +1,42 @@
+"""The live dashboard on the terminal: rich's full-screen Live, refreshed on its own clock
+(``hz`` times a second, however fast intervals arrive) from a :class:`Snapshot`."""
+
+from __future__ import annotations
+
+from typing import List
+
+from rich.console import Console
+from rich.live import Live
+
+from phasescope.view.dashboard import render
+from phasescope.view.snapshot import LiveState
+
+
+class DashboardScreen:
+    """Owns the terminal while the run lasts; notes are kept and said after it closes."""
+
+    def __init__(self, state: LiveState, hz: float):
+        self.state = state
+        self.period = 1.0 / hz
+        self.notes: List[str] = []
+        self._next = 0.0
+        self._console = Console()
+        self._live = Live(console=self._console, screen=True, auto_refresh=False, redirect_stdout=False,
+                          redirect_stderr=False)
+
+    def __enter__(self) -> "DashboardScreen":
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._live.__exit__(*exc)
+
+    def tick(self, now: float) -> None:
+        if now >= self._next:
+            c = self._console
+            self._live.update(render(self.state.snapshot(), c.width, c.height), refresh=True)
+            self._next = now + self.period
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)

@@ -1,0 +1,78 @@
+"""A tracer changes nothing it traces: the target's stdout is byte-identical to an untraced run,
+it reads its stdin through phasescope, and phasescope reads its options anywhere on the line as
+frida-tools does (the target's arguments are positionals, after -- when they start with a dash)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import cli_command
+
+
+def _data(tmp_path):
+    """Compressible but not trivial input: 2 MB of text with a pseudo-random stream in it."""
+    path = tmp_path / "input.txt"
+    rng = __import__("random").Random(7)
+    words = ["phase", "interval", "stalker", "footprint", "markov", "bucket", "thread", "0x7f3a"]
+    path.write_text(" ".join(rng.choice(words) + str(rng.randrange(1000)) for _ in range(250_000)))
+    return path
+
+
+def _traced(*args, stdin=subprocess.DEVNULL):
+    return subprocess.run(cli_command("--no-dashboard", *args), stdin=stdin, capture_output=True, timeout=180)
+
+
+@pytest.mark.parametrize("program", ["gzip", "bzip2", "xz"])
+def test_binary_stdout_is_byte_identical(tmp_path, program):
+    if shutil.which(program) is None:
+        pytest.skip(f"{program} is not installed")
+    data = _data(tmp_path)
+    native = subprocess.run([program, "-c", str(data)], capture_output=True, check=True).stdout
+    r = _traced("-f", program, "--", "-c", str(data))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == native  # phasescope's own lines went to stderr
+    assert b"exited with code 0" in r.stderr
+
+
+def test_stdin_through_a_pipe(tmp_path):
+    data = _data(tmp_path).read_bytes() + bytes(range(256))
+    r = _traced("-f", "/bin/cat", stdin=open(tmp_path / "input.txt", "rb"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == data[:-256]
+    proc = subprocess.Popen(cli_command("--no-dashboard", "-f", "gzip", "--", "-c"), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate(data, timeout=180)
+    assert proc.returncode == 0, err
+    assert subprocess.run(["gzip", "-dc"], input=out, capture_output=True, check=True).stdout == data
+
+
+def test_options_after_the_target_are_phasescope_s(tmp_path):
+    log = tmp_path / "run.jsonl"
+    r = _traced("-f", "/bin/echo", "first", "second", "--log", str(log), "--interval", "100000")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"first second\n"  # --log was not handed to the program
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert records and sum(rec["instructions"] for rec in records) > 0
+
+
+def test_dash_arguments_after_double_dash_go_to_the_target(tmp_path):
+    log = tmp_path / "run.jsonl"
+    r = _traced("--log", str(log), "-f", "/bin/echo", "--", "-n", "--log", "x")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"--log x"  # echo took -n; the arguments after -- were the target's
+    assert log.exists() and log.read_text()
+
+
+def test_output_option_takes_phasescope_s_lines(tmp_path):
+    report = tmp_path / "report.txt"
+    r = _traced("-o", str(report), "-f", "/bin/echo", "hello")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"hello\n" and r.stderr == b""
+    text = report.read_text()
+    assert "start -> P0 (new)" in text and text.rstrip().endswith("exited with code 0")
+    assert os.path.getsize(report) > 0
