@@ -80,3 +80,12 @@ def test_join_bounds_windows_whose_interval_never_comes():
     assert join.orphaned == 2
     join.interval(1, 4, phase=0)
     assert join.locality.to_dict(0)["windows"] == 1
+
+
+def test_locality_program_runs_natively(build):
+    """The --locality end-to-end fixture (two chases, 32 KiB and 32 MiB) builds and runs."""
+    import subprocess
+
+    exe = build("locality_phases.c")
+    out = subprocess.run([exe, "2", "100000"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and len(out.stdout.strip()) > 0
