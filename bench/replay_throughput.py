@@ -16,9 +16,9 @@ import time
 
 import numpy as np
 
-from phasescope.engine import BATCH, EngineConfig, PhaseEngine
-from phasescope.interval import Interval
-from phasescope.tracker import TrackerConfig
+from phasescope.engine.phase_engine import BATCH, EngineConfig, PhaseEngine
+from phasescope.engine.interval import Interval
+from phasescope.engine.tracker import TrackerConfig
 
 
 def batches(intervals: int, blocks: int, seed: int = 1):

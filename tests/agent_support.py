@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from phasescope.session import (
+from phasescope.target.session import (
     Ended,
     Forked,
     IntervalEvent,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from agent_support import collect, trace_spawn
-from phasescope.session import (
+from phasescope.target.session import (
     Dropped,
     Ended,
     IntervalEvent,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from agent_support import callgrind_functions, collect, functions
-from phasescope.session import TraceSession, resolve_device, resolve_target
+from phasescope.target.session import TraceSession, resolve_device, resolve_target
 
 
 def test_four_threads_two_started_after_attach(build, tmp_path):

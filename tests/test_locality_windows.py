@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from phasescope import wire
+from phasescope.target import wire
 from phasescope.engine.windows import (
     FLAG_PARTIAL,
     FLAG_REVERSED,

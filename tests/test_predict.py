@@ -3,7 +3,7 @@
 import pytest
 
 from phasescope.errors import InputError
-from phasescope.predict import (PREDICTORS, LastPhase, Markov, PredictorConfig, RleMarkov, Scoreboard,
+from phasescope.engine.predict import (PREDICTORS, LastPhase, Markov, PredictorConfig, RleMarkov, Scoreboard,
                                 ThreadPredictors)
 
 

@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from phasescope.engine import PhaseEngine
-from phasescope.interval import Interval
-from phasescope.sinks import JsonlLog
+from phasescope.engine.phase_engine import PhaseEngine
+from phasescope.engine.interval import Interval
+from phasescope.sinks.files import JsonlLog
 
 TWO_PHASES_C = r"""
 #include <stdio.h>

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import run_cli
-from phasescope.bbv import parse_line, read_bb, read_pc_map
+from phasescope.formats.bbv import parse_line, read_bb, read_pc_map
 from phasescope.errors import InputError
-from phasescope.records import parse_record, read_log
+from phasescope.formats.log import parse_record, read_log
 
 GOOD = {"seq": 0, "thread": 7, "thread_seq": 0, "instructions": 30, "partial": False,
         "blocks": [[4096, 10], [8192, 20]]}

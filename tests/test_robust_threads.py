@@ -13,7 +13,7 @@ import subprocess
 import time
 
 from conftest import run_cli
-from phasescope.session import Ended, IntervalEvent, ThreadExited, ThreadStarted, TraceSession, resolve_device, \
+from phasescope.target.session import Ended, IntervalEvent, ThreadExited, ThreadStarted, TraceSession, resolve_device, \
     resolve_target
 
 ROUNDS, PER_ROUND, ITERATIONS = 6, 100, 20000

@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from phasescope.engine import PhaseEngine
-from phasescope.interval import Interval
-from phasescope.stats import Running, Stats
+from phasescope.engine.phase_engine import PhaseEngine
+from phasescope.engine.interval import Interval
+from phasescope.engine.stats import Running, Stats
 
 
 def iv(thread, seq, instructions, wall, partial=False, os=None, keys=(1, 2, 3), pcs=None):

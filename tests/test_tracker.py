@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from phasescope.engine import EngineConfig, PhaseEngine
+from phasescope.engine.phase_engine import EngineConfig, PhaseEngine
 from phasescope.errors import InputError
-from phasescope.interval import Interval
-from phasescope.modules import Module, ModuleMap
-from phasescope.tracker import Tracker, TrackerConfig, bucket_index, mix64
+from phasescope.engine.interval import Interval
+from phasescope.target.modules import Module, ModuleMap
+from phasescope.engine.tracker import Tracker, TrackerConfig, bucket_index, mix64
 
 
 def keys_in_buckets(buckets, wanted):

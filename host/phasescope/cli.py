@@ -1,7 +1,7 @@
 """Command-line entry point: ``phasescope [SUBCOMMAND] ...``.
 
 Each subcommand lives in its own module exposing ``build_parser(prog)`` and ``run(args) -> int``;
-without a subcommand, phasescope runs the live monitor (:mod:`phasescope.monitor`).
+without a subcommand, phasescope runs the live monitor (:mod:`phasescope.commands.monitor`).
 """
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from __future__ import annotations
 import importlib
 import sys
 
-from .errors import PhasescopeError
+from phasescope.errors import PhasescopeError
 
 SUBCOMMANDS = {
-    "replay": "phasescope.replay",
-    "export-bbv": "phasescope.export_bbv",
-    "bench": "phasescope.bench",
-    "demo": "phasescope.demo",
+    "replay": "phasescope.commands.replay",
+    "export-bbv": "phasescope.commands.export_bbv",
+    "bench": "phasescope.commands.bench",
+    "demo": "phasescope.commands.demo",
 }
-DEFAULT = "phasescope.monitor"
+DEFAULT = "phasescope.commands.monitor"
 
 
 def _usage_error(prog: str, message: str):

@@ -9,9 +9,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import monitor
-from .errors import InputError
-from .workloads import phased
+from phasescope.commands import monitor
+from phasescope.errors import InputError
+from phasescope.workloads import phased
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Dict, Iterable, List
 
-from .code import Instruction, block_ending_at
+from phasescope.target.disassembly import Instruction, block_ending_at
 
 
 class Symbolizer:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .records import read_log
-from .sinks import BbvWriter
+from phasescope.formats.log import read_log
+from phasescope.sinks.files import BbvWriter
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from .engine import EngineConfig
-from .predict import PredictorConfig
-from .tracker import FULL_POLICIES, UPDATE_POLICIES, TrackerConfig
+from phasescope.engine.phase_engine import EngineConfig
+from phasescope.engine.predict import PredictorConfig
+from phasescope.engine.tracker import FULL_POLICIES, UPDATE_POLICIES, TrackerConfig
 
 _T = TrackerConfig()
 _P = PredictorConfig()

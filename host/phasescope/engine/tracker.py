@@ -27,7 +27,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from .errors import InputError
+from phasescope.errors import InputError
 
 UPDATE_POLICIES = ("none", "mean")
 FULL_POLICIES = ("evict", "nearest")

@@ -10,7 +10,7 @@ Usage (the live monitor is built on this)::
 
 Events, in the order the agent produced them:
 
-* :class:`IntervalEvent` -- ``.interval`` is an :class:`~phasescope.interval.Interval`
+* :class:`IntervalEvent` -- ``.interval`` is an :class:`~phasescope.engine.interval.Interval`
 * :class:`ModulesChanged` -- ``.added`` (Modules), ``.removed`` (bases); ``session.modules`` is
   already updated
 * :class:`ThreadStarted` / :class:`ThreadExited` -- ``.tid``
@@ -39,11 +39,11 @@ from typing import Iterator, Optional
 
 import frida
 
-from . import wire
-from .errors import InputError, PhasescopeError
-from .interval import Interval
-from .modules import Module, ModuleMap
-from .resources import read_text
+from phasescope.target import wire
+from phasescope.errors import InputError, PhasescopeError
+from phasescope.engine.interval import Interval
+from phasescope.target.modules import Module, ModuleMap
+from phasescope.resources import read_text
 
 
 @dataclass(frozen=True)

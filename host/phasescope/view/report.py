@@ -8,7 +8,7 @@ from typing import Optional
 from rich.console import Console
 from rich.table import Table
 
-from .predict import PREDICTORS, PRIMARY
+from phasescope.engine.predict import PREDICTORS, PRIMARY
 
 
 def _pct(x: Optional[float]) -> str:

@@ -15,10 +15,10 @@ from typing import Callable, Dict, Iterable, List, Optional
 
 import numpy as np
 
-from .interval import Interval
-from .predict import PREDICTORS, PRIMARY, PredictorConfig, Scoreboard, ThreadPredictors
-from .stats import Stats
-from .tracker import Tracker, TrackerConfig
+from phasescope.engine.interval import Interval
+from phasescope.engine.predict import PREDICTORS, PRIMARY, PredictorConfig, Scoreboard, ThreadPredictors
+from phasescope.engine.stats import Stats
+from phasescope.engine.tracker import Tracker, TrackerConfig
 
 EVENTS = ("interval", "phase_change", "prediction")
 BATCH = 1024
@@ -95,7 +95,7 @@ class PhaseEngine:
 
     @property
     def threads(self):
-        """Per-thread state (thread id -> :class:`phasescope.stats.ThreadState`)."""
+        """Per-thread state (thread id -> :class:`phasescope.engine.stats.ThreadState`)."""
         return self.stats.threads
 
     def phase_table(self) -> List[dict]:

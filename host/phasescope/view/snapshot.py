@@ -10,10 +10,10 @@ from typing import Callable, Deque, Dict, Optional
 
 import numpy as np
 
-from .dashboard import ChangeRow, PhaseRow, ScoreRow, Snapshot, ThreadRow
-from .engine import IntervalResult, PhaseEngine
-from .interval import Interval
-from .predict import PREDICTORS, PRIMARY
+from phasescope.view.dashboard import ChangeRow, PhaseRow, ScoreRow, Snapshot, ThreadRow
+from phasescope.engine.phase_engine import IntervalResult, PhaseEngine
+from phasescope.engine.interval import Interval
+from phasescope.engine.predict import PREDICTORS, PRIMARY
 
 TIMELINE = 512  # intervals kept per thread for the barcode
 CONFIDENCE_WINDOW = 32  # recent primary predictions scored per thread

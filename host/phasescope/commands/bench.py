@@ -25,8 +25,8 @@ import sys
 import tempfile
 import time
 
-from .errors import InputError, PhasescopeError
-from .session import Ended, IntervalEvent, TraceSession, resolve_device, resolve_target
+from phasescope.errors import InputError, PhasescopeError
+from phasescope.target.session import Ended, IntervalEvent, TraceSession, resolve_device, resolve_target
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:

@@ -1,7 +1,7 @@
 """The live monitor: ``phasescope [device options] (-p PID | -n NAME | -f PROGRAM [ARGS...])``.
 
 Data flow: :class:`~phasescope.session.TraceSession` events -> :class:`~phasescope.engine.PhaseEngine`
--> sinks (JSONL log, BBV, summary) and the view (:mod:`phasescope.live`: rich dashboard or plain
+-> sinks (JSONL log, BBV, summary) and the view (:mod:`phasescope.view.snapshot`: rich dashboard or plain
 lines). The loop runs on the main thread; SIGINT/SIGTERM only set a flag, so the engine is never
 interrupted half-way and every exit path detaches cleanly and writes the summary.
 """
@@ -19,17 +19,17 @@ import frida
 from rich.console import Console
 from rich.live import Live
 
-from . import __version__
-from .dashboard import render
-from .engine import PhaseEngine
-from .errors import InputError, PhasescopeError
-from .live import LiveState
-from .options import add_engine_options, engine_config_from_args
-from .report import print_hot_code, print_report
-from .session import (AgentError, Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output, ThreadExited, ThreadStarted,
+from phasescope import __version__
+from phasescope.view.dashboard import render
+from phasescope.engine.phase_engine import PhaseEngine
+from phasescope.errors import InputError, PhasescopeError
+from phasescope.view.snapshot import LiveState
+from phasescope.commands.options import add_engine_options, engine_config_from_args
+from phasescope.view.report import print_hot_code, print_report
+from phasescope.target.session import (AgentError, Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output, ThreadExited, ThreadStarted,
                       TraceSession, resolve_device, resolve_target)
-from .sinks import BbvWriter, JsonlLog, SummaryWriter
-from .symbols import Symbolizer
+from phasescope.sinks.files import BbvWriter, JsonlLog, SummaryWriter
+from phasescope.target.symbols import Symbolizer
 
 #: Exit codes: 0 normal end (target exited 0, or detached on request), 1 target exited non-zero
 #: or a runtime failure, 2 bad input, 3 target killed or crashed.

@@ -21,7 +21,7 @@ Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instr
 - ``os`` (object or null): OS counter deltas over the interval (``cpu_ns``, ``minflt``,
   ``majflt``, ``nvcsw``, ``nivcsw``), null when unknown.
 - ``blocks`` (array): the sparse basic-block vector, ``[[stable_key, instructions], ...]``, so
-  a log replays under any tracker setting. Stable keys are described in :mod:`phasescope.modules`.
+  a log replays under any tracker setting. Stable keys are described in :mod:`phasescope.target.modules`.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from .engine import IntervalResult
-from .errors import InputError
-from .interval import OS_FIELDS, Interval
-from .textfile import numbered_lines
+from phasescope.engine.phase_engine import IntervalResult
+from phasescope.errors import InputError
+from phasescope.engine.interval import OS_FIELDS, Interval
+from phasescope.formats.lines import numbered_lines
 
 
 def to_record(iv: Interval, r: IntervalResult) -> dict:

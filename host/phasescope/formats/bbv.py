@@ -13,9 +13,9 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from .errors import InputError
-from .interval import Interval
-from .textfile import numbered_lines
+from phasescope.errors import InputError
+from phasescope.engine.interval import Interval
+from phasescope.formats.lines import numbered_lines
 
 _LINE = re.compile(r"T(?:\s*:\d{1,19}:\d{1,19})+\s*")
 _TOKEN = re.compile(r":\d{1,19}:\d{1,19}")

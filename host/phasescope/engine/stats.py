@@ -20,7 +20,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from .interval import OS_FIELDS, Interval
+from phasescope.engine.interval import OS_FIELDS, Interval
 
 METRICS = ("wall_ns", "ns_per_instruction") + OS_FIELDS
 TOP_PER_INTERVAL = 8

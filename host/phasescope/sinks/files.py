@@ -8,11 +8,11 @@ import os
 import tempfile
 from typing import Optional
 
-from .bbv import BbvEncoder, pc_map_line
-from .engine import IntervalResult
-from .errors import InputError, PhasescopeError
-from .interval import Interval
-from .records import dumps, to_record
+from phasescope.formats.bbv import BbvEncoder, pc_map_line
+from phasescope.engine.phase_engine import IntervalResult
+from phasescope.errors import InputError, PhasescopeError
+from phasescope.engine.interval import Interval
+from phasescope.formats.log import dumps, to_record
 
 
 def _open_write(path: str):
@@ -36,7 +36,7 @@ def _close(f, path: str) -> None:
 
 
 class JsonlLog:
-    """The interval log (:mod:`phasescope.records`), flushed after every record."""
+    """The interval log (:mod:`phasescope.formats.log`), flushed after every record."""
 
     def __init__(self, path: str):
         self.path = path

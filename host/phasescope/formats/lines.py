@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator, Tuple
 
-from .errors import InputError
+from phasescope.errors import InputError
 
 
 def numbered_lines(path: str) -> Iterator[Tuple[int, str]]:

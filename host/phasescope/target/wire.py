@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import PhasescopeError
-from .interval import OS_FIELDS, Interval
-from .modules import ModuleMap
+from phasescope.errors import PhasescopeError
+from phasescope.engine.interval import OS_FIELDS, Interval
+from phasescope.target.modules import ModuleMap
 
 KIND_INTERVAL = 1
 FLAG_PARTIAL = 1

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Dict, Optional, Tuple
 
-from .errors import InputError
+from phasescope.errors import InputError
 
 PREDICTORS = ("rle_markov", "last_phase", "markov1", "markov2")
 PRIMARY = "rle_markov"

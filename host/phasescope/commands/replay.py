@@ -1,7 +1,7 @@
 """``phasescope replay FILE``: run the phase engine over a recorded stream, offline.
 
-Inputs: a phasescope interval log (JSON Lines, :mod:`phasescope.records`) or a SimPoint /
-valgrind exp-bbv ``.bb`` file (:mod:`phasescope.bbv`). Prints the per-phase table and the
+Inputs: a phasescope interval log (JSON Lines, :mod:`phasescope.formats.log`) or a SimPoint /
+valgrind exp-bbv ``.bb`` file (:mod:`phasescope.formats.bbv`). Prints the per-phase table and the
 predictor scores; ``--log`` and ``--summary`` write the same files as the live monitor.
 """
 
@@ -13,14 +13,14 @@ from typing import Dict, Iterable, Iterator, List
 
 import numpy as np
 
-from .engine import BATCH, PhaseEngine
-from .errors import InputError
-from .interval import OS_FIELDS, Interval
-from .options import add_engine_options, engine_config_from_args
-from .records import read_log
-from .report import print_report
-from .bbv import read_bb, read_pc_map
-from .sinks import JsonlLog, SummaryWriter
+from phasescope.engine.phase_engine import BATCH, PhaseEngine
+from phasescope.errors import InputError
+from phasescope.engine.interval import OS_FIELDS, Interval
+from phasescope.commands.options import add_engine_options, engine_config_from_args
+from phasescope.formats.log import read_log
+from phasescope.view.report import print_report
+from phasescope.formats.bbv import read_bb, read_pc_map
+from phasescope.sinks.files import JsonlLog, SummaryWriter
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:

@@ -1,0 +1,1 @@
+"""Subcommands: one small class each on a shared runner (signals, start and stop, exit codes)."""

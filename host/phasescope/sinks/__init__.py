@@ -1,0 +1,1 @@
+"""Where classified intervals go: the interval log, the summary, SimPoint .bb, the event stream."""
