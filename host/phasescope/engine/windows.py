@@ -1,6 +1,6 @@
 """Access-window records (the agent's ``--locality`` samples) and their join with interval phases.
 
-Proposed wire format, beside the interval records of ``phasescope.wire`` in the same ``data``
+Proposed wire format, beside the interval records of ``phasescope.target.wire`` in the same ``data``
 buffers (little-endian, back to back)::
 
     offset  type  field
@@ -17,7 +17,7 @@ The agent does not know phases: a window is tagged with the interval it lies in,
 :class:`LocalityJoin` holds it until the engine has classified that interval (``thread``,
 ``thread_seq``) and then adds it to :class:`~phasescope.engine.locality.PhaseLocality` under the
 interval's phase. ``split`` separates window records from interval records, so the interval part
-of a buffer goes to ``wire.decode`` unchanged.
+of a buffer goes to ``target.wire.decode`` unchanged.
 """
 
 from __future__ import annotations
