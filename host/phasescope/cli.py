@@ -16,6 +16,8 @@ SUBCOMMANDS = {
     "export-bbv": "phasescope.export_bbv",
     "bench": "phasescope.bench",
     "demo": "phasescope.demo",
+    "score": "phasescope.score",
+    "reference": "phasescope.reference",
 }
 DEFAULT = "phasescope.monitor"
 
