@@ -39,6 +39,10 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                    help=f"RLE Markov table entries (default {_P.rle_entries})")
     p.add_argument("--markov-entries", type=int, default=_P.markov_entries, metavar="N",
                    help=f"Markov-1 and Markov-2 table entries (default {_P.markov_entries})")
+    p.add_argument("--gpht-depth", type=int, default=_P.gpht_depth, metavar="N",
+                   help=f"GPHT history depth in intervals (default {_P.gpht_depth})")
+    p.add_argument("--gpht-entries", type=int, default=_P.gpht_entries, metavar="N",
+                   help=f"GPHT entries, LRU (default {_P.gpht_entries})")
 
 
 def engine_config_from_args(args: argparse.Namespace) -> EngineConfig:
@@ -52,4 +56,6 @@ def engine_config_from_args(args: argparse.Namespace) -> EngineConfig:
         update_policy=args.update_policy,
         full_policy=args.full_policy,
     )
-    return EngineConfig(tracker, PredictorConfig(rle_entries=args.rle_entries, markov_entries=args.markov_entries))
+    return EngineConfig(tracker, PredictorConfig(
+        rle_entries=args.rle_entries, markov_entries=args.markov_entries,
+        gpht_depth=args.gpht_depth, gpht_entries=args.gpht_entries))
