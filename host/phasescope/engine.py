@@ -18,7 +18,7 @@ import numpy as np
 from .interval import Interval
 from .predict import PREDICTORS, PRIMARY, PredictorConfig, Scoreboard, ThreadPredictors
 from .stats import Stats
-from .tracker import Tracker, TrackerConfig
+from .tracker import Tracker, TrackerConfig, preset
 
 EVENTS = ("interval", "phase_change", "prediction")
 BATCH = 1024
@@ -27,7 +27,7 @@ SUMMARY_VERSION = 1
 
 @dataclass(frozen=True)
 class EngineConfig:
-    tracker: TrackerConfig = field(default_factory=TrackerConfig)
+    tracker: TrackerConfig = field(default_factory=preset)  # the "default" preset, as on the command line
     predictors: PredictorConfig = field(default_factory=PredictorConfig)
 
     def to_dict(self) -> dict:
