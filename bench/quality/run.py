@@ -42,6 +42,8 @@ CONFIGS = {
     "default": ("default", {}),
     "paper+t256lfu": ("paper", {"table_size": 256, "evict_policy": "lfu"}),
     "paper+transition": ("paper", {"transition": True}),
+    "default+transition": ("default", {"transition": True}),
+    "default+transition+adaptive": ("default", {"transition": True, "adaptive": True}),
     "default+mean": ("default", {"update_policy": "mean"}),
     "default+adaptive": ("default", {"adaptive": True}),
     "default+mean+adaptive": ("default", {"update_policy": "mean", "adaptive": True}),

@@ -19,7 +19,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                                   "Defaults: --tracker default; each option below overrides the preset.")
     g.add_argument("--tracker", choices=sorted(PRESETS), default="default",
                    help="preset: 'paper' is ISCA 2003 exactly (6-bit footprints, threshold 0.1, 64-entry LRU "
-                        "table); 'default' keeps full-precision footprints, threshold 0.3, 256 entries, "
+                        "table); 'default' keeps full-precision footprints, threshold 0.3, mean representatives, 256 entries, "
                         "least-used eviction (chosen on bench/quality/run.py)")
     g.add_argument("--buckets", type=int, default=None, metavar="N",
                    help=f"accumulator buckets, i.e. footprint dimensions (default {_T.buckets})")

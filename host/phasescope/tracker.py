@@ -144,12 +144,13 @@ class TrackerConfig:
 #: open; the dataclass defaults above). ``default`` is what the quality harness
 #: (bench/quality/run.py, five real programs against SimPoint) chose: full-precision footprints and
 #: a 0.3 threshold (the paper's 6-bit, 0.1 setting splits real programs' noisy 10M intervals into
-#: 3-10x the reference's phases), 256 entries with least-used eviction. The transition phase and
+#: 3-10x the reference's phases), representatives that follow the mean of their intervals,
+#: 256 entries with least-used eviction. The transition phase and
 #: stability rule cost phase changes detected on those programs, so they stay an option.
 PRESETS = {
     "paper": dict(buckets=32, bits=6, threshold=0.10, table_size=64, update_policy="none", full_policy="evict",
                   evict_policy="lru", transition=False, confirm=2, candidates=16, adaptive=False),
-    "default": dict(buckets=32, bits=None, threshold=0.30, table_size=256, update_policy="none", full_policy="evict",
+    "default": dict(buckets=32, bits=None, threshold=0.30, table_size=256, update_policy="mean", full_policy="evict",
                     evict_policy="lfu", transition=False, confirm=2, candidates=16, adaptive=False),
 }
 
