@@ -14,6 +14,8 @@ SUBCOMMANDS = {
     "export-bbv": ("phasescope.commands.export_bbv", "ExportBbvCommand"),
     "bench": ("phasescope.commands.bench", "BenchCommand"),
     "demo": ("phasescope.commands.demo", "DemoCommand"),
+    "score": ("phasescope.commands.score", "ScoreCommand"),
+    "reference": ("phasescope.commands.reference", "ReferenceCommand"),
 }
 DEFAULT = ("phasescope.commands.monitor", "MonitorCommand")
 

@@ -18,7 +18,7 @@ import numpy as np
 from phasescope.engine.interval import Interval
 from phasescope.engine.predict import PREDICTORS, PRIMARY, PredictorConfig, Scoreboard, ThreadPredictors
 from phasescope.engine.stats import Stats
-from phasescope.engine.tracker import Tracker, TrackerConfig
+from phasescope.engine.tracker import Tracker, TrackerConfig, preset
 
 BATCH = 1024
 SUMMARY_VERSION = 1
@@ -26,7 +26,7 @@ SUMMARY_VERSION = 1
 
 @dataclass(frozen=True)
 class EngineConfig:
-    tracker: TrackerConfig = field(default_factory=TrackerConfig)
+    tracker: TrackerConfig = field(default_factory=preset)  # the "default" preset, as on the command line
     predictors: PredictorConfig = field(default_factory=PredictorConfig)
 
     def to_dict(self) -> dict:
@@ -41,7 +41,9 @@ class IntervalResult:
     interval (None when the table was empty). ``predictions``: each predictor's prediction of this
     thread's next phase. ``previous_phase``: the thread's phase in its previous interval.
     ``predicted``: whether the primary prediction made after that interval named this phase (None
-    for a thread's first interval).
+    for a thread's first interval). ``prediction``: the prediction shown (the primary predictor's),
+    ``confidence`` its confidence (0..1), ``expected_remaining`` the further intervals expected in
+    this phase (0: a change is predicted next; None: unknown).
     """
 
     seq: int
@@ -56,11 +58,9 @@ class IntervalResult:
     predictions: Dict[str, int]
     footprint: np.ndarray
     predicted: Optional[bool]
-
-    @property
-    def prediction(self) -> int:
-        """The RLE Markov prediction, shown as "the" prediction."""
-        return self.predictions[PRIMARY]
+    prediction: Optional[int] = None
+    confidence: Optional[float] = None
+    expected_remaining: Optional[int] = None
 
     @property
     def phase_changed(self) -> bool:
@@ -129,7 +129,8 @@ class PhaseEngine:
             self.scoreboard.expect(iv.thread, m.phase, predictions)
             self.stats.threads[iv.thread].predictions = predictions
             r = IntervalResult(self._seq, iv.thread, iv.seq, iv.instructions, m.phase, m.distance, m.new_phase,
-                               m.evicted, previous, predictions, fp, predicted)
+                               m.evicted, previous, predictions, fp, predicted, predictors.prediction,
+                               predictors.confidence, predictors.expected_remaining)
             self._seq += 1
             self.recent.append(r)
             results.append(r)

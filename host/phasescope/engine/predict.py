@@ -10,6 +10,11 @@ last phase.
   run the entry is overwritten with the phase seen (the run went on longer than it said).
 - ``last_phase``: the phase just seen.
 - ``markov1`` / ``markov2``: history = the last 1 or 2 interval phases; updated every interval.
+- ``rle_markov_q``, ``duration``, ``gpht``, ``hybrid``: see :mod:`phasescope.engine.predictors`.
+
+Every predictor runs and is scored on every interval; ``PRIMARY`` is the one shown (chosen on
+the quality harness, bench/quality/run.py), with a confidence (0..1) and the expected remaining
+run length of the current phase.
 """
 
 from __future__ import annotations
@@ -19,20 +24,25 @@ from typing import Dict, Optional, Tuple
 
 from phasescope.engine.hashing import M64, mix64_int
 from phasescope.errors import InputError
+from phasescope.engine.predictors import Confidence, DurationPredictor, Gpht, Hybrid, RleMarkovQ, context_of
 
-PREDICTORS = ("rle_markov", "last_phase", "markov1", "markov2")
-PRIMARY = "rle_markov"
+PREDICTORS = ("rle_markov", "last_phase", "markov1", "markov2", "rle_markov_q", "duration", "gpht", "hybrid")
+PRIMARY = "hybrid"
+HYBRID_MEMBERS = ("gpht", "rle_markov_q", "duration", "rle_markov", "last_phase")  # ties: the first
 
 
 @dataclass(frozen=True)
 class PredictorConfig:
-    """Table sizes; the paper's Markov predictors all have 256 entries."""
+    """Table sizes; the paper's Markov predictors all have 256 entries, the GPHT of Isci et al.
+    (MICRO 2006) 1024 entries indexed by the last 8 phases."""
 
     rle_entries: int = 256
     markov_entries: int = 256
+    gpht_depth: int = 8
+    gpht_entries: int = 1024
 
     def __post_init__(self):
-        for name in ("rle_entries", "markov_entries"):
+        for name in ("rle_entries", "markov_entries", "gpht_depth", "gpht_entries"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise InputError(f"{name.replace('_', ' ')} must be at least 1 (got {v!r})")
@@ -134,7 +144,13 @@ class Markov:
 
 
 class ThreadPredictors:
-    """All predictors of one thread, fed the same stream."""
+    """All predictors of one thread, fed the same stream, and the prediction shown.
+
+    After each ``observe``: ``prediction`` (the ``PRIMARY`` predictor's), ``confidence`` (0..1,
+    the saturating counter of that prediction's context, :class:`phasescope.engine.predictors.Confidence`)
+    and ``expected_remaining`` (further intervals expected in the current phase: 0 when a change
+    is predicted, the duration predictor's estimate otherwise, None when unknown).
+    """
 
     def __init__(self, config: PredictorConfig):
         self.predictors = {
@@ -142,14 +158,32 @@ class ThreadPredictors:
             "last_phase": LastPhase(),
             "markov1": Markov(1, config.markov_entries),
             "markov2": Markov(2, config.markov_entries),
+            "rle_markov_q": RleMarkovQ(config.rle_entries),
+            "duration": DurationPredictor(config.rle_entries),
+            "gpht": Gpht(config.gpht_depth, config.gpht_entries),
         }
+        self.confidences = Confidence()
+        self.hybrid = Hybrid(self.predictors, self.confidences, HYBRID_MEMBERS)
+        self._contexts: Dict[str, tuple] = {}
+        self.prediction: Optional[int] = None
+        self.confidence: Optional[float] = None
+        self.expected_remaining: Optional[int] = None
 
     def observe(self, phase: int) -> Dict[str, int]:
         """Feed one phase; returns each predictor's prediction of the next one."""
+        for ctx in self._contexts.values():
+            self.confidences.update(ctx, ctx[2] == phase)
         out = {}
         for name, p in self.predictors.items():
             p.observe(phase)
             out[name] = p.predict()
+        self._contexts = {n: context_of(n, p, out[n]) for n, p in self.predictors.items()}
+        chosen, out["hybrid"], hybrid_confidence = self.hybrid.choose(out)
+        self.prediction = out[PRIMARY]
+        self.confidence = (hybrid_confidence if PRIMARY == "hybrid"
+                           else self.confidences.confidence(self._contexts[PRIMARY]))
+        remaining = self.predictors["duration"].expected_remaining()
+        self.expected_remaining = 0 if self.prediction != phase else None if remaining is None else max(1, remaining)
         return out
 
 

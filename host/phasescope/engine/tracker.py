@@ -18,6 +18,21 @@ its slot holds the new phase, which gets a fresh ID (IDs are never reused, so st
 predictor tables never mix two phases; an evicted phase that comes back gets a new ID).
 Policy ``nearest``: no new phase is created; the interval joins its nearest representative
 although the distance is over the threshold (``new_phase`` is false, ``distance`` shows it).
+
+Beyond the paper (issue 10; ``PRESETS["default"]``, the paper's settings are ``PRESETS["paper"]``):
+
+- ``evict_policy`` ``lfu``: a full table drops the phase matched by the fewest intervals (ties:
+  the least recently matched) instead of the least recently matched one (``lru``), so the
+  program's big phases keep their IDs while rare ones churn.
+- ``transition`` (Lau, Schoenmackers & Calder, HPCA 2005): an interval that matches no stable
+  phase gets the one transition ID (``TRANSITION``, 0; stable IDs then start at 1) and becomes a
+  candidate in a small pool (``candidates`` entries, least recently matched dropped first). A
+  candidate becomes a stable phase, with a new ID, when ``confirm`` intervals in all have matched
+  it (stability rule); the interval that confirms it is the first to carry that ID. A candidate's
+  representative is the mean of its intervals. Candidates never evict stable phases.
+- ``adaptive``: each stable phase's threshold is max(threshold, min(2 x threshold, mean + 2 sd
+  of the distances of the intervals it matched)), so a phase whose intervals are noisy
+  (shown by its own matches) accepts a little more.
 """
 
 from __future__ import annotations
@@ -33,6 +48,8 @@ from phasescope.errors import InputError
 UPDATE_POLICIES = ("none", "mean")
 MIN_INTERVAL = 1000
 FULL_POLICIES = ("evict", "nearest")
+EVICT_POLICIES = ("lru", "lfu")
+TRANSITION = 0  # the transition phase's ID when ``transition`` is on
 _TEMP_ELEMENTS = 1 << 21
 
 def bucket_index(keys: np.ndarray, buckets: int) -> np.ndarray:
@@ -63,6 +80,11 @@ class TrackerConfig:
     table_size: int = 64
     update_policy: str = "none"
     full_policy: str = "evict"
+    evict_policy: str = "lru"
+    transition: bool = False
+    confirm: int = 2
+    candidates: int = 16
+    adaptive: bool = False
 
     def __post_init__(self):
         _require(isinstance(self.buckets, int) and 1 <= self.buckets <= 1 << 20,
@@ -79,6 +101,12 @@ class TrackerConfig:
                  f"update policy must be one of {', '.join(UPDATE_POLICIES)} (got {self.update_policy!r})")
         _require(self.full_policy in FULL_POLICIES,
                  f"full-table policy must be one of {', '.join(FULL_POLICIES)} (got {self.full_policy!r})")
+        _require(self.evict_policy in EVICT_POLICIES,
+                 f"eviction policy must be one of {', '.join(EVICT_POLICIES)} (got {self.evict_policy!r})")
+        _require(isinstance(self.confirm, int) and self.confirm >= 1,
+                 f"confirm must be at least 1 interval (got {self.confirm!r})")
+        _require(isinstance(self.candidates, int) and self.candidates >= 1,
+                 f"candidates must be at least 1 (got {self.candidates!r})")
 
     @property
     def scale(self) -> float:
@@ -95,6 +123,28 @@ class TrackerConfig:
         return d
 
 
+#: Named tracker settings: ``paper`` is ISCA 2003 exactly (plus the 64-entry table it leaves
+#: open; the dataclass defaults above). ``default`` is what the quality harness
+#: (bench/quality/run.py, five real programs against SimPoint) chose: full-precision footprints and
+#: a 0.3 threshold (the paper's 6-bit, 0.1 setting splits real programs' noisy 10M intervals into
+#: 3-10x the reference's phases), representatives that follow the mean of their intervals,
+#: 256 entries with least-used eviction. The transition phase and
+#: stability rule cost phase changes detected on those programs, so they stay an option.
+PRESETS = {
+    "paper": dict(buckets=32, bits=6, threshold=0.10, table_size=64, update_policy="none", full_policy="evict",
+                  evict_policy="lru", transition=False, confirm=2, candidates=16, adaptive=False),
+    "default": dict(buckets=32, bits=None, threshold=0.30, table_size=256, update_policy="mean", full_policy="evict",
+                    evict_policy="lfu", transition=False, confirm=2, candidates=16, adaptive=False),
+}
+
+
+def preset(name: str = "default", **overrides) -> TrackerConfig:
+    """A named tracker setting (``PRESETS``), with some fields overridden."""
+    d = dict(PRESETS[name])
+    d.update(overrides)
+    return TrackerConfig(**d)
+
+
 def _require(ok: bool, message: str) -> None:
     if not ok:
         raise InputError(message)
@@ -104,12 +154,14 @@ def _require(ok: bool, message: str) -> None:
 class Match:
     """Classification of one footprint. ``distance`` (fraction of the interval) is to the nearest
     representative before this interval was added, None when the table was empty; ``evicted`` is
-    the phase ID dropped from the table to make room, if any."""
+    the phase ID dropped from the table to make room, if any; ``transition``: the interval got the
+    transition ID (it matched no stable phase)."""
 
     phase: int
     distance: Optional[float]
     new_phase: bool
     evicted: Optional[int] = None
+    transition: bool = False
 
 
 def manhattan(footprints: np.ndarray, reps: np.ndarray) -> np.ndarray:
@@ -134,10 +186,16 @@ class Tracker:
         self._ids = np.full(c.table_size, -1, dtype=np.int64)
         self._hits = np.zeros(c.table_size, dtype=np.int64)
         self._last_used = np.zeros(c.table_size, dtype=np.int64)
+        self._dsum = np.zeros(c.table_size)  # distances of matched intervals (adaptive threshold)
+        self._dsq = np.zeros(c.table_size)
         self._used = 0
         self._clock = 0
-        self.next_id = 0
+        self.next_id = 1 if c.transition else 0
         self.evictions = 0
+        self._cand_reps = np.zeros((c.candidates, c.buckets)) if c.transition else None
+        self._cand_hits = np.zeros(c.candidates, dtype=np.int64)
+        self._cand_last = np.zeros(c.candidates, dtype=np.int64)
+        self._cand_used = 0
 
     # -- accumulator and footprint ------------------------------------------------------------
     def footprints(self, keys: Sequence[np.ndarray], counts: Sequence[np.ndarray]):
@@ -182,36 +240,96 @@ class Tracker:
                 dist[i + 1 :, slot] = manhattan(f[i + 1 :], self._reps[slot : slot + 1])[:, 0]
         return out
 
+    def _thresholds(self, slots) -> np.ndarray:
+        """Match threshold of stable slots, in footprint units."""
+        base = self._threshold_units
+        if not self.config.adaptive:
+            return np.full(len(slots), base)
+        n = np.maximum(self._hits[slots] - 1, 1)  # the founding interval adds no distance
+        mean = self._dsum[slots] / n
+        sd = np.sqrt(np.maximum(self._dsq[slots] / n - mean**2, 0))
+        return np.clip(mean + 2 * sd, base, 2 * base)
+
     def _classify_row(self, fp: np.ndarray, row: np.ndarray):
         """Match one footprint given its distances to the table; returns (Match, changed slot)."""
+        c = self.config
         best, d = -1, None
         if len(row):
-            best = int(row.argmin())
+            if c.adaptive:  # nearest among the phases whose own threshold it is under
+                under = row < self._thresholds(np.arange(len(row)))
+                best = int(np.where(under, row, np.inf).argmin()) if under.any() else int(row.argmin())
+            else:
+                best = int(row.argmin())
             d = float(row[best])
-        if best >= 0 and (d < self._threshold_units or (
-                self._used == self.config.table_size and self.config.full_policy == "nearest")):
+        thr = self._thresholds([best])[0] if best >= 0 else self._threshold_units
+        if best >= 0 and (d < thr or (self._used == c.table_size and c.full_policy == "nearest")):
             self._hits[best] += 1
             self._last_used[best] = self._clock
+            self._dsum[best] += d
+            self._dsq[best] += d * d
             changed = None
-            if self.config.update_policy == "mean":
+            if c.update_policy == "mean":
                 self._reps[best] += (fp - self._reps[best]) / self._hits[best]
                 changed = best
             return Match(int(self._ids[best]), d / self._scale, False), changed
+        dist = None if d is None else d / self._scale
+        hits = 1
+        if c.transition:
+            cand = self._match_candidate(fp)
+            if cand is None:
+                return Match(TRANSITION, dist, False, None, True), None
+            fp, hits = cand
         evicted = None
-        if self._used < self.config.table_size:
+        if self._used < c.table_size:
             slot = self._used
             self._used += 1
         else:
-            slot = int(self._last_used[: self._used].argmin())
+            slot = self._victim()
             evicted = int(self._ids[slot])
             self.evictions += 1
         phase = self.next_id
         self.next_id += 1
         self._reps[slot] = fp
         self._ids[slot] = phase
-        self._hits[slot] = 1
+        self._hits[slot] = hits
+        self._dsum[slot] = self._dsq[slot] = 0.0
         self._last_used[slot] = self._clock
-        return Match(phase, None if d is None else d / self._scale, True, evicted), slot
+        return Match(phase, dist, True, evicted), slot
+
+    def _victim(self) -> int:
+        """Slot to drop from a full table (``evict_policy``)."""
+        if self.config.evict_policy == "lfu":
+            return int(np.lexsort((self._last_used[: self._used], self._hits[: self._used]))[0])
+        return int(self._last_used[: self._used].argmin())
+
+    def _match_candidate(self, fp: np.ndarray):
+        """Transition mode, no stable match: match or add a candidate. Returns (representative,
+        intervals) of a candidate confirmed by this interval (removed from the pool), else None."""
+        c = self.config
+        n = self._cand_used
+        if n:
+            dist = np.abs(self._cand_reps[:n] - fp).sum(axis=1)
+            j = int(dist.argmin())
+            if dist[j] < self._threshold_units:
+                self._cand_hits[j] += 1
+                self._cand_last[j] = self._clock
+                self._cand_reps[j] += (fp - self._cand_reps[j]) / self._cand_hits[j]
+                if self._cand_hits[j] < c.confirm:
+                    return None
+                rep, hits = self._cand_reps[j].copy(), int(self._cand_hits[j])
+                last = n - 1  # remove j: move the last candidate into its place
+                self._cand_reps[j], self._cand_hits[j], self._cand_last[j] = \
+                    self._cand_reps[last], self._cand_hits[last], self._cand_last[last]
+                self._cand_used -= 1
+                return rep, hits
+        if c.confirm <= 1:
+            return fp, 1
+        j = n if n < c.candidates else int(self._cand_last[:n].argmin())
+        self._cand_used = max(n, j + 1)
+        self._cand_reps[j] = fp
+        self._cand_hits[j] = 1
+        self._cand_last[j] = self._clock
+        return None
 
     # -- read access --------------------------------------------------------------------------
     def table(self) -> List[dict]:

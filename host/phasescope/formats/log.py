@@ -13,9 +13,11 @@ Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instr
   representative before classification, as a fraction of the interval (0.10 is the default
   threshold); null when the phase table was empty. Over the threshold for a new phase.
 - ``new_phase`` (bool): the interval started a new phase ID.
-- ``predictions`` (object): each predictor's prediction of this thread's next phase:
-  ``{"rle_markov": int, "last_phase": int, "markov1": int, "markov2": int}``; ``rle_markov``
-  is the one shown as the prediction.
+- ``predictions`` (object): each predictor's prediction of this thread's next phase, by name
+  (:data:`phasescope.engine.predict.PREDICTORS`).
+- ``prediction`` (int): the prediction shown (:data:`phasescope.engine.predict.PRIMARY`'s);
+  ``confidence`` (float, 0..1): its confidence; ``expected_remaining`` (int or null): further
+  intervals expected in the current phase (0: a change is predicted next; null: unknown).
 - ``start_ns``, ``end_ns`` (int): wall clock (CLOCK_REALTIME, ns) at the interval's start and
   end, 0 when unknown; ``wall_ns`` (int): their difference.
 - ``os`` (object or null): OS counter deltas over the interval (``cpu_ns``, ``minflt``,
@@ -49,6 +51,9 @@ def to_record(iv: Interval, r: IntervalResult) -> dict:
         "distance": r.distance,
         "new_phase": r.new_phase,
         "predictions": r.predictions,
+        "prediction": r.prediction,
+        "confidence": r.confidence,
+        "expected_remaining": r.expected_remaining,
         "start_ns": iv.start_ns,
         "end_ns": iv.end_ns,
         "wall_ns": iv.wall_ns,

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Quality harness (issue 10): phasescope's live phases and predictions against SimPoint's offline
+clustering, under the paper's tracker and under the new defaults.
+
+For each phasescope interval log (JSON Lines with ``blocks``): read its intervals (merged per
+thread to ``--interval`` instructions, default 10M as the live default), build the offline
+reference from those same intervals (phasescope.quality.simpoint: projection to 15 dimensions,
+k-means k = 1..10, k by BIC at 90%), replay them through the phase engine under every tracker
+setting asked for, and score each run (phasescope.quality.metrics).
+
+    PYTHONPATH=host python3 bench/quality/run.py /tmp/psq/*.jsonl
+    PYTHONPATH=host python3 bench/quality/run.py --configs paper,default,default+mean LOG...
+
+Columns: chg% = reference phase changes the tracker also changes at (Figure 6 "Different");
+same% = reference same-phase pairs the tracker also keeps (Figure 6 "Same"); ARI; phases (k) =
+tracker phase IDs (reference k); top20 = share of intervals in the 20 largest tracker phases;
+shown/last = next-phase accuracy of the shown prediction and of last-phase; @chg = the same at
+the tracker's phase changes; best = the most accurate predictor at changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+from phasescope.engine import EngineConfig, PhaseEngine
+from phasescope.engine.predict import PREDICTORS, PredictorConfig
+from phasescope.quality import simpoint
+from phasescope.quality.labels import LabelStream
+from phasescope.quality.metrics import score
+from phasescope.formats.log import read_log
+from phasescope.commands.replay import merge_intervals
+from phasescope.engine.tracker import PRESETS, TrackerConfig
+
+# name -> (preset, overrides)
+CONFIGS = {
+    "paper": ("paper", {}),
+    "default": ("default", {}),
+    "paper+t256lfu": ("paper", {"table_size": 256, "evict_policy": "lfu"}),
+    "paper+transition": ("paper", {"transition": True}),
+    "default+transition": ("default", {"transition": True}),
+    "default+transition+adaptive": ("default", {"transition": True, "adaptive": True}),
+    "default+mean": ("default", {"update_policy": "mean"}),
+    "default+adaptive": ("default", {"adaptive": True}),
+    "default+mean+adaptive": ("default", {"update_policy": "mean", "adaptive": True}),
+    "default+confirm3": ("default", {"confirm": 3}),
+    "default+thr0.2": ("default", {"threshold": 0.2}),
+    "paper+thr0.2": ("paper", {"threshold": 0.2}),
+}
+for _t in (0.15, 0.2, 0.25, 0.3):
+    for _b, _bits in (("", 6), ("+fp", None)):
+        CONFIGS[f"default{_b}+thr{_t}"] = ("default", {"threshold": _t, "bits": _bits})
+        CONFIGS[f"default{_b}+mean+thr{_t}"] = ("default", {"threshold": _t, "bits": _bits, "update_policy": "mean"})
+CONFIGS["default+fp"] = ("default", {"bits": None})
+CONFIGS["paper+thr0.3"] = ("paper", {"threshold": 0.3})
+CONFIGS["paper+fp+thr0.3"] = ("paper", {"threshold": 0.3, "bits": None})
+CONFIGS["paper+t256lfu+thr0.2"] = ("paper", {"threshold": 0.2, "table_size": 256, "evict_policy": "lfu"})
+CONFIGS["paper+fp"] = ("paper", {"bits": None})
+
+
+def tracker_config(name: str, interval: int) -> TrackerConfig:
+    preset, over = CONFIGS[name]
+    d = dict(PRESETS[preset])
+    d.update(over)
+    return TrackerConfig(interval=interval, **d)
+
+
+def live_stream(results) -> LabelStream:
+    preds = {n: np.array([r.predictions[n] for r in results]) for n in PREDICTORS}
+    preds["shown"] = np.array([r.prediction for r in results])
+    return LabelStream(np.array([r.phase for r in results]), np.array([r.instructions for r in results], float),
+                       np.array([r.thread for r in results]), preds,
+                       np.array([np.nan if r.confidence is None else r.confidence for r in results]))
+
+
+def pct(x):
+    return "   -" if x is None else f"{100 * x:5.1f}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("logs", nargs="+")
+    ap.add_argument("--interval", type=int, default=10_000_000, help="merge recorded intervals up to this size "
+                    "(0: as recorded; default 10M, the live default)")
+    ap.add_argument("--configs", default="paper,default", help=f"comma-separated, from: {', '.join(CONFIGS)}")
+    ap.add_argument("--json", metavar="FILE", help="also write every score here")
+    args = ap.parse_args(argv)
+    names = args.configs.split(",")
+    for n in names:
+        if n not in CONFIGS:
+            ap.error(f"unknown config {n!r}")
+    rows, dump = [], {}
+    for path in args.logs:
+        t0 = time.monotonic()
+        ivs = list(read_log(path))
+        if args.interval:
+            ivs = list(merge_intervals(ivs, args.interval))
+        ivs = [iv for iv in ivs if iv.instructions > 0]
+        ref = simpoint.reference_of(ivs)
+        ref_stream = LabelStream(ref.labels, ref.instructions)
+        name = path.rsplit("/", 1)[-1].replace(".jsonl", "")
+        for cfg in names:
+            engine = PhaseEngine(EngineConfig(tracker_config(cfg, args.interval or 10_000_000), PredictorConfig()))
+            res = engine.feed_many(ivs)
+            s = score(live_stream(res), ref_stream)
+            s["reference_k"] = ref.k
+            s["evictions"] = engine.tracker.evictions
+            dump[f"{name}/{cfg}"] = s
+            p = s["predictors"]
+            best = max((n for n in p if n != "shown"), key=lambda n: (p[n]["changes"] or 0, p[n]["overall"] or 0))
+            rows.append((name, cfg, len(ivs), s, best))
+        print(f"# {name}: {len(ivs)} intervals, reference k = {ref.k}, {time.monotonic() - t0:.0f} s",
+              file=sys.stderr)
+    head = (f"{'program':<8} {'tracker':<22} {'n':>5} {'chg%':>5} {'same%':>5} {'ARI':>5} {'phases(k)':>9} "
+            f"{'top20':>5} {'shown':>5} {'last':>5} {'@chg':>5} {'last@c':>6} {'evict':>5}  best@chg")
+    print(head)
+    print("-" * len(head))
+    for name, cfg, n, s, best in rows:
+        p = s["predictors"]
+        print(f"{name:<8} {cfg:<22} {n:5d} {pct(s['changes_detected'])} {pct(s['same_agreed'])} {s['ari']:5.2f} "
+              f"{s['phases']:>5}({s['reference_k']:>2}) {pct(s['top20_coverage'])} {pct(p['shown']['overall'])} "
+              f"{pct(p['last_phase']['overall'])} {pct(p['shown']['changes'])} {pct(p['last_phase']['changes']):>6} "
+              f"{s['evictions']:5d}  {best} {pct(p[best]['changes'])}")
+    # Mean over programs per config
+    print()
+    print(f"{'mean':<8} {'tracker':<22} {'chg%':>5} {'same%':>5} {'ARI':>5} {'phases':>6} {'top20':>5} "
+          f"{'shown':>5} {'last':>5} {'@chg':>5}")
+    for cfg in names:
+        ss = [s for _, c, _, s, _ in rows if c == cfg]
+        m = lambda f: float(np.mean([f(s) for s in ss if f(s) is not None])) if ss else None
+        print(f"{'all':<8} {cfg:<22} {pct(m(lambda s: s['changes_detected']))} {pct(m(lambda s: s['same_agreed']))} "
+              f"{m(lambda s: s['ari']):5.2f} {m(lambda s: s['phases']):6.1f} {pct(m(lambda s: s['top20_coverage']))} "
+              f"{pct(m(lambda s: s['predictors']['shown']['overall']))} "
+              f"{pct(m(lambda s: s['predictors']['last_phase']['overall']))} "
+              f"{pct(m(lambda s: s['predictors']['shown']['changes']))}")
+    # Predictor table: mean accuracy overall and at changes, per config
+    print()
+    print(f"{'predictor':<14}" + "".join(f" {cfg[:18]:>18}" for cfg in names) + "   (overall / at changes, mean)")
+    for pn in list(PREDICTORS) + ["shown"]:
+        cells = []
+        for cfg in names:
+            ss = [s for _, c, _, s, _ in rows if c == cfg]
+            o = np.mean([s["predictors"][pn]["overall"] for s in ss])
+            ch = [s["predictors"][pn]["changes"] for s in ss if s["predictors"][pn]["changes"] is not None]
+            cells.append(f"{100 * o:5.1f} / {100 * np.mean(ch) if ch else float('nan'):5.1f}".rjust(18))
+        print(f"{pn:<14}" + "".join(" " + c for c in cells))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dump, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""Phase predictors beyond the paper's (issue 10), and the confidence of a prediction.
+
+All follow the protocol of :mod:`phasescope.predict`: ``observe(phase)`` once per interval of one
+thread, then ``predict()`` names that thread's next phase. Tables are bounded and replace their
+least-recently-used entry (:class:`LruTable`). A table miss predicts the last phase.
+
+- :class:`RleMarkovQ` (``rle_markov_q``): RLE Markov whose run length is quantised into log2
+  buckets (1, 2-3, 4-7, 8-15, ...). Entry ``(phase, bucket of the run length at its end)`` ->
+  ``(next phase, that run length)``, inserted when the run ends. Inside a run of length r in
+  bucket b, it predicts the stored next phase once r reaches the stored length, else the same
+  phase; a run that goes on past the stored length moves it one further. One entry serves every
+  run length of its bucket, so long runs need a handful of entries, not one per length.
+- :class:`DurationPredictor` (``duration``): phase-duration prediction. Entry
+  ``(previous phase, current phase)`` (falling back to ``(current phase,)``) -> the phase that
+  followed and the median of the last three run lengths. It predicts a change to that phase once
+  the run reaches the expected length; ``expected_remaining()`` is the expected number of further
+  intervals in the current phase and ``next_different()`` the phase expected after it.
+- :class:`Gpht` (``gpht``): the Global Phase History Table of Isci, Contreras & Martonosi
+  (MICRO 2006): the last ``depth`` (8) interval phases index a fully associative, tagged table of
+  ``entries`` (1024) with LRU replacement; each entry holds the phase that last followed that
+  history.
+- :class:`Confidence`: a 3-bit saturating counter per (predictor, context, predicted phase),
+  +1 when such a prediction was right, -2 when wrong; confidence = counter / 7.
+- :class:`Hybrid` (``hybrid``): each interval shows the prediction of whichever predictor has
+  the highest confidence at its current context (ties: the order given).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Dict, Hashable, Optional, Sequence, Tuple
+
+
+class LruTable:
+    """Fully associative table of ``entries`` with least-recently-used replacement."""
+
+    def __init__(self, entries: int):
+        self.entries = entries
+        self._d: "OrderedDict[Hashable, object]" = OrderedDict()
+
+    def get(self, key):
+        v = self._d.get(key)
+        if v is not None:
+            self._d.move_to_end(key)
+        return v
+
+    def put(self, key, value) -> None:
+        self._d[key] = value
+        self._d.move_to_end(key)
+        if len(self._d) > self.entries:
+            self._d.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+
+def log2_bucket(run: int) -> int:
+    """1 -> 1, 2-3 -> 2, 4-7 -> 3, ..."""
+    return int(run).bit_length()
+
+
+class RleMarkovQ:
+    def __init__(self, entries: int = 256):
+        self.table = LruTable(entries)
+        self.last: Optional[int] = None
+        self.run = 0
+
+    def observe(self, phase: int) -> None:
+        if self.last is not None:
+            if phase != self.last:
+                self.table.put((self.last, log2_bucket(self.run)), [phase, self.run])
+            else:
+                e = self.table.get((self.last, log2_bucket(self.run)))
+                if e is not None and self.run >= e[1]:
+                    e[1] = self.run + 1  # the run went on past the stored length
+        if phase == self.last:
+            self.run += 1
+        else:
+            self.last, self.run = phase, 1
+
+    def _entry(self):
+        return self.table.get((self.last, log2_bucket(self.run)))
+
+    def predict(self) -> int:
+        e = self._entry()
+        return e[0] if e is not None and self.run >= e[1] else self.last
+
+    def context(self) -> Hashable:
+        e = self._entry()
+        return (self.last, log2_bucket(self.run), e is not None and self.run >= e[1])
+
+
+class DurationPredictor:
+    HISTORY = 3
+
+    def __init__(self, entries: int = 256):
+        self.table = LruTable(entries)
+        self.last: Optional[int] = None
+        self.before: Optional[int] = None  # the phase before the current run
+        self.run = 0
+
+    def observe(self, phase: int) -> None:
+        if self.last is not None and phase != self.last:
+            for key in ((self.before, self.last), (self.last,)):
+                e = self.table.get(key)
+                runs = ([] if e is None else e[1])[-(self.HISTORY - 1):] + [self.run]
+                self.table.put(key, (phase, runs))
+            self.before = self.last
+        if phase == self.last:
+            self.run += 1
+        else:
+            self.last, self.run = phase, 1
+
+    def _entry(self):
+        e = self.table.get((self.before, self.last))
+        return e if e is not None else self.table.get((self.last,))
+
+    @staticmethod
+    def _expected(e) -> int:
+        runs = sorted(e[1])
+        return runs[len(runs) // 2]
+
+    def expected_remaining(self) -> Optional[int]:
+        """Expected further intervals in the current phase (0: a change is expected next); None
+        when this phase has never ended before."""
+        e = self._entry()
+        return None if e is None else max(0, self._expected(e) - self.run)
+
+    def next_different(self) -> Optional[int]:
+        e = self._entry()
+        return None if e is None else e[0]
+
+    def predict(self) -> int:
+        e = self._entry()
+        return e[0] if e is not None and self.run >= self._expected(e) else self.last
+
+    def context(self) -> Hashable:
+        e = self._entry()
+        if e is None:
+            return (self.last, None)
+        return (self.before, self.last, min(self._expected(e) - self.run, 2))
+
+
+class Gpht:
+    def __init__(self, depth: int = 8, entries: int = 1024):
+        self.depth = depth
+        self.table = LruTable(entries)
+        self.history: Tuple[int, ...] = ()
+
+    def observe(self, phase: int) -> None:
+        if len(self.history) == self.depth:
+            self.table.put(self.history, phase)
+        self.history = (self.history + (phase,))[-self.depth:]
+
+    def predict(self) -> int:
+        hit = self.table.get(self.history) if len(self.history) == self.depth else None
+        return self.history[-1] if hit is None else hit
+
+    def context(self) -> Hashable:
+        return self.history
+
+
+class Confidence:
+    """Saturating counters (0..7) per context, in an LRU table; unknown contexts start at 3."""
+
+    MAX = 7
+    START = 3
+
+    def __init__(self, entries: int = 4096):
+        self.table = LruTable(entries)
+
+    def value(self, context: Hashable) -> int:
+        v = self.table.get(context)
+        return self.START if v is None else v
+
+    def confidence(self, context: Hashable) -> float:
+        return self.value(context) / self.MAX
+
+    def update(self, context: Hashable, right: bool) -> None:
+        v = self.value(context)
+        self.table.put(context, min(self.MAX, v + 1) if right else max(0, v - 2))
+
+
+def context_of(name: str, predictor, prediction: int) -> Hashable:
+    """Confidence context of a predictor's current prediction."""
+    ctx = predictor.context() if hasattr(predictor, "context") else getattr(predictor, "last", None)
+    return (name, ctx, prediction)
+
+
+class Hybrid:
+    """Shows the prediction of the most confident of ``members`` (see the module docstring)."""
+
+    def __init__(self, members: Dict[str, object], confidence: Confidence, order: Sequence[str]):
+        self.members, self.conf, self.order = members, confidence, list(order)
+        self.choice: Optional[str] = None
+
+    def choose(self, predictions: Dict[str, int]) -> Tuple[str, int, float]:
+        best = None
+        for name in self.order:
+            c = self.conf.confidence(context_of(name, self.members[name], predictions[name]))
+            if best is None or c > best[2]:
+                best = (name, predictions[name], c)
+        self.choice = best[0]
+        return best

@@ -1,0 +1,126 @@
+"""Tracker options of issue 10 on footprint streams known by construction: K stable phases with
+noise, plus one-off transition intervals."""
+
+import numpy as np
+import pytest
+
+from phasescope.errors import InputError
+from phasescope.commands.options import add_engine_options, engine_config_from_args
+from phasescope.engine.tracker import PRESETS, TRANSITION, Tracker, TrackerConfig
+
+K = 4
+
+
+def synthetic(seed=0, periods=12, noise=0.02, transitions=True):
+    """Footprints (full precision, 32 buckets summing to 32) of K phases visited in turn, each run
+    5 intervals with per-bucket noise, and between runs (if ``transitions``) one interval that
+    mixes two phases half and half plus a random part: a one-off that matches nothing."""
+    rng = np.random.default_rng(seed)
+    bases = []
+    for p in range(K):
+        v = np.zeros(32)
+        v[p * 8:(p + 1) * 8] = rng.uniform(1, 3, 8)
+        bases.append(v / v.sum() * 32)
+    fps, truth = [], []
+    for _ in range(periods):
+        for p in range(K):
+            for _ in range(5):
+                f = np.clip(bases[p] + rng.normal(0, noise, 32), 0, None)
+                fps.append(f / f.sum() * 32)
+                truth.append(p)
+            if transitions:
+                r = rng.uniform(0, 1, 32)
+                f = 0.35 * bases[p] + 0.35 * bases[(p + 1) % K] + 0.3 * r / r.sum() * 32
+                fps.append(f)
+                truth.append(-1)
+    return np.array(fps), np.array(truth)
+
+
+def classify(config, fps):
+    t = Tracker(config)
+    return t, t.classify_many(fps)
+
+
+def cfg(preset, **over):
+    d = dict(PRESETS[preset], bits=None)
+    d.update(over)
+    return TrackerConfig(**d)
+
+
+def test_improved_tracker_gives_k_ids_plus_one_transition_id():
+    fps, truth = synthetic()
+    t, ms = classify(cfg("default", threshold=0.1, transition=True), fps)
+    ids = np.array([m.phase for m in ms])
+    assert len(set(ids.tolist())) == K + 1
+    assert set(ids[truth == -1].tolist()) == {TRANSITION}  # every one-off is the transition phase
+    # Each stable phase's first interval is a transition (not yet confirmed), the rest one ID each.
+    for p in range(K):
+        got = ids[truth == p]
+        assert got[0] == TRANSITION and len(set(got[1:].tolist())) == 1 and got[1] != TRANSITION
+    assert all(m.transition == (m.phase == TRANSITION) for m in ms)
+    assert t.evictions == 0
+
+
+def test_paper_tracker_gives_an_id_to_every_one_off():
+    fps, truth = synthetic()
+    _, ms = classify(cfg("paper"), fps)  # (full precision here; 6 bits would add noise)
+    ids = {m.phase for m in ms}
+    assert len(ids) == K + (truth == -1).sum()  # 4 phases + 48 one-off IDs
+    assert len(ids) > 2 * (K + 1)
+
+
+def test_lru_shreds_ids_in_a_small_table_and_lfu_does_not():
+    fps, truth = synthetic()
+    _, lru = classify(cfg("paper", table_size=K + 1), fps)
+    _, lfu = classify(cfg("paper", table_size=K + 1, evict_policy="lfu"), fps)
+    stable = truth >= 0
+    ids_lru = {m.phase for m, s in zip(lru, stable) if s}
+    ids_lfu = {m.phase for m, s in zip(lfu, stable) if s}
+    assert len(ids_lfu) == K  # the four big phases keep their IDs
+    assert len(ids_lru) > 3 * K  # one-offs push the big phases out, which come back with new IDs
+
+
+def test_candidates_do_not_evict_stable_phases():
+    fps, truth = synthetic()
+    t, ms = classify(cfg("default", threshold=0.1, transition=True, table_size=K), fps)
+    assert t.evictions == 0 and len({m.phase for m in ms}) == K + 1
+
+
+def test_confirm_three_needs_three_matching_intervals():
+    fps, truth = synthetic(transitions=False)
+    _, ms = classify(cfg("default", threshold=0.1, transition=True, confirm=3), fps[:5])
+    assert [m.phase for m in ms] == [TRANSITION, TRANSITION, 1, 1, 1]
+    assert [m.new_phase for m in ms] == [False, False, True, False, False]
+
+
+def test_adaptive_threshold_absorbs_a_noisy_phase():
+    rng = np.random.default_rng(5)
+    base = np.full(32, 1.0)
+    # Spread of the phase's own intervals: distances around 0.1 x 32 units = the base threshold.
+    fps = []
+    for _ in range(300):
+        f = np.clip(base + rng.normal(0, 0.13, 32), 0, None)
+        fps.append(f / f.sum() * 32)
+    fps = np.array(fps)
+    _, fixed = classify(cfg("default", threshold=0.1, transition=True), fps)
+    _, adaptive = classify(cfg("default", threshold=0.1, transition=True, adaptive=True), fps)
+    n_fixed, n_adaptive = len({m.phase for m in fixed}), len({m.phase for m in adaptive})
+    assert n_adaptive < n_fixed
+    assert n_adaptive <= 3
+
+
+def test_tracker_preset_and_overrides_from_the_command_line():
+    import argparse
+    p = argparse.ArgumentParser()
+    add_engine_options(p)
+    c = engine_config_from_args(p.parse_args([])).tracker
+    assert (c.transition, c.table_size, c.evict_policy) == (PRESETS["default"]["transition"],
+                                                             PRESETS["default"]["table_size"],
+                                                             PRESETS["default"]["evict_policy"])
+    c = engine_config_from_args(p.parse_args(["--tracker", "paper"])).tracker
+    assert (c.transition, c.table_size, c.evict_policy, c.threshold, c.bits, c.update_policy) == \
+        (False, 64, "lru", 0.10, 6, "none")
+    c = engine_config_from_args(p.parse_args(["--tracker", "paper", "--transition", "--full-precision"])).tracker
+    assert c.transition and c.bits is None and c.table_size == 64
+    with pytest.raises(InputError, match="confirm must be at least 1"):
+        engine_config_from_args(p.parse_args(["--confirm", "0"]))
