@@ -1,0 +1,1 @@
+"""Target-side signal sources: how phasescope observes a running process."""
