@@ -167,7 +167,7 @@ def test_refusal_when_not_permitted():
         msg = f.read().decode()
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 2, msg
-    assert "\n" not in msg and "perf_event_paranoid" in msg and "root" in msg, msg
+    assert "\n" not in msg and "perf_event_paranoid" in msg and "root" in msg and "owns" in msg, msg
 
 
 def test_module_map_from_proc_matches_own_process():

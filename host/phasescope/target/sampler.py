@@ -379,7 +379,7 @@ class Sampler:
         if self._started:
             return self
         if not os.path.isdir(f"/proc/{self.pid}/task"):
-            raise InputError(f"no process {self.pid} to sample")
+            raise InputError(f"cannot sample process {self.pid}: no such process")
         self._started = True
         self._cpus = online_cpus()
         try:
@@ -413,7 +413,7 @@ class Sampler:
                     return
                 for f in fds:
                     os.close(f)
-                raise InputError(_refusal(e, self.pid)) from None
+                raise InputError(_refusal(e, self.pid, self.kernel)) from None
             fds.append(fd)
             ring = self._rings.get(cpu)
             try:
@@ -672,13 +672,17 @@ def _paranoid() -> Optional[int]:
         return None
 
 
-def _refusal(e: OSError, pid: int) -> str:
+def _refusal(e: OSError, pid: int, kernel: bool = False) -> str:
     """One line: why the kernel refused to sample ``pid`` and what to do."""
     if e.errno in (errno.EACCES, errno.EPERM):
         level = _paranoid()
-        return (f"cannot sample process {pid}: perf_event_open denied ({e.strerror}; perf_event_paranoid is "
-                f"{level}); run as root, or as the target's owner with /proc/sys/kernel/perf_event_paranoid "
-                "set to 1 or lower (and ptrace allowed), or use --mode exact")
+        need = 1 if kernel else 2
+        if level is not None and level > need:
+            fix = f"run as root or set /proc/sys/kernel/perf_event_paranoid to {need} or lower"
+        else:
+            fix = "run as root or as the user who owns the process (ptrace access to it is required)"
+        return (f"cannot sample process {pid}: perf_event_open denied ({e.strerror}, perf_event_paranoid "
+                f"is {level}); {fix}, or use --mode exact")
     if e.errno == errno.ESRCH:
         return f"cannot sample process {pid}: it exited"
     if e.errno in (errno.ENOENT, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENODEV):
