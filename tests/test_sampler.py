@@ -71,7 +71,7 @@ def _function_of(binary):
 def test_two_phases_in_order_and_output_unchanged(build):
     exe = build("sampled_two.c")
     native = subprocess.run([exe, "120000000"], capture_output=True, check=True).stdout
-    out, windows, s, mods = _run_sampled([exe, "120000000", "wait"], window_samples=100)
+    out, windows, s, mods = _run_sampled([exe, "120000000", "wait"], window_samples=100, period_ns=250_000)
     assert out == native  # the target's output is byte-identical
     assert windows and all(isinstance(w, SampledInterval) and isinstance(w, Interval) for w in windows)
     assert {w.thread for w in windows} == {windows[0].thread}
@@ -80,7 +80,7 @@ def test_two_phases_in_order_and_output_unchanged(build):
     assert all(w.samples == 100 and not w.partial for w in windows[:-1])
     assert windows[-1].partial and 0 < windows[-1].samples <= 100
     for w in windows:
-        assert w.counts.sum() == w.samples and w.period_ns == sm.DEFAULT_PERIOD_NS
+        assert w.counts.sum() == w.samples and w.period_ns == 250_000
         assert np.array_equal(w.keys, mods.keys(w.pcs))  # keys exactly as exact mode computes them
         assert w.start_ns < w.end_ns
     name = _function_of(exe)
@@ -96,7 +96,7 @@ def test_two_phases_in_order_and_output_unchanged(build):
 
 def test_threads_created_after_start_are_sampled_from_their_start(build):
     exe = build("sampled_threads.c", "-pthread")
-    out, windows, s, _ = _run_sampled([exe, "3", "40"], window_samples=1000)
+    out, windows, s, _ = _run_sampled([exe, "3", "40"], window_samples=1000, period_ns=250_000)
     cpu = {int(t): int(ns) for t, ns in re.findall(rb"thread (\d+) cpu_ns (\d+)", out)}
     assert len(cpu) == 3
     assert set(cpu) <= s.threads and not s.live

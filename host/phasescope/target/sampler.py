@@ -101,8 +101,13 @@ _U64 = struct.Struct("<Q")
 #: Key of every kernel-mode sample when ``kernel=True`` (above every user address and module key).
 KERNEL_KEY = 0xFFFF_FFFF_FFFF_FFFF
 
-DEFAULT_PERIOD_NS = 250_000  # 4000 Hz of CPU time, perf's default rate
-DEFAULT_WINDOW_SAMPLES = 400  # 100 ms of CPU time at the default period
+#: 1000 Hz of CPU time. perf's default is 4000 Hz, but each sample costs the target ~15 us on this
+#: (virtualised) machine, measured with perf itself too: 4000 Hz cost 3-28%, 1000 Hz <= ~3%
+#: (bench/sampled_overhead.py). On bare metal (~1-3 us a sample) 4000 Hz fits the 3% budget.
+DEFAULT_PERIOD_NS = 1_000_000
+#: 400 samples (0.4 s of CPU at 1000 Hz): sampling noise between two windows of one phase is
+#: ~0.1-0.3 of the interval at 400 samples and ~0.2-0.5 at 100 (bench/sampled_noise.py).
+DEFAULT_WINDOW_SAMPLES = 400
 DEFAULT_RING_PAGES = 128
 
 
