@@ -1,0 +1,698 @@
+"""CPU-time sampler of every thread of a running process: the signal of ``--mode sampled``.
+
+Nothing runs in the target. The kernel's software ``cpu-clock`` event (``perf_event_open``,
+``PERF_TYPE_SOFTWARE``/``PERF_COUNT_SW_CPU_CLOCK``, an hrtimer per task) interrupts each thread
+every ``period_ns`` of its own CPU time and writes ``(identifier, ip, pid, tid, time)`` into a
+ring buffer this process maps and reads. Pure Python: ctypes for the syscall, mmap for the rings,
+numpy for the keys.
+
+Coverage of threads (the design choice)
+----------------------------------------
+``perf_event_open(2)`` offers two ways:
+
+* per-thread events (``pid=tid, cpu=-1``), one ring each, and new threads found by polling
+  ``/proc/PID/task``: a new thread runs unsampled until the next poll (up to the poll period,
+  and a thread that lives shorter than that is never seen at all). An inherited event cannot
+  be used instead: the kernel refuses ``mmap`` of an ``inherit`` event with ``cpu == -1``
+  (``perf_mmap``: "Don't allow mmap() of inherited per-task counters").
+* per-thread-per-CPU events with ``inherit=1`` (``pid=tid, cpu=N`` for every thread that exists
+  at start and every online CPU), which is what ``perf record -p`` does. ``mmap`` is allowed
+  there; one ring per CPU, every other event on that CPU redirected into it with
+  ``PERF_EVENT_IOC_SET_OUTPUT``. A thread created later inherits its creator's events at
+  ``clone()`` time, in the kernel, so it is sampled from its first instruction; inherited
+  events write into their parent's ring. ``inherit_thread=1`` (Linux 5.13+) keeps forked
+  child processes out.
+
+We use the second: it covers new threads completely, costs nothing per new thread, and needs
+``threads-at-start x CPUs`` descriptors. ``task=1`` adds ``PERF_RECORD_FORK``/``EXIT`` records,
+from which threads are born and retired. ``PERF_SAMPLE_IDENTIFIER`` names the event of origin
+(for an inherited event, its parent's): a thread that appeared while we were opening events may
+be covered twice (inherited and its own event); such duplicates are dropped. An exited thread's
+descriptors are closed once no live thread inherits from them (closing a parent event removes
+its inherited children from the kernel).
+
+Samples in the kernel: ``exclude_kernel=1`` (the default) makes the kernel itself drop a tick
+that hits kernel mode, so a window is ``window_samples`` samples of *user* CPU time and system
+time is not represented (it is not counted as lost). ``kernel=True`` (needs
+``perf_event_paranoid`` <= 1 or root) keeps those ticks and folds every kernel IP into one key,
+:data:`KERNEL_KEY`, so syscall-heavy phases show up as such.
+
+Rings: ``1 + 2**n`` pages per CPU (default 128 data pages, the unprivileged ``perf_event_mlock_kb``
+default of 516 KiB). Reading follows the documented protocol: load ``data_head``, then read the
+records, then store ``data_tail``. On x86-64 (TSO) each ctypes/struct access is a separate
+8-byte aligned load or store in the C runtime, loads are not reordered with loads and stores are
+not reordered with earlier loads, so that sequence is the required acquire/release pairing
+without explicit fences. Lost records (``PERF_RECORD_LOST``, ring full) are counted.
+
+Ordering: a thread's samples may sit in two rings after a migration. Each poll takes a
+watermark (the clock read before the rings are read) and holds back samples newer than it, so
+samples reach the windows in time order.
+
+Windows: each thread's samples are cut into windows of exactly ``window_samples`` samples,
+i.e. ``window_samples x period_ns`` of user CPU time, emitted as :class:`SampledInterval` (an
+:class:`phasescope.interval.Interval` with ``instructions=None``, never invented, and
+``samples``/``period_ns``); ``counts`` are sample counts per key. A thread's last window is
+emitted ``partial`` at its exit and at :meth:`Sampler.stop`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import mmap
+import os
+import select
+import struct
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Set
+
+import numpy as np
+
+from ..errors import InputError
+from ..interval import Interval
+from ..modules import Module, ModuleMap
+
+# -- kernel ABI (include/uapi/linux/perf_event.h) ---------------------------------------------
+NR_PERF_EVENT_OPEN = 298  # x86-64
+PERF_TYPE_SOFTWARE = 1
+PERF_COUNT_SW_CPU_CLOCK = 0
+PERF_SAMPLE_IP = 1 << 0
+PERF_SAMPLE_TID = 1 << 1
+PERF_SAMPLE_TIME = 1 << 2
+PERF_SAMPLE_IDENTIFIER = 1 << 16
+PERF_FLAG_FD_CLOEXEC = 1 << 3
+PERF_EVENT_IOC_SET_OUTPUT = 0x2405  # _IO('$', 5)
+PERF_RECORD_LOST = 2
+PERF_RECORD_EXIT = 4
+PERF_RECORD_FORK = 7
+PERF_RECORD_SAMPLE = 9
+PERF_RECORD_MISC_CPUMODE_MASK = 7
+PERF_RECORD_MISC_USER = 2
+CLOCK_REALTIME = 0
+
+SAMPLE_TYPE = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME
+_SAMPLE = struct.Struct("<IHHQQIIQ")  # header, identifier, ip, pid, tid, time: 40 bytes
+_HEADER = struct.Struct("<IHH")
+_LOST = struct.Struct("<QQ")  # id, lost
+_TASK = struct.Struct("<IIIIQ")  # pid, ppid, tid, ptid, time
+_U64 = struct.Struct("<Q")
+
+#: Key of every kernel-mode sample when ``kernel=True`` (above every user address and module key).
+KERNEL_KEY = 0xFFFF_FFFF_FFFF_FFFF
+
+#: 1000 Hz of CPU time. perf's default is 4000 Hz, but each sample costs the target ~15 us on this
+#: (virtualised) machine, measured with perf itself too: 4000 Hz cost 3-28%, 1000 Hz <= ~3%
+#: (bench/sampled_overhead.py). On bare metal (~1-3 us a sample) 4000 Hz fits the 3% budget.
+DEFAULT_PERIOD_NS = 1_000_000
+#: 400 samples (0.4 s of CPU at 1000 Hz): sampling noise between two windows of one phase is
+#: ~0.1-0.3 of the interval at 400 samples and ~0.2-0.5 at 100 (bench/sampled_noise.py).
+DEFAULT_WINDOW_SAMPLES = 400
+DEFAULT_RING_PAGES = 128
+
+
+class PerfEventAttr(ctypes.Structure):
+    """``struct perf_event_attr`` (PERF_ATTR_SIZE_VER8, 136 bytes)."""
+
+    _fields_ = [
+        ("type", ctypes.c_uint32),
+        ("size", ctypes.c_uint32),
+        ("config", ctypes.c_uint64),
+        ("sample_period", ctypes.c_uint64),  # union with sample_freq
+        ("sample_type", ctypes.c_uint64),
+        ("read_format", ctypes.c_uint64),
+        ("disabled", ctypes.c_uint64, 1),
+        ("inherit", ctypes.c_uint64, 1),
+        ("pinned", ctypes.c_uint64, 1),
+        ("exclusive", ctypes.c_uint64, 1),
+        ("exclude_user", ctypes.c_uint64, 1),
+        ("exclude_kernel", ctypes.c_uint64, 1),
+        ("exclude_hv", ctypes.c_uint64, 1),
+        ("exclude_idle", ctypes.c_uint64, 1),
+        ("mmap", ctypes.c_uint64, 1),
+        ("comm", ctypes.c_uint64, 1),
+        ("freq", ctypes.c_uint64, 1),
+        ("inherit_stat", ctypes.c_uint64, 1),
+        ("enable_on_exec", ctypes.c_uint64, 1),
+        ("task", ctypes.c_uint64, 1),
+        ("watermark", ctypes.c_uint64, 1),
+        ("precise_ip", ctypes.c_uint64, 2),
+        ("mmap_data", ctypes.c_uint64, 1),
+        ("sample_id_all", ctypes.c_uint64, 1),
+        ("exclude_host", ctypes.c_uint64, 1),
+        ("exclude_guest", ctypes.c_uint64, 1),
+        ("exclude_callchain_kernel", ctypes.c_uint64, 1),
+        ("exclude_callchain_user", ctypes.c_uint64, 1),
+        ("mmap2", ctypes.c_uint64, 1),
+        ("comm_exec", ctypes.c_uint64, 1),
+        ("use_clockid", ctypes.c_uint64, 1),
+        ("context_switch", ctypes.c_uint64, 1),
+        ("write_backward", ctypes.c_uint64, 1),
+        ("namespaces", ctypes.c_uint64, 1),
+        ("ksymbol", ctypes.c_uint64, 1),
+        ("bpf_event", ctypes.c_uint64, 1),
+        ("aux_output", ctypes.c_uint64, 1),
+        ("cgroup", ctypes.c_uint64, 1),
+        ("text_poke", ctypes.c_uint64, 1),
+        ("build_id", ctypes.c_uint64, 1),
+        ("inherit_thread", ctypes.c_uint64, 1),
+        ("remove_on_exec", ctypes.c_uint64, 1),
+        ("sigtrap", ctypes.c_uint64, 1),
+        ("reserved_1", ctypes.c_uint64, 26),
+        ("wakeup_watermark", ctypes.c_uint32),  # union with wakeup_events
+        ("bp_type", ctypes.c_uint32),
+        ("config1", ctypes.c_uint64),
+        ("config2", ctypes.c_uint64),
+        ("branch_sample_type", ctypes.c_uint64),
+        ("sample_regs_user", ctypes.c_uint64),
+        ("sample_stack_user", ctypes.c_uint32),
+        ("clockid", ctypes.c_int32),
+        ("sample_regs_intr", ctypes.c_uint64),
+        ("aux_watermark", ctypes.c_uint32),
+        ("sample_max_stack", ctypes.c_uint16),
+        ("reserved_2", ctypes.c_uint16),
+        ("aux_sample_size", ctypes.c_uint32),
+        ("reserved_3", ctypes.c_uint32),
+        ("sig_data", ctypes.c_uint64),
+        ("config3", ctypes.c_uint64),
+    ]
+
+
+assert ctypes.sizeof(PerfEventAttr) == 136
+
+# perf_event_mmap_page: data_head at 1024, data_tail at 1032, data_offset 1040, data_size 1048.
+_DATA_HEAD, _DATA_TAIL = 1024, 1032
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_libc.ioctl.restype = ctypes.c_int
+
+
+def perf_event_open(attr: PerfEventAttr, pid: int, cpu: int, group_fd: int = -1,
+                    flags: int = PERF_FLAG_FD_CLOEXEC) -> int:
+    """The raw syscall; returns a descriptor or raises OSError."""
+    fd = _libc.syscall(ctypes.c_long(NR_PERF_EVENT_OPEN), ctypes.byref(attr), ctypes.c_int(pid),
+                       ctypes.c_int(cpu), ctypes.c_int(group_fd), ctypes.c_ulong(flags))
+    if fd < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return int(fd)
+
+
+def _set_output(fd: int, target_fd: int) -> None:
+    if _libc.ioctl(ctypes.c_int(fd), ctypes.c_ulong(PERF_EVENT_IOC_SET_OUTPUT), ctypes.c_int(target_fd)) < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+
+def online_cpus() -> List[int]:
+    """Online CPU numbers, from /sys (all CPUs the scheduler may run a thread on)."""
+    try:
+        with open("/sys/devices/system/cpu/online") as f:
+            text = f.read().strip()
+    except OSError:
+        return list(range(os.cpu_count() or 1))
+    cpus = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.extend(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def thread_ids(pid: int) -> Set[int]:
+    """Thread ids of a process now (empty set if it is gone)."""
+    try:
+        return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
+    except OSError:
+        return set()
+
+
+def module_map_from_proc(pid: int) -> ModuleMap:
+    """A :class:`ModuleMap` of the file-backed executable modules of ``pid``, from /proc/PID/maps.
+
+    Same convention as the Frida module list: a module's base is its lowest mapping (the ELF
+    header, file offset 0), its size spans all its mappings, its name is the file's basename.
+    Used by tests and as the fallback for addresses outside every module Frida reported.
+    """
+    spans: Dict[str, List[int]] = {}
+    execs: Set[str] = set()
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            parts = line.split(None, 5)
+            if len(parts) < 6 or not parts[5].startswith("/"):
+                continue
+            path = parts[5].rstrip("\n")
+            if path.endswith(" (deleted)"):
+                path = path[: -len(" (deleted)")]
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            if path in spans:
+                spans[path][0] = min(spans[path][0], lo)
+                spans[path][1] = max(spans[path][1], hi)
+            else:
+                spans[path] = [lo, hi]
+            if "x" in parts[1]:
+                execs.add(path)
+    return ModuleMap(Module(os.path.basename(p), lo, hi - lo, p) for p, (lo, hi) in spans.items() if p in execs)
+
+
+@dataclass
+class SampledInterval(Interval):
+    """An :class:`Interval` from sampling: ``instructions`` is None (unknown, never invented),
+    ``counts`` are samples per key, ``samples`` their sum and ``period_ns`` the CPU time each
+    sample stands for; ``cpu_ns`` is therefore the user CPU time the window covers."""
+
+    samples: int = 0
+    period_ns: int = 0
+    mode: str = "sampled"
+
+    @property
+    def cpu_ns(self) -> int:
+        return self.samples * self.period_ns
+
+
+class _Ring:
+    """One mmapped perf ring (1 metadata page + 2**n data pages)."""
+
+    def __init__(self, fd: int, pages: int):
+        self.page = mmap.PAGESIZE
+        self.fd = fd
+        self.map = mmap.mmap(fd, (1 + pages) * self.page, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        self.size = pages * self.page
+        self.lost = 0
+
+    def read(self) -> bytes:
+        """All complete records since the last read (raw bytes), and release them to the kernel."""
+        m, page, size = self.map, self.page, self.size
+        head = _U64.unpack_from(m, _DATA_HEAD)[0]  # load data_head first (acquire on x86 TSO)
+        tail = _U64.unpack_from(m, _DATA_TAIL)[0]
+        n = head - tail
+        if not n:
+            return b""
+        start = tail % size
+        if start + n <= size:
+            data = m[page + start: page + start + n]
+        else:
+            data = m[page + start: page + size] + m[page: page + (start + n - size)]
+        _U64.pack_into(m, _DATA_TAIL, head)  # then release the space (store after the loads)
+        return data
+
+    def close(self) -> None:
+        self.map.close()
+
+
+class _Thread:
+    __slots__ = ("tid", "seq", "ips", "times", "pending", "last_end", "exited", "owner", "own_fds", "heirs")
+
+    def __init__(self, tid: int, owner: int):
+        self.tid = tid
+        self.seq = 0
+        self.ips: List[np.ndarray] = []
+        self.times: List[np.ndarray] = []
+        self.pending = 0
+        self.last_end = 0
+        self.exited = False
+        self.owner = owner  # tid whose opened events sample this thread (itself, or its ancestor)
+        self.own_fds: List[int] = []
+        self.heirs = 0  # live threads (other than itself) sampled through this thread's events
+
+
+class Sampler:
+    """Sample every thread of process ``pid`` by CPU time and cut per-thread windows.
+
+    ``start()`` opens the events (raises :class:`InputError` with one line if the kernel refuses);
+    ``poll(timeout)`` waits up to ``timeout`` seconds for data, reads every ring and returns the
+    windows completed since the last call (list of :class:`SampledInterval`, in time order per
+    thread); ``stop()`` closes everything and returns the remaining partial windows.
+    ``keys_for`` turns raw IPs into stable keys (default: :func:`module_map_from_proc` of the
+    target, refreshed when an IP falls outside every known module).
+    Counters: ``samples`` (accepted), ``lost`` (records the kernel dropped, ring full),
+    ``duplicates`` (double-covered samples dropped), ``foreign`` (other processes' samples
+    dropped), ``kernel_samples``; ``threads`` (every tid seen), ``live`` (tids not yet exited).
+    """
+
+    def __init__(self, pid: int, period_ns: int = DEFAULT_PERIOD_NS, window_samples: int = DEFAULT_WINDOW_SAMPLES,
+                 ring_pages: int = DEFAULT_RING_PAGES, kernel: bool = False, modules: Optional[ModuleMap] = None):
+        if period_ns < 10_000:
+            raise InputError(f"sample period must be at least 10000 ns (100 kHz), got {period_ns}")
+        if window_samples < 1:
+            raise InputError(f"window must be at least 1 sample, got {window_samples}")
+        if ring_pages < 1 or ring_pages & (ring_pages - 1):
+            raise InputError(f"ring pages must be a power of two, got {ring_pages}")
+        self.pid = pid
+        self.period_ns = period_ns
+        self.window_samples = window_samples
+        self.ring_pages = ring_pages
+        self.kernel = kernel
+        self.modules = modules
+        self._own_modules = modules is None
+        self.samples = self.lost = self.duplicates = self.foreign = self.kernel_samples = 0
+        self.threads: Set[int] = set()
+        self._t: Dict[int, _Thread] = {}
+        self._rings: Dict[int, _Ring] = {}
+        self._id_tid: Dict[int, int] = {}  # event id -> tid that owns it
+        self._own: Set[int] = set()  # tids with their own events
+        self._held = np.zeros(0, dtype=[("ip", "<u8"), ("tid", "<u4"), ("time", "<u8")])
+        self._held_exits: List[tuple] = []  # (tid, time) of EXIT records newer than the watermark
+        self._last_scan = 0
+        self._poller = select.poll()
+        self._polled: Set[int] = set()
+        self._started = self._stopped = False
+        self._clock = CLOCK_REALTIME
+
+    # -- setup ----------------------------------------------------------------------------
+    def _attr(self) -> PerfEventAttr:
+        a = PerfEventAttr()
+        a.type = PERF_TYPE_SOFTWARE
+        a.size = ctypes.sizeof(PerfEventAttr)
+        a.config = PERF_COUNT_SW_CPU_CLOCK
+        a.sample_period = self.period_ns
+        a.sample_type = SAMPLE_TYPE
+        a.disabled = 0
+        a.inherit = 1
+        a.inherit_thread = 1
+        a.exclude_kernel = 0 if self.kernel else 1
+        a.exclude_hv = 1
+        a.task = 1
+        a.watermark = 1
+        a.wakeup_watermark = self.ring_pages * mmap.PAGESIZE // 4
+        a.use_clockid = 1
+        a.clockid = self._clock
+        return a
+
+    def start(self) -> "Sampler":
+        """Open one event per (existing thread, CPU), a ring per CPU; threads created later inherit."""
+        if self._started:
+            return self
+        if not os.path.isdir(f"/proc/{self.pid}/task"):
+            raise InputError(f"cannot sample process {self.pid}: no such process")
+        self._started = True
+        self._cpus = online_cpus()
+        try:
+            seen: Set[int] = set()
+            while True:  # rescan until stable: catches threads created while opening events
+                new = thread_ids(self.pid) - seen
+                if not new:
+                    break
+                for tid in sorted(new):
+                    seen.add(tid)
+                    self._open_thread(tid)
+            if not self._own:
+                raise InputError(f"process {self.pid} exited before sampling started")
+        except BaseException:
+            self._close_all()
+            raise
+        if self._own_modules:
+            self.modules = module_map_from_proc(self.pid)
+        return self
+
+    def _open_thread(self, tid: int) -> None:
+        fds = []
+        attr = self._attr()
+        for cpu in self._cpus:
+            try:
+                fd = perf_event_open(attr, tid, cpu)
+            except OSError as e:
+                if e.errno == errno.ESRCH:  # the thread exited meanwhile
+                    for f in fds:
+                        os.close(f)
+                    return
+                for f in fds:
+                    os.close(f)
+                raise InputError(_refusal(e, self.pid, self.kernel)) from None
+            fds.append(fd)
+            ring = self._rings.get(cpu)
+            try:
+                if ring is None:
+                    self._rings[cpu] = _Ring(fd, self.ring_pages)
+                    self._poller.register(fd, select.POLLIN)
+                    self._polled.add(fd)
+                else:
+                    _set_output(fd, ring.fd)
+                self._id_tid[_event_id(fd)] = tid
+            except OSError as e:
+                for f in fds:
+                    os.close(f)
+                raise InputError(f"cannot map the perf ring buffer of process {self.pid}: {e.strerror} "
+                                 "(raise ulimit -l or /proc/sys/kernel/perf_event_mlock_kb)") from None
+        th = self._t.get(tid) or self._thread(tid, tid)
+        th.owner = tid
+        th.own_fds = fds
+        self._own.add(tid)
+
+    def _thread(self, tid: int, owner: int) -> _Thread:
+        th = self._t[tid] = _Thread(tid, owner)
+        self.threads.add(tid)
+        if owner != tid and owner in self._t:
+            self._t[owner].heirs += 1
+        return th
+
+    # -- reading --------------------------------------------------------------------------
+    def poll(self, timeout: float = 0.1) -> List[SampledInterval]:
+        """Wait up to ``timeout`` s for the rings to fill past their watermark, read them all and
+        return the completed windows."""
+        if not self._started or self._stopped:
+            return []
+        if timeout and timeout > 0:
+            deadline = time.monotonic() + timeout
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                if not self._polled:  # every ring owner exited: nothing can wake us, just wait
+                    time.sleep(left)
+                    break
+                ready = self._poller.poll(max(1, int(left * 1000)))
+                hung = [fd for fd, ev in ready if ev & (select.POLLHUP | select.POLLERR)]
+                for fd in hung:  # the owner thread exited (its ring still receives inherited samples)
+                    self._poller.unregister(fd)
+                    self._polled.discard(fd)
+                if len(hung) < len(ready):
+                    break
+        return self._drain(final=False)
+
+    def stop(self) -> List[SampledInterval]:
+        """Read what is left, close every descriptor and return the remaining (partial) windows."""
+        if not self._started or self._stopped:
+            return []
+        out = self._drain(final=True)
+        for th in self._t.values():
+            out.extend(self._cut(th, final=True))
+        self._stopped = True
+        self._close_all()
+        return out
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def _drain(self, final: bool) -> List[SampledInterval]:
+        watermark = time.time_ns()
+        samples, exits = [], []
+        for ring in self._rings.values():
+            data = ring.read()
+            if data:
+                samples.append(self._parse(data, exits))
+        batch = np.concatenate([self._held] + samples) if samples else self._held
+        if not final:
+            keep = batch["time"] < watermark
+            self._held, batch = batch[~keep], batch[keep]
+        else:
+            self._held = self._held[:0]
+        out: List[SampledInterval] = []
+        if len(batch):
+            batch = batch[np.argsort(batch["time"], kind="stable")]
+            tids = np.unique(batch["tid"])
+            order = np.argsort(batch["tid"], kind="stable")
+            grouped = batch[order]
+            bounds = np.searchsorted(grouped["tid"], tids, side="left")
+            ends = np.append(bounds[1:], len(grouped))
+            for tid, lo, hi in zip(tids.tolist(), bounds.tolist(), ends.tolist()):
+                th = self._t.get(tid) or self._thread(tid, tid)
+                th.ips.append(grouped["ip"][lo:hi])
+                th.times.append(grouped["time"][lo:hi])
+                th.pending += hi - lo
+                out.extend(self._cut(th, final=False))
+        exits = self._held_exits + exits
+        if not final:
+            self._held_exits = [(tid, t) for tid, t in exits if t >= watermark]
+            exits = [(tid, t) for tid, t in exits if t < watermark]
+            if watermark - self._last_scan > 1_000_000_000:  # fallback: EXIT records lost
+                self._last_scan = watermark
+                present = thread_ids(self.pid)
+                exits += [(tid, watermark) for tid in self.live if tid not in present]
+        for tid, _ in exits:
+            th = self._t.get(tid)
+            if th is not None and not th.exited:
+                th.exited = True
+                if not final:
+                    out.extend(self._cut(th, final=True))
+                self._retire(th)
+        return out
+
+    def _parse(self, data: bytes, exits: List[int]) -> np.ndarray:
+        """Sample records of a chunk as a structured array; handles LOST/FORK/EXIT in place."""
+        n = len(data)
+        recs = []
+        off = 0
+        unpack_sample = _SAMPLE.unpack_from
+        own, id_tid, pid = self._own, self._id_tid, self.pid
+        while off + 8 <= n:
+            rtype, misc, size = _HEADER.unpack_from(data, off)
+            if size < 8 or off + size > n:
+                break
+            if rtype == PERF_RECORD_SAMPLE:
+                _, _, _, ident, ip, spid, tid, t = unpack_sample(data, off)
+                if spid != pid:
+                    self.foreign += 1
+                elif tid in own and id_tid.get(ident, tid) != tid:
+                    self.duplicates += 1
+                elif misc & PERF_RECORD_MISC_CPUMODE_MASK != PERF_RECORD_MISC_USER:
+                    self.kernel_samples += 1
+                    if self.kernel:
+                        recs.append((KERNEL_KEY, tid, t))
+                else:
+                    recs.append((ip, tid, t))
+            elif rtype == PERF_RECORD_LOST:
+                self.lost += _LOST.unpack_from(data, off + 8)[1]
+            elif rtype == PERF_RECORD_FORK:
+                rpid, _, tid, ptid, _ = _TASK.unpack_from(data, off + 8)
+                if rpid == pid and tid not in self._t:
+                    parent = self._t.get(ptid)
+                    self._thread(tid, parent.owner if parent is not None else ptid)
+            elif rtype == PERF_RECORD_EXIT:
+                rpid, _, tid, _, t = _TASK.unpack_from(data, off + 8)
+                if rpid == pid:
+                    exits.append((tid, t))
+            off += size
+        self.samples += len(recs)
+        return np.array(recs, dtype=self._held.dtype)
+
+    # -- windows --------------------------------------------------------------------------
+    def _cut(self, th: _Thread, final: bool) -> List[SampledInterval]:
+        w = self.window_samples
+        if th.pending < w and not (final and th.pending):
+            return []
+        ips = np.concatenate(th.ips)
+        times = np.concatenate(th.times)
+        out = []
+        start = 0
+        while len(ips) - start >= w or (final and start < len(ips)):
+            stop = min(start + w, len(ips))
+            out.append(self._window(th, ips[start:stop], times[start:stop], partial=stop - start < w))
+            start = stop
+        th.ips, th.times = ([ips[start:]], [times[start:]]) if start < len(ips) else ([], [])
+        th.pending = len(ips) - start
+        return out
+
+    def _window(self, th: _Thread, ips: np.ndarray, times: np.ndarray, partial: bool) -> SampledInterval:
+        uniq, first, counts = np.unique(ips, return_index=True, return_counts=True)
+        keys = self.keys_for(uniq)
+        begin = th.last_end or int(times[0]) - self.period_ns
+        end = int(times[-1])
+        th.last_end = end
+        iv = SampledInterval(thread=th.tid, seq=th.seq, instructions=None, keys=keys,
+                             counts=counts.astype(np.uint64), pcs=uniq, start_ns=begin, end_ns=end,
+                             partial=partial, samples=len(ips), period_ns=self.period_ns)
+        th.seq += 1
+        return iv
+
+    def keys_for(self, ips: np.ndarray) -> np.ndarray:
+        """Stable keys of raw IPs (kernel samples keep :data:`KERNEL_KEY`)."""
+        ips = np.asarray(ips, dtype=np.uint64)
+        user = ips != np.uint64(KERNEL_KEY)
+        mm = self.modules if self.modules is not None else ModuleMap()
+        if self._own_modules and len(mm) and (mm._index(ips[user]) < 0).any():
+            try:  # a module loaded since the last look: refresh once
+                self.modules = mm = module_map_from_proc(self.pid)
+            except OSError:
+                pass
+        keys = mm.keys(ips)
+        keys[~user] = np.uint64(KERNEL_KEY)
+        return keys
+
+    # -- thread lifetimes and teardown ----------------------------------------------------
+    def _retire(self, th: _Thread) -> None:
+        """Close the events of exited threads nothing inherits from any more."""
+        if th.owner != th.tid and th.owner in self._t:
+            owner = self._t[th.owner]
+            owner.heirs -= 1
+            self._maybe_close(owner)
+        self._maybe_close(th)
+
+    def _maybe_close(self, th: _Thread) -> None:
+        if not (th.exited and th.heirs <= 0 and th.own_fds):
+            return
+        ring_fds = {r.fd for r in self._rings.values()}
+        keep = [fd for fd in th.own_fds if fd in ring_fds]  # ring owners stay open until stop()
+        for fd in th.own_fds:
+            if fd not in ring_fds:
+                os.close(fd)
+        th.own_fds = keep
+
+    @property
+    def live(self) -> Set[int]:
+        return {t for t, th in self._t.items() if not th.exited}
+
+    @property
+    def alive(self) -> bool:
+        """Whether some thread of the target is still running (as far as the records tell)."""
+        return bool(self.live)
+
+    @property
+    def open_fds(self) -> int:
+        return sum(len(th.own_fds) for th in self._t.values())
+
+    def _close_all(self) -> None:
+        ring_fds = set()
+        for ring in self._rings.values():
+            ring_fds.add(ring.fd)
+            ring.close()
+        for th in self._t.values():
+            for fd in th.own_fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            th.own_fds = []
+        self._rings = {}
+
+
+def _event_id(fd: int) -> int:
+    """The kernel's id of an event (PERF_EVENT_IOC_ID), as PERF_SAMPLE_IDENTIFIER reports it."""
+    buf = ctypes.c_uint64(0)
+    # _IOR('$', 7, __u64) = 0x80082407
+    if _libc.ioctl(ctypes.c_int(fd), ctypes.c_ulong(0x80082407), ctypes.byref(buf)) < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return int(buf.value)
+
+
+def _paranoid() -> Optional[int]:
+    try:
+        with open("/proc/sys/kernel/perf_event_paranoid") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _refusal(e: OSError, pid: int, kernel: bool = False) -> str:
+    """One line: why the kernel refused to sample ``pid`` and what to do."""
+    if e.errno in (errno.EACCES, errno.EPERM):
+        level = _paranoid()
+        need = 1 if kernel else 2
+        if level is not None and level > need:
+            fix = f"run as root or set /proc/sys/kernel/perf_event_paranoid to {need} or lower"
+        else:
+            fix = "run as root or as the user who owns the process (ptrace access to it is required)"
+        return (f"cannot sample process {pid}: perf_event_open denied ({e.strerror}, perf_event_paranoid "
+                f"is {level}); {fix}, or use --mode exact")
+    if e.errno == errno.ESRCH:
+        return f"cannot sample process {pid}: it exited"
+    if e.errno in (errno.ENOENT, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENODEV):
+        return (f"cannot sample process {pid}: this kernel has no perf software cpu-clock event "
+                f"({e.strerror}); use --mode exact")
+    if e.errno == errno.EMFILE:
+        return f"cannot sample process {pid}: too many open files (raise ulimit -n)"
+    return f"cannot sample process {pid}: perf_event_open failed ({e.strerror}); use --mode exact"

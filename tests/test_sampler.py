@@ -1,0 +1,180 @@
+"""The perf cpu-clock sampler (``--mode sampled`` signal) against real compiled processes."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from phasescope.errors import InputError
+from phasescope.interval import Interval
+from phasescope.modules import fnv1a32
+from phasescope.target import sampler as sm
+from phasescope.target.sampler import SampledInterval, Sampler, module_map_from_proc
+
+from agent_support import functions
+
+
+def _perf_available() -> bool:
+    a = sm.PerfEventAttr(type=sm.PERF_TYPE_SOFTWARE, size=136, config=sm.PERF_COUNT_SW_CPU_CLOCK)
+    a.exclude_kernel = a.exclude_hv = 1
+    try:
+        os.close(sm.perf_event_open(a, 0, -1))
+        return True
+    except OSError:
+        return False
+
+
+pytestmark = pytest.mark.skipif(not _perf_available(), reason="perf_event_open refused on this machine")
+
+
+def _run_sampled(argv, go: bytes = b"go\n", **kw):
+    """Start ``argv`` (it prints "ready" and waits for a line), sample it to its end.
+    Returns (stdout bytes, windows, sampler, module map taken at start)."""
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        head = p.stdout.readline()
+        s = Sampler(p.pid, **kw).start()
+        mods = s.modules
+        p.stdin.write(go)
+        p.stdin.close()
+        windows = []
+        while s.alive:
+            windows += s.poll(0.05)
+        windows += s.stop()
+        out = head + p.stdout.read()
+    finally:
+        p.kill() if p.poll() is None else None
+        p.wait()
+    return out, windows, s, mods
+
+
+def _function_of(binary):
+    """key -> function name of ``binary`` for a module map of a running copy of it."""
+    funcs = functions(binary)
+    tag = fnv1a32(os.path.basename(binary)) << 32
+
+    def name(key: int) -> str:
+        if key >> 32 != tag >> 32:
+            return "other"
+        off = key & 0xFFFFFFFF
+        return next((n for start, size, n in funcs if start <= off < start + size), "other")
+
+    return name
+
+
+def test_two_phases_in_order_and_output_unchanged(build):
+    exe = build("sampled_two.c")
+    native = subprocess.run([exe, "120000000"], capture_output=True, check=True).stdout
+    out, windows, s, mods = _run_sampled([exe, "120000000", "wait"], window_samples=100, period_ns=250_000)
+    assert out == native  # the target's output is byte-identical
+    assert windows and all(isinstance(w, SampledInterval) and isinstance(w, Interval) for w in windows)
+    assert {w.thread for w in windows} == {windows[0].thread}
+    assert [w.seq for w in windows] == list(range(len(windows)))
+    assert all(w.instructions is None for w in windows)  # never invented
+    assert all(w.samples == 100 and not w.partial for w in windows[:-1])
+    assert windows[-1].partial and 0 < windows[-1].samples <= 100
+    for w in windows:
+        assert w.counts.sum() == w.samples and w.period_ns == 250_000
+        assert np.array_equal(w.keys, mods.keys(w.pcs))  # keys exactly as exact mode computes them
+        assert w.start_ns < w.end_ns
+    name = _function_of(exe)
+    tops = [name(int(w.keys[w.counts.argmax()])) for w in windows if w.samples >= 50]
+    # phase_a then phase_b: one switch, at most one mixed window in between
+    assert tops[0] == "phase_a" and tops[-1] == "phase_b", tops
+    assert tops.index("phase_b") == len(tops) - tops[::-1].index("phase_a"), tops
+    shares = [Counter({name(int(k)): int(c) for k, c in zip(w.keys, w.counts)}) for w in windows]
+    pure = [max(c.values()) / sum(c.values()) for c in shares[:-1]]
+    assert sorted(pure)[1] > 0.9  # all but the transition window are (nearly) one function
+    assert s.lost == 0 and s.duplicates == 0 and s.foreign == 0
+
+
+def test_threads_created_after_start_are_sampled_from_their_start(build):
+    exe = build("sampled_threads.c", "-pthread")
+    out, windows, s, _ = _run_sampled([exe, "3", "40"], window_samples=1000, period_ns=250_000)
+    cpu = {int(t): int(ns) for t, ns in re.findall(rb"thread (\d+) cpu_ns (\d+)", out)}
+    assert len(cpu) == 3
+    assert set(cpu) <= s.threads and not s.live
+    name = _function_of(exe)
+    for tid, ns in cpu.items():
+        mine = [w for w in windows if w.thread == tid]
+        assert len(mine) == 1 and mine[0].partial and mine[0].seq == 0  # flushed at its exit
+        sampled_ns = mine[0].cpu_ns
+        # 40 ms = 160 samples: the whole life of a thread created after start() is covered
+        # (a /proc poll every 50 ms would miss most of it); allow sampling jitter.
+        assert abs(sampled_ns - ns) < 0.15 * ns + 3 * s.period_ns, (sampled_ns, ns)
+        top = Counter()
+        for k, c in zip(mine[0].keys, mine[0].counts):
+            top[name(int(k))] += int(c)
+        assert top.most_common(1)[0][0] in ("spin", "other")  # spin, or clock_gettime in the vDSO
+        assert top["spin"] > 0.2 * mine[0].samples
+    assert s.open_fds <= len(s._rings)  # exited threads' descriptors closed (ring owners last)
+
+
+def test_existing_threads_and_fd_closing(build):
+    exe = build("threads4.c", "-pthread")
+    out, windows, s, _ = _run_sampled([exe, "20000000"], window_samples=200)
+    tids = {int(i): int(t) for i, t in re.findall(rb"worker (\d) tid (\d+)", out)}
+    assert len(tids) == 4 and set(tids.values()) <= s.threads
+    name = _function_of(exe)
+    for i, tid in tids.items():
+        mine = [w for w in windows if w.thread == tid]
+        assert [w.seq for w in mine] == list(range(len(mine))) and mine
+        total = Counter()
+        for w in mine:
+            for k, c in zip(w.keys, w.counts):
+                total[name(int(k))] += int(c)
+        assert total.most_common(1)[0][0] == f"work{i}", total
+
+
+def test_missing_process_is_one_line_input_error():
+    with pytest.raises(InputError) as e:
+        Sampler(2**22 + 12345).start()
+    assert "\n" not in str(e.value) and e.value.exit_code == 2
+
+
+def test_bad_parameters_are_input_errors():
+    for kw in ({"period_ns": 10}, {"window_samples": 0}, {"ring_pages": 3}):
+        with pytest.raises(InputError):
+            Sampler(os.getpid(), **kw)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to an unprivileged user")
+def test_refusal_when_not_permitted():
+    """An unprivileged user may not sample a root process: one line saying what to do."""
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        code = 3
+        try:
+            os.close(r)
+            os.setgid(65534)
+            os.setuid(65534)
+            Sampler(1).start()
+            os.write(w, b"no error")
+        except InputError as e:
+            os.write(w, str(e).encode())
+            code = e.exit_code
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        msg = f.read().decode()
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 2, msg
+    assert "\n" not in msg and "perf_event_paranoid" in msg and "root" in msg and "owns" in msg, msg
+
+
+def test_module_map_from_proc_matches_own_process():
+    mm = module_map_from_proc(os.getpid())
+    names = {m.name for m in mm.modules}
+    assert any(n.startswith("libc") for n in names)
+    import ctypes
+    addr = ctypes.cast(ctypes.CDLL(None).getpid, ctypes.c_void_p).value
+    name, off = mm.locate(addr)
+    assert name.startswith("libc") and 0 < off < 2**32
