@@ -85,6 +85,11 @@ function setup(opts) {
 function follow(tid) {
   if (stopping || threads.has(tid) || tid === deferredMain)
     return;
+  if (config.watch) { // sampled mode: the kernel samples the thread; the agent only reports it
+    threads.set(tid, null);
+    started.push(tid);
+    return;
+  }
   let options = {};
   if (config.bare) { // baseline for the benchmark: Stalker without phasescope's counters
     threads.set(tid, null);
@@ -148,7 +153,7 @@ function close(tid, unfollow) {
   if (region === undefined)
     return;
   threads.delete(tid);
-  if (unfollow)
+  if (unfollow && !config.watch)
     Stalker.unfollow(tid);
   if (region !== null) {
     api.threadClose(region);
@@ -407,8 +412,10 @@ rpc.exports = {
       o.detach();
     observers = [];
     Process.setExceptionHandler(() => false);
-    for (const tid of Array.from(threads.keys()))
-      Stalker.unfollow(tid);
+    if (!config.watch) {
+      for (const tid of Array.from(threads.keys()))
+        Stalker.unfollow(tid);
+    }
     for (const [tid, region] of threads)
       releaseHotLoop(tid, region);
     Stalker.flush();

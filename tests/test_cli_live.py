@@ -97,7 +97,7 @@ def test_plain_output_lines(build):
     lines = r.stderr.splitlines()
     changes = [ln for ln in lines if " -> P" in ln]
     assert changes and changes[0].split(": ")[1].startswith("start -> P0 (new)")
-    assert any("intervals," in ln and "RLE Markov accuracy" in ln for ln in lines)
+    assert any("intervals," in ln and "prediction accuracy" in ln for ln in lines)
 
 
 def test_attach_by_pid_with_duration_leaves_target_running(long_running, tmp_path):

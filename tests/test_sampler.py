@@ -5,17 +5,16 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from collections import Counter
 
 import numpy as np
 import pytest
 
 from phasescope.errors import InputError
-from phasescope.interval import Interval
-from phasescope.modules import fnv1a32
+from phasescope.engine.interval import Interval
+from phasescope.target.modules import fnv1a32
 from phasescope.target import sampler as sm
-from phasescope.target.sampler import SampledInterval, Sampler, module_map_from_proc
+from phasescope.target.sampler import Sampler, module_map_from_proc
 
 from agent_support import functions
 
@@ -73,7 +72,7 @@ def test_two_phases_in_order_and_output_unchanged(build):
     native = subprocess.run([exe, "120000000"], capture_output=True, check=True).stdout
     out, windows, s, mods = _run_sampled([exe, "120000000", "wait"], window_samples=100, period_ns=250_000)
     assert out == native  # the target's output is byte-identical
-    assert windows and all(isinstance(w, SampledInterval) and isinstance(w, Interval) for w in windows)
+    assert windows and all(isinstance(w, Interval) and w.mode == "sampled" for w in windows)
     assert {w.thread for w in windows} == {windows[0].thread}
     assert [w.seq for w in windows] == list(range(len(windows)))
     assert all(w.instructions is None for w in windows)  # never invented

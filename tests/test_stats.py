@@ -69,7 +69,7 @@ def test_partial_intervals_count_but_do_not_skew_per_interval_metrics():
     s.add(iv(1, 0, 100, 10), 0, 0)
     s.add(iv(1, 1, 30, 3, partial=True), 0, 1)
     p = s.phases[0]
-    assert p.intervals == 2 and p.instructions == 130
+    assert p.intervals == 2 and p.weight == 130
     assert p.metrics.values["wall_ns"].n == 1
 
 

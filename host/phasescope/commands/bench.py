@@ -9,6 +9,8 @@ the same machine load, and reports the minimum wall time of each:
 * ``traced``      -- phasescope's agent: per-block counters, intervals, records shipped to the host
 * ``end-to-end``  -- the traced run including spawn, injection and agent start-up
 * ``exp-bbv``     -- ``valgrind --tool=exp-bbv`` with the same interval, when valgrind is installed
+* ``sampled``     -- with ``--mode sampled``, instead of the three above: kernel CPU-clock sampling
+                     with the watch-only agent (no Stalker)
 
 ``bare`` and ``traced`` time the target from the moment it is resumed with every thread followed
 until the host learns that it exited.
@@ -24,10 +26,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Optional
 
+from phasescope.commands.options import DEFAULT_RATE
 from phasescope.commands.runner import Command
 from phasescope.engine.tracker import TrackerConfig
 from phasescope.errors import InputError, PhasescopeError
+from phasescope.target.sampled_session import SampledSession
+from phasescope.target.sampler import DEFAULT_WINDOW_SAMPLES
 from phasescope.target.session import TraceSession
 from phasescope.target.events import Ended, IntervalEvent
 from phasescope.target.device import resolve_device, resolve_target
@@ -47,6 +53,12 @@ class BenchCommand(Command):
         p.add_argument("--no-valgrind", action="store_true", help="skip the valgrind exp-bbv comparison")
         p.add_argument("--no-bare", action="store_true", help="skip the bare Stalker.follow baseline")
         p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+        p.add_argument("--mode", choices=("exact", "sampled"), default="exact",
+                       help="measure exact mode (with bare Stalker and exp-bbv) or sampled mode")
+        p.add_argument("--rate", type=int, default=DEFAULT_RATE, metavar="HZ",
+                       help=f"sampled mode: samples per second (default {DEFAULT_RATE})")
+        p.add_argument("--window", type=int, default=DEFAULT_WINDOW_SAMPLES, metavar="SAMPLES",
+                       help=f"sampled mode: samples per interval (default {DEFAULT_WINDOW_SAMPLES})")
         p.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
 
     def run(self, args) -> int:
@@ -56,8 +68,9 @@ class BenchCommand(Command):
         if not command:
             raise InputError("no program given: phasescope bench [options] -- PROGRAM [ARGS...]")
         interval = TrackerConfig(interval=args.interval).interval  # the one check of an interval
+        sampled = None if args.mode == "exact" else {"rate_hz": args.rate, "window_samples": args.window}
         result = measure(command, runs=args.runs, interval=interval, valgrind=not args.no_valgrind,
-                         bare=not args.no_bare)
+                         bare=not args.no_bare, sampled=sampled)
         print(json.dumps(result) if args.json else format_report(result))
         sys.stdout.flush()
         return 0
@@ -75,10 +88,9 @@ def _native(argv) -> float:
     return elapsed
 
 
-def _traced(device, target, interval: int, bare: bool):
+def _traced(session, what: str):
     """(target wall seconds, end-to-end seconds, intervals, instructions) of one traced run."""
     t0 = time.perf_counter()
-    session = TraceSession(device, target, interval=interval, stdio="pipe", bare=bare)
     session.start()
     t1 = time.perf_counter()
     n = instructions = 0
@@ -87,15 +99,15 @@ def _traced(device, target, interval: int, bare: bool):
         for event in session.events():
             if isinstance(event, IntervalEvent):
                 n += 1
-                instructions += event.interval.instructions
+                instructions += event.interval.instructions or 0
             elif isinstance(event, Ended):
                 ended = event
     finally:
         session.stop()
     t2 = time.perf_counter()
     if ended is None or ended.how != "exited" or ended.code != 0:
-        what = ended.describe() if ended else "ended without a report"
-        raise PhasescopeError(f"{target.argv[0]} {what} under {'bare Stalker' if bare else 'phasescope'}")
+        how = ended.describe() if ended else "ended without a report"
+        raise PhasescopeError(f"{session.target.argv[0]} {how} under {what}")
     return t2 - t1, t2 - t0, n, instructions
 
 
@@ -115,8 +127,10 @@ def _valgrind(argv, interval: int) -> float:
     return elapsed
 
 
-def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = True, bare: bool = True) -> dict:
-    """Minimum wall seconds per configuration and the ratios to native."""
+def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = True, bare: bool = True,
+            sampled: Optional[dict] = None) -> dict:
+    """Minimum wall seconds per configuration and the ratios to native. ``sampled``: measure
+    sampled mode instead (its SampledSession options); no bare or valgrind runs then."""
     if runs < 1:
         raise InputError("--runs must be at least 1")
     device = resolve_device()
@@ -129,11 +143,22 @@ def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = Tr
     if use_valgrind:
         times["exp-bbv"] = []
     intervals = instructions = 0
+    if sampled is not None:
+        use_valgrind = valgrind = bare = False
+        times = {"native": [], "sampled": [], "end-to-end": []}
     for _ in range(runs):
         times["native"].append(_native(argv))
         if bare:
-            times["bare"].append(_traced(device, target, interval, bare=True)[0])
-        wall, e2e, intervals, instructions = _traced(device, target, interval, bare=False)
+            times["bare"].append(_traced(TraceSession(device, target, interval=interval, stdio="pipe", bare=True),
+                                         "bare Stalker")[0])
+        if sampled is not None:
+            wall, e2e, intervals, instructions = _traced(SampledSession(device, target, stdio="pipe", **sampled),
+                                                         "sampled mode")
+            times["sampled"].append(wall)
+            times["end-to-end"].append(e2e)
+            continue
+        wall, e2e, intervals, instructions = _traced(
+            TraceSession(device, target, interval=interval, stdio="pipe"), "phasescope")
         times["traced"].append(wall)
         times["end-to-end"].append(e2e)
         if use_valgrind:
@@ -144,6 +169,8 @@ def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = Tr
         ratios["traced/bare"] = best["traced"] / best["bare"]
     return {
         "command": argv,
+        "mode": "exact" if sampled is None else "sampled",
+        "sampled": sampled,
         "valgrind": "used" if use_valgrind else ("not installed" if valgrind else "skipped"),
         "runs": runs,
         "interval": interval,
@@ -158,9 +185,13 @@ def format_report(result: dict) -> str:
     lines = [
         f"program     {' '.join(result['command'])}",
         f"runs        {result['runs']} per configuration (minimum wall time shown)",
-        f"traced      {result['instructions']:,} instructions in {result['intervals']} intervals "
-        f"of {result['interval']:,}",
     ]
+    if result["mode"] == "sampled":
+        s = result["sampled"]
+        lines.append(f"sampled     {s['rate_hz']} Hz, {result['intervals']} intervals of {s['window_samples']} samples")
+    else:
+        lines.append(f"traced      {result['instructions']:,} instructions in {result['intervals']} intervals "
+                     f"of {result['interval']:,}")
     for name, secs in result["seconds"].items():
         ratio = "" if name == "native" else f"  {result['ratios'][name]:6.2f}x native"
         lines.append(f"{name:<11} {secs:8.3f} s{ratio}")

@@ -22,7 +22,6 @@ from phasescope.target.calls import QUERY_TIMEOUT
 from phasescope.target.events import (AgentError, Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output,
                                       ThreadExited, ThreadStarted)
 from phasescope.target.output import OutputRelay
-from phasescope.target.session import TraceSession
 from phasescope.target.symbols import Symbolizer
 from phasescope.view.plain import PlainView
 from phasescope.view.report import print_hot_code, print_report
@@ -36,10 +35,11 @@ CHECKPOINT_EVERY = 5.0  # seconds between summaries handed to the sinks
 
 
 class LiveRun:
-    """Session -> engine -> sinks and view. ``dashboard``: the rich screen, else plain lines on
-    ``out``; ``duration``: detach after so many seconds."""
+    """Session -> engine -> sinks and view. ``session``: a :class:`~phasescope.target.session.TraceSession` (exact mode) or a
+    :class:`~phasescope.target.sampled_session.SampledSession`; ``dashboard``: the rich screen,
+    else plain lines on ``out``; ``duration``: detach after so many seconds."""
 
-    def __init__(self, session: TraceSession, config: EngineConfig, sinks: List[Sink], *, dashboard: bool,
+    def __init__(self, session, config: EngineConfig, sinks: List[Sink], *, dashboard: bool,
                  out: TextIO, title: str, refresh: float = 4.0, status_every: float = 5.0,
                  duration: Optional[float] = None):
         self.session = session
@@ -71,7 +71,8 @@ class LiveRun:
         try:
             self.session.start()
             self.symbols = Symbolizer(self.session)
-            self.state = LiveState(self.engine, self.title, self.session.pid, self.symbols.describe)
+            self.state = LiveState(self.engine, self.title, self.session.pid, self.symbols.describe,
+                                   self.session.describe_mode())
             self.state.status = "tracing"
             self.state.threads_followed = len(self.session.threads)
             self.sinks.on_start(self._start_info())
@@ -160,7 +161,7 @@ class LiveRun:
     # -- the end ----------------------------------------------------------------------------------
 
     def _start_info(self) -> dict:
-        return {"target": self.target.describe(), "pid": self.session.pid, "mode": "exact",
+        return {"target": self.target.describe(), "pid": self.session.pid, "mode": self.session.mode,
                 "config": self.config.to_dict()}
 
     def _summary(self) -> dict:
@@ -171,7 +172,7 @@ class LiveRun:
         s["session"] = {
             "started": self.started_wall,
             "elapsed_s": time.time() - self.started_wall,
-            "interval": self.config.tracker.interval,
+            **self.session.info(),
             "threads_followed": len(self.session.threads),
             "dropped_records": self.session.dropped.records,
             "dropped_instructions": self.session.dropped.instructions,

@@ -22,6 +22,7 @@ from phasescope.sinks.bbv import BbvWriter
 from phasescope.sinks.log import JsonlLog
 from phasescope.sinks.summary import SummaryWriter
 from phasescope.target.device import Target, resolve_device, resolve_target
+from phasescope.target.sampled_session import SampledSession
 from phasescope.target.session import TraceSession
 
 
@@ -82,7 +83,7 @@ class MonitorCommand(Command):
         argv = self.target_argv(args)
         if argv is None and args.pid is None and args.name is None:
             raise InputError("give a target: -p PID, -n NAME or -f PROGRAM [ARGS...] (or try: phasescope demo)")
-        config = engine_config_from_args(args)
+        config = engine_config_from_args(args, preset_default="sampled" if args.mode == "sampled" else "default")
         # Open every output first: an unwritable path fails before we touch the target.
         out = _open_output(args.output)
         sinks = [JsonlLog(args.log) if args.log else None,
@@ -92,8 +93,11 @@ class MonitorCommand(Command):
             dashboard = not args.no_dashboard and sys.stdout.isatty()
             device = resolve_device(args.device, args.usb, args.host)
             target = resolve_target(device, pid=args.pid, name=args.name, argv=argv)
-            session = TraceSession(device, target, interval=config.tracker.interval,
-                                   stdio=args.stdio or ("pipe" if dashboard else "inherit"))
+            stdio = args.stdio or ("pipe" if dashboard else "inherit")
+            if args.mode == "sampled":
+                session = SampledSession(device, target, stdio=stdio, rate_hz=args.rate, window_samples=args.window)
+            else:
+                session = TraceSession(device, target, interval=config.tracker.interval, stdio=stdio)
             run = LiveRun(session, config, sinks, dashboard=dashboard, out=out, title=short_title(target),
                           refresh=args.refresh, status_every=args.status_every, duration=args.duration)
             return run.run(self.stop)

@@ -8,10 +8,12 @@ from typing import Optional
 
 from phasescope.engine.phase_engine import EngineConfig
 from phasescope.errors import InputError
+from phasescope.target.sampler import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES
 from phasescope.engine.predict import PredictorConfig
 from phasescope.engine.tracker import EVICT_POLICIES, FULL_POLICIES, PRESETS, UPDATE_POLICIES, TrackerConfig
 
 _T = TrackerConfig(**PRESETS["default"])
+DEFAULT_RATE = 10**9 // DEFAULT_PERIOD_NS
 _P = PredictorConfig()
 _UNSET = object()  # --bits not given (None means --full-precision)
 
@@ -20,10 +22,14 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     """Add every tracker and predictor option (defaults from ISCA 2003)."""
     g = parser.add_argument_group("phase tracker (Sherwood, Sair & Calder, ISCA 2003)",
                                   "Defaults: --tracker default; each option below overrides the preset.")
-    g.add_argument("--tracker", choices=sorted(PRESETS), default="default",
+    g.add_argument("--tracker", choices=sorted(PRESETS), default=None,
                    help="preset: 'paper' is ISCA 2003 exactly (6-bit footprints, threshold 0.1, 64-entry LRU "
                         "table); 'default' keeps full-precision footprints, threshold 0.3, mean representatives, 256 entries, "
-                        "least-used eviction (chosen on bench/quality/run.py)")
+                        "least-used eviction (chosen on bench/quality/run.py); 'sampled' (the default in sampled "
+                        "mode) grows a 0.1 threshold with the sampling noise (see --noise-z)")
+    g.add_argument("--noise-z", type=float, default=None, metavar="Z",
+                   help="sampled footprints: add Z times the expected sampling noise to the threshold "
+                        f"(default {PRESETS['sampled']['noise_z']} in sampled mode, 0 otherwise)")
     g.add_argument("--buckets", type=int, default=None, metavar="N",
                    help=f"accumulator buckets, i.e. footprint dimensions (default {_T.buckets})")
     bits = g.add_mutually_exclusive_group()
@@ -66,12 +72,14 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                    help=f"GPHT entries, LRU (default {_P.gpht_entries})")
 
 
-def engine_config_from_args(args: argparse.Namespace, interval_default: Optional[int] = _T.interval) -> EngineConfig:
+def engine_config_from_args(args: argparse.Namespace, interval_default: Optional[int] = _T.interval,
+                            preset_default: str = "default") -> EngineConfig:
     """Validated engine configuration (InputError with a clear message on an out-of-range value).
-    ``interval_default``: the interval when ``--interval`` is absent (replay: None, as recorded)."""
-    preset = dict(PRESETS[getattr(args, "tracker", "default")])
+    ``interval_default``: the interval when ``--interval`` is absent (replay: None, as recorded);
+    ``preset_default``: the tracker preset when ``--tracker`` is absent (sampled mode: ``sampled``)."""
+    preset = dict(PRESETS[getattr(args, "tracker", None) or preset_default])
     for name in ("buckets", "threshold", "table_size", "update_policy", "full_policy", "evict_policy",
-                 "transition", "confirm", "adaptive"):
+                 "transition", "confirm", "adaptive", "noise_z"):
         value = getattr(args, name, None)
         if value is not None:
             preset[name] = value
@@ -103,8 +111,17 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
-    """The engine's options and a live run's outputs, shared by the live monitor and the demo."""
+    """The engine's options, the signal source and a live run's outputs (live monitor and demo)."""
     add_engine_options(p)
+    s = p.add_argument_group("signal source")
+    s.add_argument("--mode", choices=("exact", "sampled"), default="exact",
+                   help="exact: Stalker counts every block's instructions (costs a multiple of native); sampled: "
+                        "the kernel's CPU-clock samples (perf_event_open, no code on the target's hot path; "
+                        "local device, needs root or perf_event_paranoid <= 1)")
+    s.add_argument("--rate", type=int, default=DEFAULT_RATE, metavar="HZ",
+                   help=f"sampled mode: samples per second of each thread's CPU time (default {DEFAULT_RATE})")
+    s.add_argument("--window", type=int, default=DEFAULT_WINDOW_SAMPLES, metavar="SAMPLES",
+                   help=f"sampled mode: samples per interval (default {DEFAULT_WINDOW_SAMPLES})")
     o = p.add_argument_group("output")
     o.add_argument("-o", "--output", metavar="FILE",
                    help="phasescope's own lines (changes, status, report) go to FILE instead of stderr")

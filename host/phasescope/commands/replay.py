@@ -8,7 +8,7 @@ predictor scores; ``--log`` and ``--summary`` write the same files as the live m
 from __future__ import annotations
 
 import argparse
-from itertools import islice
+from itertools import chain, islice
 from typing import Dict, Iterable, Iterator, List
 
 import numpy as np
@@ -108,14 +108,21 @@ class ReplayCommand(Command):
         p.add_argument("--top", type=int, default=20, metavar="N", help="phases shown in the table (default 20)")
 
     def run(self, args) -> int:
-        config = engine_config_from_args(args, interval_default=None)
+        engine_config_from_args(args, interval_default=None)  # bad options fail before any file is touched
         if args.top < 0:
             raise InputError(f"--top must not be negative (got {args.top})")
         sinks = Sinks([JsonlLog(args.log) if args.log else None,
                        SummaryWriter(args.summary) if args.summary else None])
         try:
             stream = open_input(args)
+            first = next(stream, None)
+            sampled = first is not None and first.mode == "sampled"
+            stream = chain([first] if first is not None else [], stream)
+            config = engine_config_from_args(args, interval_default=None,
+                                             preset_default="sampled" if sampled else "default")
             if args.interval is not None:
+                if sampled:
+                    raise InputError("--interval merges instructions, and a sampled log has none")
                 stream = merge_intervals(stream, args.interval)
             engine = PhaseEngine(config)
             engine.subscribe(sinks.on_interval)

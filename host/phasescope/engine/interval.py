@@ -16,13 +16,16 @@ class Interval:
     """One interval of one thread, as the tracker consumes it.
 
     ``keys`` are ASLR-stable block keys (see :mod:`phasescope.target.modules`), one per executed
-    branch-ending block, and ``counts`` the instructions each executed in the interval.
-    ``pcs`` holds the raw branch addresses when known (live sessions), for symbolization.
+    branch-ending block, and ``counts`` the instructions each executed in the interval (exact
+    mode); in sampled mode ``keys`` are the sampled code addresses' keys, ``counts`` samples per
+    key, ``instructions`` is None (unknown, never invented), ``samples`` their sum and
+    ``period_ns`` the CPU time each sample stands for. ``pcs`` holds the raw addresses when known
+    (live sessions), for symbolization.
     """
 
     thread: int
     seq: int  # per-thread sequence number, from 0
-    instructions: int
+    instructions: Optional[int]
     keys: np.ndarray  # uint64
     counts: np.ndarray  # uint64
     pcs: Optional[np.ndarray] = None  # uint64 raw addresses, same order as keys
@@ -30,8 +33,28 @@ class Interval:
     end_ns: int = 0
     partial: bool = False  # cut short by thread exit, process exit or detach
     os: Optional[dict] = field(default=None)  # OS_FIELDS -> int, deltas over the interval
+    mode: str = "exact"  # or "sampled"
+    samples: int = 0
+    period_ns: int = 0
 
     @property
     def wall_ns(self) -> int:
         """Wall time the interval took, 0 when unknown."""
         return max(0, self.end_ns - self.start_ns)
+
+    @property
+    def cpu_ns(self) -> Optional[int]:
+        """CPU time of the interval: sampled, or measured by the OS (None when unknown)."""
+        if self.mode == "sampled":
+            return self.samples * self.period_ns
+        return None if not self.os else self.os.get("cpu_ns")
+
+    @property
+    def unit(self) -> str:
+        """What :attr:`weight` counts: ``instructions`` or ``cpu_ns``."""
+        return "instructions" if self.instructions is not None else "cpu_ns"
+
+    @property
+    def weight(self) -> int:
+        """The interval's share of execution: its instructions, else its sampled CPU time."""
+        return self.instructions if self.instructions is not None else self.samples * self.period_ns

@@ -117,7 +117,8 @@ class PhaseEngine:
         self.skipped_empty += len(batch) - len(keep)
         if len(keep) < len(batch):
             batch, fps = [batch[i] for i in keep], fps[keep]
-        matches = self.tracker.classify_many(fps)
+        sampled = bool(batch) and batch[0].mode == "sampled"  # a stream is all one mode
+        matches = self.tracker.classify_many(fps, totals[keep] if sampled else None)
         results = []
         for iv, fp, m in zip(batch, fps, matches):
             predictors = self._predictors.get(iv.thread)

@@ -66,9 +66,10 @@ class Metrics:
         if iv.partial:
             return
         wall = iv.wall_ns
-        if wall > 0 and iv.instructions > 0:
+        if wall > 0 and iv.weight > 0:
             self.values["wall_ns"].add(wall)
-            self.values["ns_per_instruction"].add(wall / iv.instructions)
+            if iv.instructions:  # unknown in sampled mode
+                self.values["ns_per_instruction"].add(wall / iv.instructions)
         if iv.os:
             for f in OS_FIELDS:
                 v = iv.os.get(f)
@@ -87,13 +88,13 @@ class ThreadState:
     phase: int = -1
     run_length: int = 0
     intervals: int = 0
-    instructions: int = 0
+    weight: int = 0  # instructions (exact mode) or CPU ns (sampled mode)
     thread_seq: int = -1
     predictions: Dict[str, int] = field(default_factory=dict)  # of this thread's next phase
 
-    def to_dict(self) -> dict:
+    def to_dict(self, unit: str) -> dict:
         return {"phase": self.phase, "run_length": self.run_length, "intervals": self.intervals,
-                "instructions": self.instructions, "thread_seq": self.thread_seq,
+                **weighed(unit, self.weight), "thread_seq": self.thread_seq,
                 "predictions": dict(self.predictions)}
 
 
@@ -103,7 +104,7 @@ class PhaseStats:
     def __init__(self, phase: int, seq: int, ns: int):
         self.phase = phase
         self.intervals = 0
-        self.instructions = 0
+        self.weight = 0
         self.runs = 0
         self.max_run = 0
         self.transitions: Dict[int, int] = {}
@@ -138,12 +139,12 @@ class PhaseStats:
         best = sorted(self.top.items(), key=lambda kv: -kv[1][0])[:n]
         return [{"key": k, "pc": None if v[1] < 0 else v[1], "share": v[0] / total} for k, v in best]
 
-    def to_dict(self, total_instructions: int) -> dict:
+    def to_dict(self, unit: str, total: int) -> dict:
         return {
             "phase": self.phase,
             "intervals": self.intervals,
-            "instructions": self.instructions,
-            "share": self.instructions / total_instructions if total_instructions else 0.0,
+            **weighed(unit, self.weight),
+            "share": self.weight / total if total else 0.0,
             "runs": self.runs,
             "run_length": {"mean": self.mean_run, "max": self.max_run},
             "transitions": [{"phase": p, "count": c}
@@ -155,14 +156,22 @@ class PhaseStats:
         }
 
 
+def weighed(unit: str, weight: int) -> dict:
+    """The weight of a thread, phase or run under its unit's name; ``instructions`` is null when
+    the unit is CPU time (sampled mode), never invented."""
+    return {unit: weight} if unit == "instructions" else {"instructions": None, unit: weight}
+
+
 class Stats:
-    """Statistics of every phase, every thread and the whole run."""
+    """Statistics of every phase, every thread and the whole run. Shares and orders weigh each
+    interval by its instructions (exact mode) or its sampled CPU time (sampled mode): ``unit``."""
 
     def __init__(self):
         self.phases: Dict[int, PhaseStats] = {}
         self.threads: Dict[int, ThreadState] = {}
         self.intervals = 0
-        self.instructions = 0
+        self.weight = 0
+        self.unit = "instructions"
         self.runs = 0
         self.phase_changes = 0
         self.metrics = Metrics()
@@ -186,23 +195,25 @@ class Stats:
             ps.runs += 1
             self.runs += 1
         ts.intervals += 1
-        ts.instructions += iv.instructions
+        ts.weight += iv.weight
         ts.thread_seq = iv.seq
         ps.intervals += 1
-        ps.instructions += iv.instructions
+        ps.weight += iv.weight
         ps.max_run = max(ps.max_run, ts.run_length)
         ps.last_seq, ps.last_ns = seq, iv.end_ns
         ps.metrics.add(iv)
         if ps.intervals <= SAMPLE_FIRST or ps.intervals % SAMPLE_EVERY == 0:
             ps.sample_top(iv)
+        if not self.intervals:
+            self.unit = iv.unit
         self.intervals += 1
-        self.instructions += iv.instructions
+        self.weight += iv.weight
         self.metrics.add(iv)
         return previous
 
     def by_share(self) -> List[PhaseStats]:
-        """Phases, most instructions first."""
-        return sorted(self.phases.values(), key=lambda p: (-p.instructions, p.phase))
+        """Phases, heaviest first."""
+        return sorted(self.phases.values(), key=lambda p: (-p.weight, p.phase))
 
     def whole_run(self) -> dict:
         """Whole-run metrics, and per metric the instruction-weighted mean of per-phase CVs."""
@@ -212,12 +223,13 @@ class Stats:
             for p in self.phases.values():
                 cv = p.metrics.values[m].cv
                 if cv is not None:
-                    num += cv * p.instructions
-                    den += p.instructions
+                    num += cv * p.weight
+                    den += p.weight
             homogeneity[m] = {"whole_cv": self.metrics.values[m].cv, "phase_cv": num / den if den else None}
         return {
             "intervals": self.intervals,
-            "instructions": self.instructions,
+            **weighed(self.unit, self.weight),
+            "unit": self.unit,
             "threads": len(self.threads),
             "phases": len(self.phases),
             "runs": self.runs,
@@ -232,6 +244,6 @@ class Stats:
     def to_dict(self) -> dict:
         return {
             "whole": self.whole_run(),
-            "phases": [p.to_dict(self.instructions) for p in self.by_share()],
-            "threads": {str(t): s.to_dict() for t, s in sorted(self.threads.items())},
+            "phases": [p.to_dict(self.unit, self.weight) for p in self.by_share()],
+            "threads": {str(t): s.to_dict(self.unit) for t, s in sorted(self.threads.items())},
         }

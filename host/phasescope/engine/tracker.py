@@ -85,6 +85,7 @@ class TrackerConfig:
     confirm: int = 2
     candidates: int = 16
     adaptive: bool = False
+    noise_z: float = 0.0
 
     def __post_init__(self):
         _require(isinstance(self.buckets, int) and 1 <= self.buckets <= 1 << 20,
@@ -107,6 +108,8 @@ class TrackerConfig:
                  f"confirm must be at least 1 interval (got {self.confirm!r})")
         _require(isinstance(self.candidates, int) and self.candidates >= 1,
                  f"candidates must be at least 1 (got {self.candidates!r})")
+        _require(isinstance(self.noise_z, (int, float)) and 0 <= self.noise_z <= 20,
+                 f"noise z must be from 0 to 20 (got {self.noise_z!r})")
 
     @property
     def scale(self) -> float:
@@ -135,6 +138,10 @@ PRESETS = {
                   evict_policy="lru", transition=False, confirm=2, candidates=16, adaptive=False),
     "default": dict(buckets=32, bits=None, threshold=0.30, table_size=256, update_policy="mean", full_policy="evict",
                     evict_policy="lfu", transition=False, confirm=2, candidates=16, adaptive=False),
+    # Sampled mode (footprints of a few hundred samples): the default, with the threshold grown by
+    # noise_z times the sampling noise expected between two windows of the same phase.
+    "sampled": dict(buckets=32, bits=None, threshold=0.10, table_size=256, update_policy="mean", full_policy="evict",
+                    evict_policy="lfu", transition=False, confirm=2, candidates=16, adaptive=False, noise_z=3.45),
 }
 
 
@@ -196,6 +203,7 @@ class Tracker:
         self._cand_hits = np.zeros(c.candidates, dtype=np.int64)
         self._cand_last = np.zeros(c.candidates, dtype=np.int64)
         self._cand_used = 0
+        self._samples: Optional[float] = None  # sample count of the footprint being classified
 
     # -- accumulator and footprint ------------------------------------------------------------
     def footprints(self, keys: Sequence[np.ndarray], counts: Sequence[np.ndarray]):
@@ -224,8 +232,9 @@ class Tracker:
         """Classify one footprint (see the module docstring)."""
         return self.classify_many(np.asarray(footprint, dtype=np.float64)[None, :])[0]
 
-    def classify_many(self, footprints: np.ndarray) -> List[Match]:
-        """Classify footprints in order; same result as calling :meth:`classify` on each."""
+    def classify_many(self, footprints: np.ndarray, samples: Optional[np.ndarray] = None) -> List[Match]:
+        """Classify footprints in order; same result as calling :meth:`classify` on each.
+        ``samples``: each footprint's sample count, for the noise term of ``noise_z``."""
         f = np.asarray(footprints, dtype=np.float64)
         n, size = len(f), self.config.table_size
         dist = np.empty((n, min(size, self._used + n)), dtype=np.float64)  # n rows add <= n slots
@@ -234,6 +243,7 @@ class Tracker:
         out = []
         for i in range(n):
             self._clock += 1
+            self._samples = None if samples is None else float(samples[i])
             match, slot = self._classify_row(f[i], dist[i, : self._used])
             out.append(match)
             if slot is not None and i + 1 < n:
@@ -244,18 +254,29 @@ class Tracker:
         """Match threshold of stable slots, in footprint units."""
         base = self._threshold_units
         if not self.config.adaptive:
-            return np.full(len(slots), base)
-        n = np.maximum(self._hits[slots] - 1, 1)  # the founding interval adds no distance
-        mean = self._dsum[slots] / n
-        sd = np.sqrt(np.maximum(self._dsq[slots] / n - mean**2, 0))
-        return np.clip(mean + 2 * sd, base, 2 * base)
+            thr = np.full(len(slots), base)
+        else:
+            n = np.maximum(self._hits[slots] - 1, 1)  # the founding interval adds no distance
+            mean = self._dsum[slots] / n
+            sd = np.sqrt(np.maximum(self._dsq[slots] / n - mean**2, 0))
+            thr = np.clip(mean + 2 * sd, base, 2 * base)
+        if self.config.noise_z and self._samples:
+            thr = thr + self.config.noise_z * self.sampling_noise(self._reps[slots], self._samples)
+        return thr
+
+    def sampling_noise(self, reps: np.ndarray, samples: float) -> np.ndarray:
+        """Expected Manhattan distance (footprint units) between two footprints of ``samples``
+        samples each drawn from each representative's bucket fractions p: the sum over buckets of
+        E|X - Y| for X - Y ~ Normal(0, 2 p (1 - p) / samples), i.e. sqrt(2/pi) times its sd."""
+        p = np.clip(np.atleast_2d(reps) / self._scale, 0.0, 1.0)
+        return self._scale * np.sqrt(2 / np.pi) * np.sqrt(2 * p * (1 - p) / samples).sum(axis=1)
 
     def _classify_row(self, fp: np.ndarray, row: np.ndarray):
         """Match one footprint given its distances to the table; returns (Match, changed slot)."""
         c = self.config
         best, d = -1, None
         if len(row):
-            if c.adaptive:  # nearest among the phases whose own threshold it is under
+            if c.adaptive or (c.noise_z and self._samples):  # nearest among the phases whose own threshold it is under
                 under = row < self._thresholds(np.arange(len(row)))
                 best = int(np.where(under, row, np.inf).argmin()) if under.any() else int(row.argmin())
             else:

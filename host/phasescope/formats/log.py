@@ -6,7 +6,10 @@ Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instr
 - ``seq`` (int): global arrival order of classified intervals, from 0.
 - ``thread`` (int): thread id.
 - ``thread_seq`` (int): the interval's number within its thread, from 0.
-- ``instructions`` (int): instructions executed in the interval.
+- ``mode`` (str): ``exact`` (Stalker's counts) or ``sampled`` (kernel CPU-clock samples).
+- ``instructions`` (int or null): instructions executed in the interval; null in sampled mode.
+- ``samples`` (int or null): sampled mode, the samples in the interval (``blocks`` counts them).
+- ``cpu_ns`` (int or null): CPU time of the interval (sampled: samples x period; exact: the OS's).
 - ``partial`` (bool): cut short by thread exit, process exit or detach.
 - ``phase`` (int): phase ID given by the tracker.
 - ``distance`` (float or null): Manhattan distance from the interval's footprint to the nearest
@@ -45,7 +48,10 @@ def to_record(iv: Interval, r: IntervalResult) -> dict:
         "seq": r.seq,
         "thread": iv.thread,
         "thread_seq": iv.seq,
+        "mode": iv.mode,
         "instructions": iv.instructions,
+        "samples": iv.samples if iv.mode == "sampled" else None,
+        "cpu_ns": iv.cpu_ns,
         "partial": iv.partial,
         "phase": r.phase,
         "distance": r.distance,
@@ -116,10 +122,18 @@ def parse_record(line: str, where: str) -> Interval:
     if not isinstance(partial, bool):
         raise InputError(f"{where}: field 'partial' must be true or false")
     keys, counts = _blocks(rec["blocks"], where)
+    sampled = rec.get("mode") == "sampled"
+    if sampled:
+        samples, cpu_ns = _int(rec, "samples", where), _int(rec, "cpu_ns", where)
+        if rec["instructions"] is not None or samples != int(counts.sum()):
+            raise InputError(f"{where}: a sampled record has null 'instructions' and 'samples' equal to its blocks' sum")
     return Interval(
         thread=_int(rec, "thread", where),
         seq=_int(rec, "thread_seq", where),
-        instructions=_int(rec, "instructions", where),
+        instructions=None if sampled else _int(rec, "instructions", where),
+        mode="sampled" if sampled else "exact",
+        samples=samples if sampled else 0,
+        period_ns=cpu_ns // samples if sampled and samples else 0,
         keys=keys,
         counts=counts,
         start_ns=_int(rec, "start_ns", where, 0),

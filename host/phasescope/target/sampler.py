@@ -49,9 +49,9 @@ watermark (the clock read before the rings are read) and holds back samples newe
 samples reach the windows in time order.
 
 Windows: each thread's samples are cut into windows of exactly ``window_samples`` samples,
-i.e. ``window_samples x period_ns`` of user CPU time, emitted as :class:`SampledInterval` (an
-:class:`phasescope.interval.Interval` with ``instructions=None``, never invented, and
-``samples``/``period_ns``); ``counts`` are sample counts per key. A thread's last window is
+i.e. ``window_samples x period_ns`` of user CPU time, emitted as an
+:class:`~phasescope.engine.interval.Interval` with ``mode="sampled"``, ``instructions=None``
+(never invented) and ``samples``/``period_ns``; ``counts`` are sample counts per key. A thread's last window is
 emitted ``partial`` at its exit and at :meth:`Sampler.stop`.
 """
 
@@ -69,9 +69,9 @@ from typing import Dict, List, Optional, Set
 
 import numpy as np
 
-from ..errors import InputError
-from ..interval import Interval
-from ..modules import Module, ModuleMap
+from phasescope.errors import InputError
+from phasescope.engine.interval import Interval
+from phasescope.target.modules import Module, ModuleMap
 
 # -- kernel ABI (include/uapi/linux/perf_event.h) ---------------------------------------------
 NR_PERF_EVENT_OPEN = 298  # x86-64
@@ -256,20 +256,6 @@ def module_map_from_proc(pid: int) -> ModuleMap:
 
 
 @dataclass
-class SampledInterval(Interval):
-    """An :class:`Interval` from sampling: ``instructions`` is None (unknown, never invented),
-    ``counts`` are samples per key, ``samples`` their sum and ``period_ns`` the CPU time each
-    sample stands for; ``cpu_ns`` is therefore the user CPU time the window covers."""
-
-    samples: int = 0
-    period_ns: int = 0
-    mode: str = "sampled"
-
-    @property
-    def cpu_ns(self) -> int:
-        return self.samples * self.period_ns
-
-
 class _Ring:
     """One mmapped perf ring (1 metadata page + 2**n data pages)."""
 
@@ -321,7 +307,7 @@ class Sampler:
 
     ``start()`` opens the events (raises :class:`InputError` with one line if the kernel refuses);
     ``poll(timeout)`` waits up to ``timeout`` seconds for data, reads every ring and returns the
-    windows completed since the last call (list of :class:`SampledInterval`, in time order per
+    windows completed since the last call (list of :class:`~phasescope.engine.interval.Interval` (``mode="sampled"``, in time order per
     thread); ``stop()`` closes everything and returns the remaining partial windows.
     ``keys_for`` turns raw IPs into stable keys (default: :func:`module_map_from_proc` of the
     target, refreshed when an IP falls outside every known module).
@@ -447,7 +433,7 @@ class Sampler:
         return th
 
     # -- reading --------------------------------------------------------------------------
-    def poll(self, timeout: float = 0.1) -> List[SampledInterval]:
+    def poll(self, timeout: float = 0.1) -> List[Interval]:
         """Wait up to ``timeout`` s for the rings to fill past their watermark, read them all and
         return the completed windows."""
         if not self._started or self._stopped:
@@ -470,7 +456,7 @@ class Sampler:
                     break
         return self._drain(final=False)
 
-    def stop(self) -> List[SampledInterval]:
+    def stop(self) -> List[Interval]:
         """Read what is left, close every descriptor and return the remaining (partial) windows."""
         if not self._started or self._stopped:
             return []
@@ -487,7 +473,7 @@ class Sampler:
     def __exit__(self, *exc):
         self.stop()
 
-    def _drain(self, final: bool) -> List[SampledInterval]:
+    def _drain(self, final: bool) -> List[Interval]:
         watermark = time.time_ns()
         samples, exits = [], []
         for ring in self._rings.values():
@@ -500,7 +486,7 @@ class Sampler:
             self._held, batch = batch[~keep], batch[keep]
         else:
             self._held = self._held[:0]
-        out: List[SampledInterval] = []
+        out: List[Interval] = []
         if len(batch):
             batch = batch[np.argsort(batch["time"], kind="stable")]
             tids = np.unique(batch["tid"])
@@ -570,7 +556,7 @@ class Sampler:
         return np.array(recs, dtype=self._held.dtype)
 
     # -- windows --------------------------------------------------------------------------
-    def _cut(self, th: _Thread, final: bool) -> List[SampledInterval]:
+    def _cut(self, th: _Thread, final: bool) -> List[Interval]:
         w = self.window_samples
         if th.pending < w and not (final and th.pending):
             return []
@@ -586,15 +572,15 @@ class Sampler:
         th.pending = len(ips) - start
         return out
 
-    def _window(self, th: _Thread, ips: np.ndarray, times: np.ndarray, partial: bool) -> SampledInterval:
+    def _window(self, th: _Thread, ips: np.ndarray, times: np.ndarray, partial: bool) -> Interval:
         uniq, first, counts = np.unique(ips, return_index=True, return_counts=True)
         keys = self.keys_for(uniq)
         begin = th.last_end or int(times[0]) - self.period_ns
         end = int(times[-1])
         th.last_end = end
-        iv = SampledInterval(thread=th.tid, seq=th.seq, instructions=None, keys=keys,
-                             counts=counts.astype(np.uint64), pcs=uniq, start_ns=begin, end_ns=end,
-                             partial=partial, samples=len(ips), period_ns=self.period_ns)
+        iv = Interval(thread=th.tid, seq=th.seq, instructions=None, keys=keys, counts=counts.astype(np.uint64),
+                      pcs=uniq, start_ns=begin, end_ns=end, partial=partial, mode="sampled", samples=len(ips),
+                      period_ns=self.period_ns)
         th.seq += 1
         return iv
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import frida
 
@@ -72,7 +72,8 @@ class TraceSession:
     inherited, or piped into :class:`Output` events. ``slots``: counters per thread (blocks beyond
     share one slot with PC 0). ``buffer_bytes``: each of the agent's two output buffers.
     ``window``: bytes of records in flight before the agent waits for the host. ``bare``: plain
-    ``Stalker.follow`` without counters (benchmark baseline; no intervals). ``counter_source``:
+    ``Stalker.follow`` without counters (benchmark baseline; no intervals). ``watch``: no Stalker
+    at all; the agent only reports modules, threads and the end (sampled mode). ``counter_source``:
     C source of the hot path instead of the shipped ``agent/counter.c``. ``portable``: count with
     a C callout per block (the path used where no inline fast path exists, e.g. arm64) on x86-64 too.
     """
@@ -87,6 +88,7 @@ class TraceSession:
         buffer_bytes: int = 16 << 20,
         window: int = 32 << 20,
         bare: bool = False,
+        watch: bool = False,
         counter_source: Optional[str] = None,
         portable: bool = False,
     ):
@@ -107,6 +109,7 @@ class TraceSession:
             "window": int(window),
             "drainMs": 10,
             "bare": bool(bare),
+            "watch": bool(watch),
             "portable": bool(portable),
         }
         self.modules = ModuleMap()
@@ -134,6 +137,15 @@ class TraceSession:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
+    mode = "exact"
+
+    def describe_mode(self) -> str:
+        return "exact"
+
+    def info(self) -> dict:
+        """What the summary records of how the program was seen."""
+        return {"mode": "exact", "interval": self.interval}
+
     def __enter__(self):
         self.start()
         return self
@@ -141,8 +153,9 @@ class TraceSession:
     def __exit__(self, *exc):
         self.stop()
 
-    def start(self) -> "TraceSession":
-        """Attach or spawn, load the agent, follow every thread, resume a spawned target."""
+    def start(self, before_resume: Optional[Callable[[int], None]] = None) -> "TraceSession":
+        """Attach or spawn, load the agent, follow every thread, resume a spawned target.
+        ``before_resume(pid)`` runs once the agent follows the threads, before a spawned target runs."""
         spawned = None
         try:
             if self.target.spawn:
@@ -156,6 +169,8 @@ class TraceSession:
                 tids = self._script.exports_sync.start(spawned)
             except GONE as e:
                 raise PhasescopeError(f"pid {self.pid} ended while phasescope started: {first_line(e)}") from None
+            if before_resume is not None:
+                before_resume(self.pid)
             if spawned is not None:
                 self.device.resume(spawned)
                 try:

@@ -54,8 +54,9 @@ def _header(s: Snapshot) -> Text:
     t.append(f"{s.target} ", style="bold")
     t.append(f"pid {s.pid}  ", style="dim")
     t.append(f"{s.status}  ", style="green" if s.status == "tracing" else "yellow")
-    t.append(f"threads {s.threads_followed}  instr {_human(s.instructions)}  "
-             f"intervals {s.intervals} ({s.rate:.1f}/s)  ")
+    t.append(f"{s.mode}  ", style="bold magenta")
+    work = f"instr {_human(s.weight)}" if s.unit == "instructions" else f"cpu {s.weight / 1e9:.1f}s"
+    t.append(f"threads {s.threads_followed}  {work}  intervals {s.intervals} ({s.rate:.1f}/s)  ")
     t.append(f"dropped {s.dropped}", style="bold red" if s.dropped else "dim")
     t.append(f"  {s.elapsed:.0f}s", style="dim")
     return t

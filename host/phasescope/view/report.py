@@ -31,7 +31,9 @@ def print_report(summary: dict, top: int, file: Optional[TextIO] = None) -> None
     """The per-phase table and the predictor scores of a summary, on ``file`` (default stdout)."""
     console = _console(file)
     w = summary["whole"]
-    console.print(f"{w['intervals']:,} intervals, {w['instructions']:,} instructions, {w['threads']} thread(s), "
+    work = (f"{w['instructions']:,} instructions" if w["instructions"] is not None
+            else f"{w.get('cpu_ns', 0) / 1e9:.2f} s of sampled CPU time")
+    console.print(f"{w['intervals']:,} intervals, {work}, {w['threads']} thread(s), "
                   f"{w['phases']} phases, phase changes in {_pct(w['change_rate'])} of intervals")
     t = Table(title="phases (mean (CV) per interval)", title_justify="left", header_style="bold")
     for name, just in (("phase", "left"), ("share", "right"), ("intervals", "right"), ("runs", "right"),
@@ -76,7 +78,8 @@ def print_hot_code(summary: dict, top: int, file: Optional[TextIO] = None) -> No
         if not shown:
             console.print("hot code (the hottest block of each main phase)", style="bold")
             shown = True
-        console.print(f"P{p['phase']} ({100 * p['share']:.1f}% of instructions): {hottest['symbol']}, "
-                      f"{100 * hottest['share']:.0f}% of the phase's sampled instructions", highlight=False)
+        unit = "instructions" if p["instructions"] is not None else "CPU time"
+        console.print(f"P{p['phase']} ({100 * p['share']:.1f}% of {unit}): {hottest['symbol']}, "
+                      f"{100 * hottest['share']:.0f}% of the phase's sampled {unit}", highlight=False)
         for line in hottest["disassembly"]:
             console.print(f"    {line}", highlight=False, markup=False)

@@ -59,7 +59,9 @@ class Snapshot:
     pid: int
     status: str
     threads_followed: int
-    instructions: int
+    weight: int  # instructions (exact mode) or sampled CPU ns
+    unit: str  # "instructions" or "cpu_ns"
+    mode: str  # "exact", or "sampled 1000 Hz" and the like
     intervals: int
     rate: float  # intervals per second, recent
     dropped: int
@@ -76,7 +78,9 @@ TIMELINE = 512  # intervals kept per thread for the barcode
 CONFIDENCE_WINDOW = 32  # recent primary predictions scored per thread
 CHANGES = 64
 
-LABELS = {"rle_markov": "RLE Markov", "last_phase": "last phase", "markov1": "Markov-1", "markov2": "Markov-2"}
+LABELS = {"rle_markov": "RLE Markov", "last_phase": "last phase", "markov1": "Markov-1", "markov2": "Markov-2",
+          "rle_markov_q": "RLE Markov (log2 runs)", "duration": "next + duration", "gpht": "GPHT",
+          "hybrid": "hybrid (shown)"}
 
 
 def short_name(name: str) -> str:
@@ -90,8 +94,10 @@ def short_name(name: str) -> str:
 class LiveState:
     """Observes a :class:`PhaseEngine` and keeps what the dashboard and the plain output need."""
 
-    def __init__(self, engine: PhaseEngine, target: str, pid: int, describe: Callable[[int], str]):
+    def __init__(self, engine: PhaseEngine, target: str, pid: int, describe: Callable[[int], str],
+                 mode: str = "exact"):
         self.engine = engine
+        self.mode = mode
         self.target = target
         self.pid = pid
         self.describe = describe  # raw pc -> "module!symbol" (cached by the caller)
@@ -144,14 +150,14 @@ class LiveState:
                    for tid, ts in stats.threads.items()]
         recent = list(e.recent)[-footprints:]
         fps = np.array([r.footprint for r in recent]) if recent else None
-        total = stats.instructions or 1
-        phases = [PhaseRow(p.phase, p.instructions / total, p.runs, p.mean_run, self.top_code(p))
+        total = stats.weight or 1
+        phases = [PhaseRow(p.phase, p.weight / total, p.runs, p.mean_run, self.top_code(p))
                   for p in stats.by_share()]
         board = e.scoreboard.to_dict()
         scores = [ScoreRow(LABELS.get(n, n), board[n]["overall"]["accuracy"], board[n]["changes"]["accuracy"],
                            board[n]["steady"]["accuracy"]) for n in PREDICTORS]
-        return Snapshot(self.target, self.pid, self.status, self.threads_followed, stats.instructions,
-                        stats.intervals, self.rate(), self.dropped, time.monotonic() - self.started,
+        return Snapshot(self.target, self.pid, self.status, self.threads_followed, stats.weight, stats.unit,
+                        self.mode, stats.intervals, self.rate(), self.dropped, time.monotonic() - self.started,
                         threads, fps, tuple(r.phase for r in recent), phases, scores, list(self.changes))
 
     def status_line(self) -> str:
@@ -159,9 +165,10 @@ class LiveState:
         s = self.engine.stats
         board = self.engine.scoreboard.to_dict()[PRIMARY]["overall"]["accuracy"]
         acc = "-" if board is None else f"{100 * board:.0f}%"
+        work = f"{s.weight:,} instructions" if s.unit == "instructions" else f"{s.weight / 1e9:.2f} s CPU sampled"
         return (f"[{time.monotonic() - self.started:6.1f}s] {self.status}: {s.intervals} intervals, "
-                f"{s.instructions:,} instructions, {len(s.phases)} phases, {self.threads_followed} threads, "
-                f"RLE Markov accuracy {acc}, dropped {self.dropped}")
+                f"{work}, {len(s.phases)} phases, {self.threads_followed} threads, "
+                f"prediction accuracy {acc}, dropped {self.dropped}")
 
     def change_line(self, r: IntervalResult) -> str:
         """The plain-output line for a phase change or a new phase."""

@@ -1,0 +1,114 @@
+"""Sampled mode: the kernel's CPU-clock samples make the intervals, with no code on the target's
+hot path; a watch-only agent (Frida, no Stalker) still tells phasescope the modules (for keys and
+names), the threads (which ones are the program's own, not Frida's) and how the target ended.
+
+:class:`SampledSession` has the interface of :class:`~phasescope.target.session.TraceSession`
+that the live loop uses, so the engine, sinks, dashboard and report run unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterator, List, Optional
+
+from phasescope.errors import InputError
+from phasescope.engine.interval import Interval
+from phasescope.target.device import Target, is_local
+from phasescope.target.events import Dropped, Ended, IntervalEvent, ThreadStarted
+from phasescope.target.sampler import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler
+from phasescope.target.session import TraceSession
+
+POLL = 0.02  # seconds between reads of the sample rings while the agent is quiet
+
+
+class SampledSession:
+    """One sampled process. ``rate_hz``: samples per second of a thread's CPU time;
+    ``window_samples``: samples per interval (so an interval is window/rate seconds of CPU)."""
+
+    mode = "sampled"
+
+    def __init__(self, device, target: Target, stdio: str = "inherit", rate_hz: int = 10**9 // DEFAULT_PERIOD_NS,
+                 window_samples: int = DEFAULT_WINDOW_SAMPLES):
+        if not is_local(device):
+            raise InputError(f"--mode sampled needs the local device: the kernel samples processes of this machine "
+                             f"only, and {device.name} is remote; use --mode exact")
+        if not 1 <= rate_hz <= 100_000:
+            raise InputError(f"--rate must be from 1 to 100000 samples per second (got {rate_hz})")
+        if window_samples < 10:
+            raise InputError(f"--window must be at least 10 samples (got {window_samples})")
+        self.trace = TraceSession(device, target, stdio=stdio, watch=True)
+        self.period_ns = 10**9 // rate_hz
+        self.rate_hz = rate_hz
+        self.window_samples = window_samples
+        self.sampler: Optional[Sampler] = None
+        self._known: set = set()  # the program's threads, as the agent reports them
+        self._held: Dict[int, List[Interval]] = {}  # windows of threads not (yet) known to be the program's
+        self.foreign_windows = 0  # windows of threads that never turned out to be the program's (Frida's)
+
+    # the parts of a trace session the live loop reads
+    device = property(lambda self: self.trace.device)
+    target = property(lambda self: self.trace.target)
+    stdio = property(lambda self: self.trace.stdio)
+    pid = property(lambda self: self.trace.pid)
+    threads = property(lambda self: self.trace.threads)
+    modules = property(lambda self: self.trace.modules)
+    abandoned = property(lambda self: self.trace.abandoned)
+    unload_stuck = property(lambda self: self.trace.unload_stuck)
+    ended = property(lambda self: self.trace.ended)
+
+    @property
+    def dropped(self) -> Dropped:
+        """Sample records the kernel lost (its ring was full); no instruction count is known."""
+        return Dropped(self.sampler.lost if self.sampler else 0, 0)
+
+    def describe_mode(self) -> str:
+        return f"sampled {self.rate_hz} Hz"
+
+    def info(self) -> dict:
+        """What the summary records of how the program was seen."""
+        s = self.sampler
+        return {"mode": "sampled", "rate_hz": self.rate_hz, "period_ns": self.period_ns,
+                "window_samples": self.window_samples, "interval": None,
+                "samples": s.samples if s else 0, "lost_samples": s.lost if s else 0,
+                "foreign_windows": self.foreign_windows}
+
+    def symbolize(self, pcs) -> list:
+        return self.trace.symbolize(pcs)
+
+    def read_code(self, address: int, size: int):
+        return self.trace.read_code(address, size)
+
+    def start(self) -> "SampledSession":
+        """Attach or spawn with the watching agent; sampling starts before a spawned target runs."""
+        self.trace.start(before_resume=self._start_sampler)
+        self._known.update(self.trace.threads)
+        return self
+
+    def _start_sampler(self, pid: int) -> None:
+        self.sampler = Sampler(pid, period_ns=self.period_ns, window_samples=self.window_samples,
+                               modules=self.trace.modules).start()
+
+    def stop(self) -> None:
+        """Detach: the agent unloads; the sampler's last windows come before the Ended event."""
+        self.trace.stop()
+
+    def events(self, timeout: Optional[float] = None) -> Iterator:
+        """The agent's events, with the sampled windows as :class:`IntervalEvent`s; ends after Ended."""
+        for event in self.trace.events(timeout=POLL if timeout is None else min(timeout, POLL)):
+            if isinstance(event, ThreadStarted):
+                self._known.add(event.tid)
+            if isinstance(event, Ended):
+                yield from self._windows(self.sampler.stop(), final=True)
+                yield event
+                return
+            yield from self._windows(self.sampler.poll(0))
+            yield event
+
+    def _windows(self, windows: List[Interval], final: bool = False) -> Iterator[IntervalEvent]:
+        for w in windows:
+            self._held.setdefault(w.thread, []).append(w)
+        for tid in [t for t in self._held if t in self._known]:
+            for w in self._held.pop(tid):
+                yield IntervalEvent(w)
+        if final:
+            self.foreign_windows += sum(len(ws) for ws in self._held.values())
+            self._held.clear()

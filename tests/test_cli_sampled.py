@@ -1,0 +1,79 @@
+"""Sampled mode end to end (`--mode sampled`): real targets, spawned and attached to; the log and
+summary are well-formed and replay; threads created after attach are seen; refusals are one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from conftest import cli_command, run_cli
+
+
+def _records(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_spawn_sampled_log_summary_and_replay(build, tmp_path):
+    exe = build("sampled_two.c")
+    native = subprocess.run([exe, "150000000"], capture_output=True, text=True, check=True).stdout
+    log, summary = tmp_path / "s.jsonl", tmp_path / "s.json"
+    r = run_cli("--mode", "sampled", "--no-dashboard", "--window", "100", "--log", str(log),
+                "--summary", str(summary), "-f", exe, "150000000")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == native  # nothing of phasescope's in the target's output
+    records = _records(log)
+    assert len(records) >= 3
+    for rec in records:
+        assert rec["mode"] == "sampled" and rec["instructions"] is None  # never invented
+        assert rec["samples"] == sum(count for _, count in rec["blocks"])
+        assert rec["cpu_ns"] == rec["samples"] * 1_000_000
+    assert all(rec["samples"] == 100 for rec in records[:-1])
+    s = json.loads(summary.read_text())
+    assert s["session"]["mode"] == "sampled" and s["session"]["rate_hz"] == 1000
+    assert s["whole"]["instructions"] is None and s["whole"]["unit"] == "cpu_ns"
+    assert s["whole"]["cpu_ns"] == sum(rec["cpu_ns"] for rec in records)
+    assert s["config"]["tracker"]["noise_z"] > 0  # the sampled preset
+    # The two phases are told apart and named from the binary's symbols.
+    names = {p["top_code"][0]["symbol"].split("!")[-1] for p in s["phases"] if p["share"] > 0.2}
+    assert names == {"phase_a", "phase_b"}, names
+    replayed = run_cli("replay", str(log), "--summary", str(tmp_path / "r.json"))
+    assert replayed.returncode == 0, replayed.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["whole"]["intervals"] == len(records)
+
+
+def test_attach_sampled_sees_threads_created_after_attach(build, tmp_path):
+    exe = build("sampled_threads.c", "-pthread")
+    proc = subprocess.Popen([exe, "3", "300"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("ready")
+        log, summary = tmp_path / "s.jsonl", tmp_path / "s.json"
+        mon = subprocess.Popen(cli_command("--mode", "sampled", "--no-dashboard", "--window", "50",
+                                           "--log", str(log), "--summary", str(summary), "-p", str(proc.pid)),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = mon.stderr.readline()  # the first status line: attached, sampling, tracing
+        assert "tracing:" in first, first + mon.stderr.read()
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        workers = [int(line.split()[1]) for line in proc.stdout.read().splitlines() if line.startswith("thread")]
+        assert proc.wait(timeout=30) == 0
+        _, stderr = mon.communicate(timeout=60)
+        assert mon.returncode == 0, stderr
+        sampled = {rec["thread"] for rec in _records(log)}
+        assert set(workers) <= sampled, (workers, sampled)  # each worker was born after the attach
+        s = json.loads(summary.read_text())
+        assert s["end"]["how"] == "exited" and s["session"]["mode"] == "sampled"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_sampled_mode_refuses_a_remote_device():
+    r = run_cli("--mode", "sampled", "--no-dashboard", "-H", "127.0.0.1:9", "-f", "/bin/true")
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "local device" in lines[0] and "--mode exact" in lines[0], r.stderr
+
+
+def test_sampled_mode_bad_rate_is_one_line():
+    r = run_cli("--mode", "sampled", "--rate", "0", "--no-dashboard", "-f", "/bin/true")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--rate" in r.stderr, r.stderr
