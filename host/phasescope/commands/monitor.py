@@ -15,7 +15,8 @@ from typing import List, Optional
 from phasescope import __version__
 from phasescope.commands.live_run import LiveRun
 from phasescope.commands.options import (add_device_options, add_run_options, add_target_options,
-                                         engine_config_from_args, validate_run_options)
+                                         engine_config_from_args, policy_sinks,
+                                         validate_run_options)
 from phasescope.commands.runner import Command, usage_error
 from phasescope.errors import InputError
 from phasescope.sinks.bbv import BbvWriter
@@ -85,7 +86,8 @@ class MonitorCommand(Command):
         config = engine_config_from_args(args)
         # Open every output first: an unwritable path fails before we touch the target.
         out = _open_output(args.output)
-        sinks = [JsonlLog(args.log) if args.log else None,
+        sinks = [*policy_sinks(args, config),
+                 JsonlLog(args.log) if args.log else None,
                  BbvWriter(args.bbv) if args.bbv else None,
                  SummaryWriter(args.summary) if args.summary else None]
         try:

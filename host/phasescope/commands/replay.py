@@ -17,7 +17,7 @@ from phasescope.commands.runner import Command
 from phasescope.engine.phase_engine import BATCH, PhaseEngine
 from phasescope.errors import InputError
 from phasescope.engine.interval import OS_FIELDS, Interval
-from phasescope.commands.options import add_engine_options, engine_config_from_args
+from phasescope.commands.options import add_engine_options, add_policy_options, engine_config_from_args, policy_sinks
 from phasescope.formats.log import read_log
 from phasescope.view.report import print_report
 from phasescope.formats.bbv import read_bb, read_pc_map
@@ -105,13 +105,14 @@ class ReplayCommand(Command):
         add_engine_options(p)
         p.add_argument("--log", metavar="FILE", help="write the per-interval JSON Lines log here")
         p.add_argument("--summary", metavar="FILE", help="write the JSON summary here")
+        add_policy_options(p)
         p.add_argument("--top", type=int, default=20, metavar="N", help="phases shown in the table (default 20)")
 
     def run(self, args) -> int:
         config = engine_config_from_args(args, interval_default=None)
         if args.top < 0:
             raise InputError(f"--top must not be negative (got {args.top})")
-        sinks = Sinks([JsonlLog(args.log) if args.log else None,
+        sinks = Sinks([*policy_sinks(args, config), JsonlLog(args.log) if args.log else None,
                        SummaryWriter(args.summary) if args.summary else None])
         try:
             stream = open_input(args)
