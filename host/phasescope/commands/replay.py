@@ -119,6 +119,7 @@ class ReplayCommand(Command):
             if args.interval is not None:
                 stream = merge_intervals(stream, args.interval)
             engine = PhaseEngine(config)
+            sinks.prepare(engine)
             engine.subscribe(sinks.on_interval)
             sinks.on_start({"target": args.file, "mode": "replay", "config": config.to_dict()})
             while True:

@@ -138,6 +138,7 @@ class Tracker:
         self._clock = 0
         self.next_id = 0
         self.evictions = 0
+        self.known: set = set()  # phase IDs preloaded from earlier runs (a phase database)
 
     # -- accumulator and footprint ------------------------------------------------------------
     def footprints(self, keys: Sequence[np.ndarray], counts: Sequence[np.ndarray]):
@@ -212,6 +213,22 @@ class Tracker:
         self._hits[slot] = 1
         self._last_used[slot] = self._clock
         return Match(phase, None if d is None else d / self._scale, True, evicted), slot
+
+    def preload(self, representatives: Sequence[tuple], next_id: int) -> None:
+        """Start from the representatives of earlier runs (a phase database): ``(phase, footprint)``
+        pairs, at most ``table_size`` (the first ones are kept), into an empty table. Phase IDs
+        created from now on start at ``next_id``; the preloaded IDs are in :attr:`known`."""
+        if self._used:
+            raise ValueError("preload needs an empty phase table")
+        for phase, fp in list(representatives)[: self.config.table_size]:
+            slot = self._used
+            self._reps[slot] = np.asarray(fp, dtype=np.float64)
+            self._ids[slot] = int(phase)
+            self._hits[slot] = 1  # the representative itself (update policy mean averages from it)
+            self._last_used[slot] = 0
+            self._used += 1
+            self.known.add(int(phase))
+        self.next_id = max(self.next_id, int(next_id), max(self.known, default=-1) + 1)
 
     # -- read access --------------------------------------------------------------------------
     def table(self) -> List[dict]:
