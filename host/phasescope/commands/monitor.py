@@ -19,6 +19,7 @@ from phasescope.commands.options import (add_device_options, add_run_options, ad
                                          validate_run_options)
 from phasescope.commands.runner import Command, usage_error
 from phasescope.errors import InputError
+from phasescope.sinks.base import Sinks
 from phasescope.sinks.bbv import BbvWriter
 from phasescope.sinks.log import JsonlLog
 from phasescope.sinks.summary import SummaryWriter
@@ -86,18 +87,23 @@ class MonitorCommand(Command):
         config = engine_config_from_args(args)
         # Open every output first: an unwritable path fails before we touch the target.
         out = _open_output(args.output)
-        sinks = [*policy_sinks(args, config),
-                 JsonlLog(args.log) if args.log else None,
-                 BbvWriter(args.bbv) if args.bbv else None,
-                 SummaryWriter(args.summary) if args.summary else None]
+        sinks = []
         try:
-            dashboard = not args.no_dashboard and sys.stdout.isatty()
-            device = resolve_device(args.device, args.usb, args.host)
-            target = resolve_target(device, pid=args.pid, name=args.name, argv=argv)
-            session = TraceSession(device, target, interval=config.tracker.interval,
-                                   stdio=args.stdio or ("pipe" if dashboard else "inherit"))
-            run = LiveRun(session, config, sinks, dashboard=dashboard, out=out, title=short_title(target),
-                          refresh=args.refresh, status_every=args.status_every, duration=args.duration)
+            try:
+                sinks += policy_sinks(args, config)
+                sinks += [JsonlLog(args.log) if args.log else None,
+                          BbvWriter(args.bbv) if args.bbv else None,
+                          SummaryWriter(args.summary) if args.summary else None]
+                dashboard = not args.no_dashboard and sys.stdout.isatty()
+                device = resolve_device(args.device, args.usb, args.host)
+                target = resolve_target(device, pid=args.pid, name=args.name, argv=argv)
+                session = TraceSession(device, target, interval=config.tracker.interval,
+                                       stdio=args.stdio or ("pipe" if dashboard else "inherit"))
+                run = LiveRun(session, config, sinks, dashboard=dashboard, out=out, title=short_title(target),
+                              refresh=args.refresh, status_every=args.status_every, duration=args.duration)
+            except BaseException:
+                Sinks(sinks).close()  # e.g. remove the event socket: the run never started
+                raise
             return run.run(self.stop)
         finally:
             if out is not sys.stderr:

@@ -108,6 +108,8 @@ def add_policy_options(o) -> None:
                         "unix:PATH or tcp:HOST:PORT, to any number of clients; no authentication")
     o.add_argument("--events-allow-remote", action="store_true",
                    help="let --events tcp: bind a non-loopback address (anyone who connects sees code and phases)")
+    o.add_argument("--events-queue", type=int, default=4096, metavar="N",
+                   help="events queued per client before that client's events are dropped (default 4096)")
     o.add_argument("--phase-db", metavar="FILE",
                    help="phase database: load the representatives of earlier runs (same code, same phase ID), "
                         "save this run's at the end")
@@ -121,7 +123,9 @@ def policy_sinks(args, config) -> list:
         from phasescope.sinks.phase_db import PhaseDb
         sinks.append(PhaseDb(args.phase_db, config))
     if args.events:
-        sinks.append(EventServer(args.events, allow_remote=args.events_allow_remote))
+        if args.events_queue < 1:
+            raise InputError(f"--events-queue must be at least 1 (got {args.events_queue})")
+        sinks.append(EventServer(args.events, allow_remote=args.events_allow_remote, queue_events=args.events_queue))
     return sinks
 
 

@@ -112,9 +112,11 @@ class ReplayCommand(Command):
         config = engine_config_from_args(args, interval_default=None)
         if args.top < 0:
             raise InputError(f"--top must not be negative (got {args.top})")
-        sinks = Sinks([*policy_sinks(args, config), JsonlLog(args.log) if args.log else None,
-                       SummaryWriter(args.summary) if args.summary else None])
+        sinks = Sinks()
         try:
+            sinks.sinks += policy_sinks(args, config)
+            sinks.sinks += [s for s in (JsonlLog(args.log) if args.log else None,
+                                        SummaryWriter(args.summary) if args.summary else None) if s is not None]
             stream = open_input(args)
             if args.interval is not None:
                 stream = merge_intervals(stream, args.interval)

@@ -36,6 +36,7 @@ SCHEMA = 1
 QUEUE_EVENTS = 4096  # per client
 TOP_KEYS = 8  # blocks listed in phase_new
 ACCURACY_WINDOW = 32  # intervals of a thread's recent primary-prediction accuracy (confidence)
+SNDBUF = 64 * 1024  # kernel buffer per client: past it, events wait (bounded) in the client's queue
 DRAIN_S = 1.0  # at close, how long clients get to read what is queued
 
 
@@ -162,6 +163,7 @@ class EventServer(Sink):
         self.sock.listen(16)
         self.sock.settimeout(0.2)
         self.bound = self.sock.getsockname()
+        self.served = 0  # clients accepted
         self.clients: List[_Client] = []
         self.gone: List[_Client] = []  # clients that went away (their drop counts stay readable)
         self._lock = threading.Lock()
@@ -225,6 +227,7 @@ class EventServer(Sink):
             except OSError:
                 return  # closed
             conn.settimeout(None)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SNDBUF)
             if self.kind == "tcp":
                 conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             client = _Client(conn, str(peer) or "unix", self.queue_events, self._forget)
@@ -235,6 +238,7 @@ class EventServer(Sink):
                 if self._hello is not None:
                     client.put(self._hello)
                 self.clients.append(client)
+                self.served += 1
             client.thread.start()
 
     def _forget(self, client: _Client) -> None:
@@ -291,6 +295,8 @@ class EventServer(Sink):
 
     def on_end(self, summary: dict) -> None:
         self._broadcast([{"event": "end", **(summary.get("end") or {})}], force=True)
+        # for the sinks after this one (the summary file): how the stream went
+        summary["events"] = {"address": self.address, "clients": self.served, "dropped": self.dropped}
 
     def close(self) -> None:
         with self._lock:
