@@ -14,6 +14,7 @@ SUBCOMMANDS = {
     "export-bbv": ("phasescope.commands.export_bbv", "ExportBbvCommand"),
     "bench": ("phasescope.commands.bench", "BenchCommand"),
     "demo": ("phasescope.commands.demo", "DemoCommand"),
+    "plot": ("phasescope.commands.plot", "PlotCommand"),
 }
 DEFAULT = ("phasescope.commands.monitor", "MonitorCommand")
 
