@@ -49,7 +49,7 @@ class MonitorCommand(Command):
     description = ("Live program-phase monitor: follows every thread of a native process with Frida's Stalker "
                    "and tracks and predicts its phases (Sherwood, Sair & Calder, ISCA 2003).")
     epilog = ("subcommands: demo (trace the bundled phased workload), replay (re-run the tracker over a log or "
-              ".bb file), export-bbv (log -> SimPoint .bb), bench (tracing overhead vs native). "
+              ".bb file), export-bbv (log -> SimPoint .bb), bench (tracing overhead vs native), plot (figures of a log). "
               "phasescope's own lines go to stderr (or -o FILE); the target's output is left alone.")
     intermixed = True
     unknown_hint = "put -- before a spawned program's arguments that start with a dash"
@@ -57,7 +57,7 @@ class MonitorCommand(Command):
     def __init__(self, prog: str):
         super().__init__(prog)
         self.usage = (f"{prog} [options] (-p PID | -n NAME | -f PROGRAM [ARGS...] [-- ARGS...])\n"
-                      f"       {prog} {{demo,replay,export-bbv,bench}} ...")
+                      f"       {prog} {{demo,replay,export-bbv,bench,plot}} ...")
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("--version", action="version", version=f"phasescope {__version__}")
