@@ -144,3 +144,55 @@ def test_replay_serves_events(tmp_path):
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert not os.path.exists(sock_path)
+
+
+def test_tcp_loopback_client(build, tmp_path):
+    """tcp:127.0.0.1:PORT: a client gets hello, the intervals and end."""
+    prog = build("phased.c")
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    proc = subprocess.Popen(cli_command("-f", prog, "3", "4", "--no-dashboard", "--events", f"tcp:127.0.0.1:{port}"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 20
+        while True:
+            try:
+                s = socket.create_connection(("127.0.0.1", port))
+                break
+            except OSError:
+                assert time.monotonic() < end and proc.poll() is None
+                time.sleep(0.02)
+        events = []
+        read_events(s, events)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "hello" and kinds[-1] == "end" and "interval" in kinds and "phase_change" in kinds
+
+
+def test_stale_socket_replaced_and_other_files_refused(tmp_path):
+    from phasescope.errors import InputError
+    from phasescope.sinks.events import EventServer
+    stale = str(tmp_path / "stale.sock")
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(stale)
+    s.close()  # the file stays, nobody listens: a run that died
+    server = EventServer(f"unix:{stale}")
+    server.close()
+    assert not os.path.exists(stale)
+    plain = tmp_path / "file"
+    plain.write_text("keep")
+    with pytest.raises(InputError, match="not a socket"):
+        EventServer(f"unix:{plain}")
+    assert plain.read_text() == "keep"
+    live = EventServer(f"unix:{tmp_path / 'live.sock'}")
+    try:
+        with pytest.raises(InputError, match="in use"):
+            EventServer(f"unix:{tmp_path / 'live.sock'}")
+    finally:
+        live.close()
