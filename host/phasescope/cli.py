@@ -16,6 +16,7 @@ SUBCOMMANDS = {
     "demo": ("phasescope.commands.demo", "DemoCommand"),
     "score": ("phasescope.commands.score", "ScoreCommand"),
     "reference": ("phasescope.commands.reference", "ReferenceCommand"),
+    "plot": ("phasescope.commands.plot", "PlotCommand"),
 }
 DEFAULT = ("phasescope.commands.monitor", "MonitorCommand")
 

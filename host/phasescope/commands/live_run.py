@@ -53,6 +53,7 @@ class LiveRun:
         self.status_every = status_every
         self.duration = duration
         self.engine = PhaseEngine(config)
+        self.sinks.prepare(self.engine)
         self.engine.subscribe(self.sinks.on_interval)
         self.engine.subscribe(self._on_interval)
         self.output = OutputRelay(hold=session.stdio == "pipe" and dashboard)

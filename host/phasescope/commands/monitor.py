@@ -15,9 +15,11 @@ from typing import List, Optional
 from phasescope import __version__
 from phasescope.commands.live_run import LiveRun
 from phasescope.commands.options import (add_device_options, add_run_options, add_target_options,
-                                         engine_config_from_args, validate_run_options)
+                                         engine_config_from_args, policy_sinks,
+                                         validate_run_options)
 from phasescope.commands.runner import Command, usage_error
 from phasescope.errors import InputError
+from phasescope.sinks.base import Sinks
 from phasescope.sinks.bbv import BbvWriter
 from phasescope.sinks.log import JsonlLog
 from phasescope.sinks.summary import SummaryWriter
@@ -48,7 +50,7 @@ class MonitorCommand(Command):
     description = ("Live program-phase monitor: follows every thread of a native process with Frida's Stalker "
                    "and tracks and predicts its phases (Sherwood, Sair & Calder, ISCA 2003).")
     epilog = ("subcommands: demo (trace the bundled phased workload), replay (re-run the tracker over a log or "
-              ".bb file), export-bbv (log -> SimPoint .bb), bench (tracing overhead vs native). "
+              ".bb file), export-bbv (log -> SimPoint .bb), bench (tracing overhead vs native), plot (figures of a log). "
               "phasescope's own lines go to stderr (or -o FILE); the target's output is left alone.")
     intermixed = True
     unknown_hint = "put -- before a spawned program's arguments that start with a dash"
@@ -56,7 +58,7 @@ class MonitorCommand(Command):
     def __init__(self, prog: str):
         super().__init__(prog)
         self.usage = (f"{prog} [options] (-p PID | -n NAME | -f PROGRAM [ARGS...] [-- ARGS...])\n"
-                      f"       {prog} {{demo,replay,export-bbv,bench}} ...")
+                      f"       {prog} {{demo,replay,export-bbv,bench,plot}} ...")
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("--version", action="version", version=f"phasescope {__version__}")
@@ -86,20 +88,27 @@ class MonitorCommand(Command):
         config = engine_config_from_args(args, preset_default="sampled" if args.mode == "sampled" else "default")
         # Open every output first: an unwritable path fails before we touch the target.
         out = _open_output(args.output)
-        sinks = [JsonlLog(args.log) if args.log else None,
-                 BbvWriter(args.bbv) if args.bbv else None,
-                 SummaryWriter(args.summary) if args.summary else None]
+        sinks = []
         try:
-            dashboard = not args.no_dashboard and sys.stdout.isatty()
-            device = resolve_device(args.device, args.usb, args.host)
-            target = resolve_target(device, pid=args.pid, name=args.name, argv=argv)
-            stdio = args.stdio or ("pipe" if dashboard else "inherit")
-            if args.mode == "sampled":
-                session = SampledSession(device, target, stdio=stdio, rate_hz=args.rate, window_samples=args.window)
-            else:
-                session = TraceSession(device, target, interval=config.tracker.interval, stdio=stdio)
-            run = LiveRun(session, config, sinks, dashboard=dashboard, out=out, title=short_title(target),
-                          refresh=args.refresh, status_every=args.status_every, duration=args.duration)
+            try:
+                sinks += policy_sinks(args, config)
+                sinks += [JsonlLog(args.log) if args.log else None,
+                          BbvWriter(args.bbv) if args.bbv else None,
+                          SummaryWriter(args.summary) if args.summary else None]
+                dashboard = not args.no_dashboard and sys.stdout.isatty()
+                device = resolve_device(args.device, args.usb, args.host)
+                target = resolve_target(device, pid=args.pid, name=args.name, argv=argv)
+                stdio = args.stdio or ("pipe" if dashboard else "inherit")
+                if args.mode == "sampled":
+                    session = SampledSession(device, target, stdio=stdio, rate_hz=args.rate,
+                                             window_samples=args.window)
+                else:
+                    session = TraceSession(device, target, interval=config.tracker.interval, stdio=stdio)
+                run = LiveRun(session, config, sinks, dashboard=dashboard, out=out, title=short_title(target),
+                              refresh=args.refresh, status_every=args.status_every, duration=args.duration)
+            except BaseException:
+                Sinks(sinks).close()  # e.g. remove the event socket: the run never started
+                raise
             return run.run(self.stop)
         finally:
             if out is not sys.stderr:

@@ -130,6 +130,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="JSON summary (per phase, per thread, predictors), rewritten atomically every few "
                         "seconds and on every exit path")
     o.add_argument("--bbv", metavar="FILE", help="SimPoint .bb file, written as intervals arrive")
+    add_policy_options(o)
     o.add_argument("--no-dashboard", action="store_true",
                    help="plain line output (automatic when stdout is not a terminal)")
     o.add_argument("--duration", type=float, metavar="SECONDS", help="stop, detach and exit after SECONDS")
@@ -139,6 +140,34 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     o.add_argument("--stdio", choices=("inherit", "pipe"),
                    help="spawned target's stdio: inherit, or pipe (shown after the dashboard closes); "
                         "default: pipe with the dashboard, inherit without")
+
+
+def add_policy_options(o) -> None:
+    """--events and --phase-db (live runs, demo and replay)."""
+    o.add_argument("--events", metavar="ADDRESS",
+                   help="serve JSON Lines events (hello, interval, phase_change, prediction, phase_new, end) on "
+                        "unix:PATH or tcp:HOST:PORT, to any number of clients; no authentication")
+    o.add_argument("--events-allow-remote", action="store_true",
+                   help="let --events tcp: bind a non-loopback address (anyone who connects sees code and phases)")
+    o.add_argument("--events-queue", type=int, default=4096, metavar="N",
+                   help="events queued per client before that client's events are dropped (default 4096)")
+    o.add_argument("--phase-db", metavar="FILE",
+                   help="phase database: load the representatives of earlier runs (same code, same phase ID), "
+                        "save this run's at the end")
+
+
+def policy_sinks(args, config) -> list:
+    """The sinks of --events and --phase-db (each validates its input before the target is touched)."""
+    from phasescope.sinks.events import EventServer
+    sinks = []
+    if getattr(args, "phase_db", None):
+        from phasescope.sinks.phase_db import PhaseDb
+        sinks.append(PhaseDb(args.phase_db, config))
+    if args.events:
+        if args.events_queue < 1:
+            raise InputError(f"--events-queue must be at least 1 (got {args.events_queue})")
+        sinks.append(EventServer(args.events, allow_remote=args.events_allow_remote, queue_events=args.events_queue))
+    return sinks
 
 
 def validate_run_options(args: argparse.Namespace) -> None:

@@ -17,7 +17,7 @@ from phasescope.commands.runner import Command
 from phasescope.engine.phase_engine import BATCH, PhaseEngine
 from phasescope.errors import InputError
 from phasescope.engine.interval import OS_FIELDS, Interval
-from phasescope.commands.options import add_engine_options, engine_config_from_args
+from phasescope.commands.options import add_engine_options, add_policy_options, engine_config_from_args, policy_sinks
 from phasescope.formats.log import read_log
 from phasescope.view.report import print_report
 from phasescope.formats.bbv import read_bb, read_pc_map
@@ -105,14 +105,14 @@ class ReplayCommand(Command):
         add_engine_options(p)
         p.add_argument("--log", metavar="FILE", help="write the per-interval JSON Lines log here")
         p.add_argument("--summary", metavar="FILE", help="write the JSON summary here")
+        add_policy_options(p)
         p.add_argument("--top", type=int, default=20, metavar="N", help="phases shown in the table (default 20)")
 
     def run(self, args) -> int:
         engine_config_from_args(args, interval_default=None)  # bad options fail before any file is touched
         if args.top < 0:
             raise InputError(f"--top must not be negative (got {args.top})")
-        sinks = Sinks([JsonlLog(args.log) if args.log else None,
-                       SummaryWriter(args.summary) if args.summary else None])
+        sinks = Sinks()
         try:
             stream = open_input(args)
             first = next(stream, None)
@@ -120,11 +120,15 @@ class ReplayCommand(Command):
             stream = chain([first] if first is not None else [], stream)
             config = engine_config_from_args(args, interval_default=None,
                                              preset_default="sampled" if sampled else "default")
+            sinks.sinks += policy_sinks(args, config)
+            sinks.sinks += [s for s in (JsonlLog(args.log) if args.log else None,
+                                        SummaryWriter(args.summary) if args.summary else None) if s is not None]
             if args.interval is not None:
                 if sampled:
                     raise InputError("--interval merges instructions, and a sampled log has none")
                 stream = merge_intervals(stream, args.interval)
             engine = PhaseEngine(config)
+            sinks.prepare(engine)
             engine.subscribe(sinks.on_interval)
             sinks.on_start({"target": args.file, "mode": "replay", "config": config.to_dict()})
             while True:

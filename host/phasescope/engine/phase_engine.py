@@ -145,6 +145,7 @@ class PhaseEngine:
         for p in stats["phases"]:
             rep = self.tracker.representative(p["phase"])
             p["in_table"] = rep is not None
+            p["known"] = p["phase"] in self.tracker.known
             p["representative"] = None if rep is None else rep.tolist()
         return {
             "version": SUMMARY_VERSION,

@@ -204,6 +204,7 @@ class Tracker:
         self._cand_last = np.zeros(c.candidates, dtype=np.int64)
         self._cand_used = 0
         self._samples: Optional[float] = None  # sample count of the footprint being classified
+        self.known: set = set()  # phase IDs preloaded from earlier runs (a phase database)
 
     # -- accumulator and footprint ------------------------------------------------------------
     def footprints(self, keys: Sequence[np.ndarray], counts: Sequence[np.ndarray]):
@@ -351,6 +352,22 @@ class Tracker:
         self._cand_hits[j] = 1
         self._cand_last[j] = self._clock
         return None
+
+    def preload(self, representatives: Sequence[tuple], next_id: int) -> None:
+        """Start from the representatives of earlier runs (a phase database): ``(phase, footprint)``
+        pairs, at most ``table_size`` (the first ones are kept), into an empty table. Phase IDs
+        created from now on start at ``next_id``; the preloaded IDs are in :attr:`known`."""
+        if self._used:
+            raise ValueError("preload needs an empty phase table")
+        for phase, fp in list(representatives)[: self.config.table_size]:
+            slot = self._used
+            self._reps[slot] = np.asarray(fp, dtype=np.float64)
+            self._ids[slot] = int(phase)
+            self._hits[slot] = 1  # the representative itself (update policy mean averages from it)
+            self._last_used[slot] = 0
+            self._used += 1
+            self.known.add(int(phase))
+        self.next_id = max(self.next_id, int(next_id), max(self.known, default=-1) + 1)
 
     # -- read access --------------------------------------------------------------------------
     def table(self) -> List[dict]:

@@ -19,6 +19,10 @@ from phasescope.errors import InputError, PhasescopeError
 class Sink:
     """Base of every sink: no-op defaults."""
 
+    def prepare(self, engine) -> None:
+        """Once, with the :class:`~phasescope.engine.PhaseEngine` before its first interval: a sink may
+        preload engine state (the phase database preloads representatives)."""
+
     def on_start(self, info: dict) -> None:
         """The run began: ``info`` holds ``target``, ``mode`` and ``config``."""
 
@@ -40,6 +44,10 @@ class Sinks(Sink):
 
     def __init__(self, sinks: Iterable[Sink] = ()):
         self.sinks: List[Sink] = [s for s in sinks if s is not None]
+
+    def prepare(self, engine) -> None:
+        for s in self.sinks:
+            s.prepare(engine)
 
     def on_start(self, info: dict) -> None:
         for s in self.sinks:

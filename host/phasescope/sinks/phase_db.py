@@ -1,0 +1,168 @@
+"""The phase database (``--phase-db FILE``): phase IDs that mean the same code in every run.
+
+Footprints are made from ASLR-stable block keys, so a representative saved by one run matches
+the same code in the next. The database is loaded in the constructor (before the target is
+touched): a file made with other tracker settings, or a corrupt or truncated one, is refused
+(InputError, exit 2) and left untouched. Its representatives are preloaded into the tracker
+(:meth:`phasescope.engine.tracker.Tracker.preload`), so the same code gets the same phase ID and
+the summary marks those phases ``known``; at the end the run's representatives are merged in and
+the file is replaced atomically (temporary file in the same directory, then ``os.replace``).
+
+Format (JSON)::
+
+    {"format": "phasescope-phase-db", "version": 1,
+     "settings": {"buckets": 32, "bits": 6, "scale": 32.0, "threshold": 0.1, "interval": 10000000,
+                  "update_policy": "none", "hash": "mix64"},
+     "runs": 2, "next_id": 9,
+     "representatives": [{"phase": 0, "footprint": [...], "intervals": 40, "instructions": ...,
+                          "first_seen_run": 1, "last_seen_run": 2, "top_code": [key, ...]}, ...]}
+
+``runs`` counts the runs saved into it; ``first_seen_run``/``last_seen_run`` are run numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from typing import Dict, Optional
+
+from phasescope.engine.phase_engine import EngineConfig
+from phasescope.errors import InputError
+from phasescope.sinks.base import Sink, write_failed
+
+FORMAT = "phasescope-phase-db"
+VERSION = 1
+SETTINGS = ("buckets", "bits", "scale", "threshold", "interval", "update_policy")
+
+
+def settings_of(config: EngineConfig) -> dict:
+    """The tracker settings a representative's meaning depends on."""
+    t = config.tracker.to_dict()
+    return {**{k: t[k] for k in SETTINGS}, "hash": "mix64"}
+
+
+class PhaseDb(Sink):
+    """Load, preload into the engine, merge and save a phase database."""
+
+    def __init__(self, path: str, config: EngineConfig):
+        self.path = path
+        self.settings = settings_of(config)
+        self._dir = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(path):
+            raise InputError(f"--phase-db {path}: is a directory")
+        self.db = self._load()
+        # fail now if the directory is not writable, not after the work
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".phasescope-db-", suffix=".tmp", dir=self._dir)
+        except OSError as e:
+            raise InputError(f"--phase-db {path}: cannot write: {e.strerror}") from None
+        os.close(fd)
+        os.unlink(tmp)
+        self.engine = None
+
+    # -- loading ----------------------------------------------------------------------------------
+
+    def _load(self) -> dict:
+        try:
+            with open(self.path, "rb") as f:
+                raw = f.read()
+        except FileNotFoundError:
+            return {"format": FORMAT, "version": VERSION, "settings": self.settings, "runs": 0, "next_id": 0,
+                    "representatives": []}
+        except OSError as e:
+            raise InputError(f"--phase-db {self.path}: cannot read: {e.strerror}") from None
+        bad = f"--phase-db {self.path}: not a valid phasescope phase database"
+        try:
+            db = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            raise InputError(f"{bad} ({e.__class__.__name__}: {str(e)[:80]}); left unchanged") from None
+        why = self._invalid(db)
+        if why:
+            raise InputError(f"{bad} ({why}); left unchanged")
+        def differs(k, v):  # a replay keeping the recorded intervals (None) fits any interval
+            old = db["settings"].get(k)
+            return old != v and not (k == "interval" and (old is None or v is None))
+        diff = ", ".join(f"{k} {db['settings'].get(k)!r} (now {v!r})" for k, v in self.settings.items() if differs(k, v))
+        if diff:
+            raise InputError(f"--phase-db {self.path}: made with other tracker settings: {diff}; "
+                             "use the same settings or another database")
+        return db
+
+    def _invalid(self, db) -> Optional[str]:
+        """Why ``db`` is not a well-formed database, None if it is."""
+        if not isinstance(db, dict) or db.get("format") != FORMAT:
+            return "no format marker"
+        if db.get("version") != VERSION:
+            return f"version {db.get('version')!r}, expected {VERSION}"
+        if not isinstance(db.get("settings"), dict):
+            return "no settings"
+        for k in ("runs", "next_id"):
+            if not isinstance(db.get(k), int) or db[k] < 0:
+                return f"bad {k}"
+        reps = db.get("representatives")
+        if not isinstance(reps, list):
+            return "no representatives"
+        seen = set()
+        for i, r in enumerate(reps):
+            if not isinstance(r, dict) or not isinstance(r.get("phase"), int) or r["phase"] < 0:
+                return f"representative {i}: bad phase"
+            fp = r.get("footprint")
+            if (not isinstance(fp, list) or len(fp) != self.settings["buckets"]
+                    or not all(isinstance(x, (int, float)) and math.isfinite(x) for x in fp)):
+                return f"representative {i}: bad footprint"
+            if r["phase"] in seen or r["phase"] >= db["next_id"]:
+                return f"representative {i}: duplicate phase or phase >= next_id"
+            seen.add(r["phase"])
+        return None
+
+    # -- the sink -----------------------------------------------------------------------------------
+
+    def prepare(self, engine) -> None:
+        self.engine = engine
+        reps = sorted(self.db["representatives"], key=lambda r: (-r.get("intervals", 0), r["phase"]))
+        engine.tracker.preload([(r["phase"], r["footprint"]) for r in reps], self.db["next_id"])
+
+    def on_end(self, summary: dict) -> None:
+        if self.engine is None:
+            return
+        run = self.db["runs"] + 1
+        by_phase: Dict[int, dict] = {r["phase"]: r for r in self.db["representatives"]}
+        stats = {p["phase"]: p for p in summary.get("phases", [])}
+        for entry in self.engine.tracker.table():
+            phase = entry["phase"]
+            p = stats.get(phase)
+            if p is None:
+                continue  # preloaded and not seen in this run: keep the saved entry as is
+            r = by_phase.get(phase)
+            if r is None:
+                r = by_phase[phase] = {"phase": phase, "intervals": 0, "instructions": 0, "first_seen_run": run}
+            r["footprint"] = entry["representative"]
+            r["intervals"] = r.get("intervals", 0) + p["intervals"]
+            r["instructions"] = r.get("instructions", 0) + p["instructions"]
+            r["last_seen_run"] = run
+            r["top_code"] = [b["key"] for b in p.get("top_code", [])[:8]]
+        self.db = {"format": FORMAT, "version": VERSION, "settings": self.settings, "runs": run,
+                   "next_id": max(self.db["next_id"], self.engine.tracker.next_id),
+                   "representatives": sorted(by_phase.values(), key=lambda r: r["phase"])}
+        self._save()
+
+    def _save(self) -> None:
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".phasescope-db-", suffix=".tmp", dir=self._dir)
+        except OSError as e:
+            raise write_failed(self.path, e) from None
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(self.db, f, indent=1)
+                f.write("\n")
+            mask = os.umask(0o022)
+            os.umask(mask)
+            os.chmod(tmp, 0o666 & ~mask)
+            os.replace(tmp, self.path)
+        except OSError as e:
+            raise write_failed(self.path, e) from None
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)

@@ -1,0 +1,176 @@
+"""Figures of a recorded run (``phasescope plot LOG -o FILE.png``), drawn with matplotlib.
+
+Four panels: the phase barcode over time, one row per thread; each phase's share of execution;
+per-phase metrics against the whole run (the paper's Figure 7: coefficient of variation of ns per
+instruction, of wall time per interval and of CPU time, within each main phase and over the whole
+run); and the intervals' footprints as a heat map (Figure 3), recomputed by replaying the log
+through :class:`~phasescope.engine.PhaseEngine` (rows are intervals, columns buckets).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from phasescope.engine import PhaseEngine
+from phasescope.engine.phase_engine import EngineConfig
+from phasescope.errors import InputError
+from phasescope.formats.lines import numbered_lines
+from phasescope.formats.log import read_log
+
+MAIN_PHASES = 12  # phases shown by name; the rest are "other"
+HEAT_ROWS = 400  # intervals in the heat map at most (evenly sampled)
+
+
+def load_records(path: str) -> List[dict]:
+    """The log's records (the fields the figures use), InputError on a bad line."""
+    out = []
+    for lineno, line in numbered_lines(path):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+            out.append({"thread": int(r["thread"]), "phase": int(r["phase"]), "seq": int(r.get("seq", len(out))),
+                        "thread_seq": int(r["thread_seq"]), "instructions": int(r["instructions"]),
+                        "start_ns": int(r.get("start_ns") or 0), "end_ns": int(r.get("end_ns") or 0),
+                        "wall_ns": int(r.get("wall_ns") or 0), "partial": bool(r.get("partial", False)),
+                        "cpu_ns": (r.get("os") or {}).get("cpu_ns")})
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise InputError(f"{path}:{lineno}: not a phasescope log record with a phase") from None
+    if not out:
+        raise InputError(f"{path}: empty log")
+    return out
+
+
+def cv(values) -> Optional[float]:
+    v = np.asarray(values, dtype=np.float64)
+    if len(v) < 2 or v.mean() == 0:
+        return None
+    return float(v.std() / v.mean())
+
+
+def metric_cvs(records: List[dict]) -> Dict[str, Dict[str, Optional[float]]]:
+    """{metric: {"whole": cv, phase: cv, ...}} over complete intervals with timings."""
+    full = [r for r in records if not r["partial"] and r["wall_ns"] > 0 and r["instructions"] > 0]
+    metrics = {"ns/instruction": lambda r: r["wall_ns"] / r["instructions"], "wall ns": lambda r: r["wall_ns"],
+               "cpu ns": lambda r: r["cpu_ns"]}
+    out = {}
+    for name, f in metrics.items():
+        rows = [r for r in full if f(r) is not None]
+        d = {"whole": cv([f(r) for r in rows])}
+        by_phase: Dict[int, list] = {}
+        for r in rows:
+            by_phase.setdefault(r["phase"], []).append(f(r))
+        d.update({p: cv(v) for p, v in by_phase.items()})
+        out[name] = d
+    return out
+
+
+def footprints(path: str, config: EngineConfig, rows: int = HEAT_ROWS):
+    """Footprints of the log's intervals replayed through the engine: (matrix, phases), sampled evenly."""
+    engine = PhaseEngine(config)
+    fps, phases = [], []
+    engine.subscribe(lambda r, iv: (fps.append(r.footprint), phases.append(r.phase)))
+    engine.feed_many(read_log(path))
+    if not fps:
+        return np.zeros((0, config.tracker.buckets)), []
+    pick = np.unique(np.linspace(0, len(fps) - 1, min(rows, len(fps))).astype(int))
+    return np.array([fps[i] for i in pick]), [phases[i] for i in pick]
+
+
+def plot_log(path: str, out: str, config: EngineConfig, title: Optional[str] = None) -> dict:
+    """Draw the four panels of the log at ``path`` into ``out`` (PNG, SVG, PDF: by extension)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    records = load_records(path)
+    total = sum(r["instructions"] for r in records)
+    share: Dict[int, int] = {}
+    for r in records:
+        share[r["phase"]] = share.get(r["phase"], 0) + r["instructions"]
+    ranked = sorted(share, key=lambda p: (-share[p], p))
+    main = ranked[:MAIN_PHASES]
+    cmap = plt.get_cmap("tab20")
+    color = {p: cmap(i % 20) for i, p in enumerate(main)}
+    other = (0.75, 0.75, 0.75, 1.0)
+
+    fig = plt.figure(figsize=(14, 10), constrained_layout=True)
+    grid = fig.add_gridspec(3, 2, height_ratios=[1.1, 1, 1.2])
+    fig.suptitle(title or f"phasescope: {path} ({len(records)} intervals, {total:,} instructions)")
+
+    # 1. barcode: one row per thread, time on x (or interval number when times are unknown)
+    ax = fig.add_subplot(grid[0, :])
+    threads = list(dict.fromkeys(r["thread"] for r in records))
+    timed = all(r["end_ns"] > 0 for r in records)
+    t0 = min(r["start_ns"] or r["end_ns"] for r in records) if timed else 0
+    for row, t in enumerate(threads):
+        mine = [r for r in records if r["thread"] == t]
+        if timed:
+            spans = [((r["start_ns"] or r["end_ns"]) / 1e9 - t0 / 1e9, max(r["end_ns"] - (r["start_ns"] or r["end_ns"]), 1) / 1e9)
+                     for r in mine]
+        else:
+            spans = [(r["thread_seq"], 1) for r in mine]
+        ax.broken_barh(spans, (row - 0.4, 0.8), facecolors=[color.get(r["phase"], other) for r in mine],
+                       linewidth=0)
+    ax.set_yticks(range(len(threads)))
+    ax.set_yticklabels([f"thread {t}" for t in threads])
+    ax.set_ylim(len(threads) - 0.5, -0.5)
+    ax.set_xlabel("seconds since the first interval" if timed else "interval (per thread)")
+    ax.set_title("phase barcode (one cell per interval)")
+    handles = [Patch(color=color[p], label=f"P{p}") for p in main]
+    if len(ranked) > len(main):
+        handles.append(Patch(color=other, label=f"{len(ranked) - len(main)} other"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+
+    # 2. share of execution
+    ax = fig.add_subplot(grid[1, 0])
+    labels = [f"P{p}" for p in main] + (["other"] if len(ranked) > len(main) else [])
+    values = [share[p] / total for p in main] + ([sum(share[p] for p in ranked[len(main):]) / total]
+                                                  if len(ranked) > len(main) else [])
+    ax.barh(labels, values, color=[color[p] for p in main] + [other] * (len(labels) - len(main)))
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of executed instructions")
+    ax.set_title("each phase's share of execution")
+    for i, v in enumerate(values):
+        ax.text(v + 0.01, i, f"{v:.1%}", va="center", fontsize=8)
+
+    # 3. Figure 7: CV per phase vs the whole run
+    ax = fig.add_subplot(grid[1, 1])
+    cvs = metric_cvs(records)
+    shown = [p for p in main[:8] if cvs["ns/instruction"].get(p) is not None]
+    groups = ["whole"] + shown
+    names = [m for m in cvs if cvs[m]["whole"] is not None]
+    width = 0.8 / max(1, len(names))
+    x = np.arange(len(groups))
+    for i, m in enumerate(names):
+        ys = [cvs[m].get(g) or 0.0 for g in groups]
+        ax.bar(x + i * width - 0.4 + width / 2, ys, width, label=m)
+    ax.set_xticks(x)
+    ax.set_xticklabels(["whole run"] + [f"P{p}" for p in shown])
+    ax.set_ylabel("coefficient of variation per interval")
+    ax.set_title("homogeneity: CV within each phase vs the whole run (Fig. 7)")
+    if names:
+        ax.legend(fontsize=8)
+
+    # 4. Figure 3: footprints of intervals
+    ax = fig.add_subplot(grid[2, :])
+    fp, fp_phases = footprints(path, config)
+    if len(fp):
+        im = ax.imshow(fp.T, aspect="auto", interpolation="nearest", cmap="viridis", origin="lower")
+        fig.colorbar(im, ax=ax, label="footprint units (1/M of the interval)", pad=0.01)
+        ax.set_ylabel("bucket")
+        ax.set_xlabel(f"interval (replayed; {len(fp)} of {len(records)} shown)" if len(fp) < len(records)
+                      else "interval (replayed)")
+    ax.set_title(f"footprints of intervals (Fig. 3), {config.tracker.buckets} buckets")
+    try:
+        fig.savefig(out, dpi=110)
+    except OSError as e:
+        raise InputError(f"{out}: cannot write: {e.strerror}") from None
+    finally:
+        plt.close(fig)
+    return {"intervals": len(records), "phases": len(ranked), "threads": len(threads)}

@@ -1,0 +1,198 @@
+"""The event stream (--events) against a real traced target: clients connecting mid-run, a
+client that never reads, a client that vanishes, bad addresses."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import cli_command, run_cli
+
+
+def connect(path, timeout=20.0) -> socket.socket:
+    end = time.monotonic() + timeout
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(path)
+            return s
+        except OSError:
+            s.close()
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.02)
+
+
+def read_events(sock, out):
+    f = sock.makefile("r", encoding="utf-8")
+    for line in f:
+        out.append(json.loads(line))
+
+
+def wait_lines(path, n, timeout=20.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if os.path.exists(path):
+            with open(path) as f:
+                if sum(1 for _ in f) >= n:
+                    return
+        time.sleep(0.02)
+    raise AssertionError(f"{path}: fewer than {n} records")
+
+
+def test_clients_mid_run_slow_and_vanishing(build, tmp_path):
+    """A reader connecting mid-run gets hello then ordered events; a client that never reads and
+    one that disconnects abruptly cost neither tracing nor the log a record; drops are counted."""
+    prog = build("phased.c")
+    sock_path, log, summary = str(tmp_path / "ev.sock"), str(tmp_path / "run.jsonl"), str(tmp_path / "s.json")
+    proc = subprocess.Popen(cli_command("-f", prog, "12", "4", "--no-dashboard",
+                                        "--events", f"unix:{sock_path}", "--events-queue", "16",
+                                        "--log", log, "--summary", summary),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        silent = connect(sock_path)  # never reads
+        silent.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        wait_lines(log, 5)  # the run is well under way
+        vanishing = connect(sock_path)
+        vanishing.recv(100)
+        vanishing.close()  # abruptly, with events still coming
+        reader, events = connect(sock_path), []
+        t = threading.Thread(target=read_events, args=(reader, events), daemon=True)
+        t.start()
+        _, err = proc.communicate(timeout=40)
+        t.join(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert not os.path.exists(sock_path)  # removed on close
+    assert events[0]["event"] == "hello" and events[0]["schema"] == 1 and events[0]["mode"] == "exact"
+    assert events[0]["config"]["tracker"]["buckets"] == 32
+    assert events[-1]["event"] == "end" and events[-1]["how"] == "exited" and events[-1]["code"] == 0
+    intervals = [e for e in events if e["event"] == "interval"]
+    seqs = [e["seq"] for e in events if "seq" in e]
+    assert intervals and intervals[0]["seq"] > 0  # joined mid-run
+    assert seqs == sorted(seqs)
+    assert all(e["sent_ns"] >= e.get("end_ns", 0) for e in events)
+    for e in events:
+        if e["event"] == "prediction":
+            assert set(e) >= {"thread", "phase", "confidence", "expected_remaining"}
+        if e["event"] == "phase_change":
+            assert e["from"] != e["to"] and e["time"] > 0
+    # the log has every record, contiguous, whatever the clients did
+    with open(log) as f:
+        records = [json.loads(line) for line in f]
+    assert [r["seq"] for r in records] == list(range(len(records)))
+    threads = {}
+    for r in records:
+        assert r["thread_seq"] == threads.get(r["thread"], -1) + 1
+        threads[r["thread"]] = r["thread_seq"]
+    with open(summary) as f:
+        s = json.load(f)
+    assert s["whole"]["intervals"] == len(records)
+    assert s["events"]["clients"] == 3 and s["events"]["dropped"] > 0  # the silent client's
+    dropped = sum(e["count"] for e in events if e["event"] == "dropped")
+    # the reader saw every interval from its first one on, or was told how many events it missed
+    assert len(intervals) == len(records) - intervals[0]["seq"] or dropped > 0
+    silent.close()
+
+
+@pytest.mark.parametrize("address,words", [
+    ("unix:/nonexistent-dir/x.sock", "cannot bind"),
+    ("bogus", "expected unix:PATH or tcp:HOST:PORT"),
+    ("tcp:9999", "give the host"),
+    ("tcp:127.0.0.1:notaport", "bad port"),
+    ("tcp:8.8.8.8:9999", "not a loopback address"),
+    ("PORT_IN_USE", "port in use"),
+])
+def test_bad_address_fails_before_attaching(address, words):
+    busy = None
+    if address == "PORT_IN_USE":
+        busy = socket.socket()
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        address = f"tcp:127.0.0.1:{busy.getsockname()[1]}"
+    try:
+        # pid 999999 does not exist: the address must be refused before the target is looked up
+        r = run_cli("-p", "999999", "--no-dashboard", "--events", address, timeout=30)
+    finally:
+        if busy is not None:
+            busy.close()
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], r.stderr
+
+
+def test_replay_serves_events(tmp_path):
+    """replay takes --events too (the replay is over before a client could connect here: the
+    socket is served and removed)."""
+    log = tmp_path / "in.jsonl"
+    recs = []
+    for i in range(6):
+        key = 1000 if i < 3 else 2000
+        recs.append({"seq": i, "thread": 1, "thread_seq": i, "instructions": 100000, "blocks": [[key, 100000]]})
+    log.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    sock_path = str(tmp_path / "r.sock")
+    proc = subprocess.Popen(cli_command("replay", str(log), "--events", f"unix:{sock_path}"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert not os.path.exists(sock_path)
+
+
+def test_tcp_loopback_client(build, tmp_path):
+    """tcp:127.0.0.1:PORT: a client gets hello, the intervals and end."""
+    prog = build("phased.c")
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    proc = subprocess.Popen(cli_command("-f", prog, "3", "4", "--no-dashboard", "--events", f"tcp:127.0.0.1:{port}"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 20
+        while True:
+            try:
+                s = socket.create_connection(("127.0.0.1", port))
+                break
+            except OSError:
+                assert time.monotonic() < end and proc.poll() is None
+                time.sleep(0.02)
+        events = []
+        read_events(s, events)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "hello" and kinds[-1] == "end" and "interval" in kinds and "phase_change" in kinds
+
+
+def test_stale_socket_replaced_and_other_files_refused(tmp_path):
+    from phasescope.errors import InputError
+    from phasescope.sinks.events import EventServer
+    stale = str(tmp_path / "stale.sock")
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(stale)
+    s.close()  # the file stays, nobody listens: a run that died
+    server = EventServer(f"unix:{stale}")
+    server.close()
+    assert not os.path.exists(stale)
+    plain = tmp_path / "file"
+    plain.write_text("keep")
+    with pytest.raises(InputError, match="not a socket"):
+        EventServer(f"unix:{plain}")
+    assert plain.read_text() == "keep"
+    live = EventServer(f"unix:{tmp_path / 'live.sock'}")
+    try:
+        with pytest.raises(InputError, match="in use"):
+            EventServer(f"unix:{tmp_path / 'live.sock'}")
+    finally:
+        live.close()

@@ -1,0 +1,36 @@
+"""examples/nice_by_phase.py end to end: a real target traced with --events, the policy renicing
+its thread when it enters the flagged phase (and back when it leaves)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import cli_command
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "nice_by_phase.py"
+
+
+def test_nice_by_phase(build, tmp_path):
+    prog = build("phased.c")
+    sock = str(tmp_path / "ev.sock")
+    tracer = subprocess.Popen(cli_command("-f", prog, "3", "6", "--no-dashboard", "--events", f"unix:{sock}"),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        # P4 is phased.c's pointer chase (IDs are deterministic for this program)
+        policy = subprocess.run([sys.executable, str(EXAMPLE), f"unix:{sock}", "--background", "4", "--nice", "7"],
+                                capture_output=True, text=True, timeout=60)
+        _, err = tracer.communicate(timeout=60)
+    finally:
+        if tracer.poll() is None:
+            tracer.kill()
+    assert tracer.returncode == 0, err
+    out = policy.stdout
+    assert policy.returncode == 0, policy.stderr
+    assert out.startswith("nice_by_phase: connected to ")
+    pid = re.search(r"\(pid (\d+)\)", out).group(1)
+    assert re.search(rf"thread {pid}: entered background phase P4: nice 7 \(now 7\)", out), out
+    assert re.search(rf"thread {pid}: left for P\d+: nice 0", out), out
+    assert "nice_by_phase: target exited" in out
