@@ -57,6 +57,9 @@ function roundPages(n) {
 
 function setup(opts) {
   config = opts;
+  // How many times a block must be seen unchanged before Stalker trusts (stops re-checking) it.
+  if (opts.trustThreshold !== null)
+    Stalker.trustThreshold = opts.trustThreshold;
   globals = Memory.alloc(GLOBAL_SIZE);
   const symbols = {
     ps: globals,

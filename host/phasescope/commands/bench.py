@@ -53,6 +53,8 @@ class BenchCommand(Command):
         p.add_argument("--no-valgrind", action="store_true", help="skip the valgrind exp-bbv comparison")
         p.add_argument("--no-bare", action="store_true", help="skip the bare Stalker.follow baseline")
         p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+        p.add_argument("--trust-threshold", type=int, default=None, metavar="N",
+                       help="exact mode: Stalker.trustThreshold for bare and traced runs (default: Frida's)")
         p.add_argument("--mode", choices=("exact", "sampled"), default="exact",
                        help="measure exact mode (with bare Stalker and exp-bbv) or sampled mode")
         p.add_argument("--rate", type=int, default=DEFAULT_RATE, metavar="HZ",
@@ -70,7 +72,7 @@ class BenchCommand(Command):
         interval = TrackerConfig(interval=args.interval).interval  # the one check of an interval
         sampled = None if args.mode == "exact" else {"rate_hz": args.rate, "window_samples": args.window}
         result = measure(command, runs=args.runs, interval=interval, valgrind=not args.no_valgrind,
-                         bare=not args.no_bare, sampled=sampled)
+                         bare=not args.no_bare, sampled=sampled, trust_threshold=args.trust_threshold)
         print(json.dumps(result) if args.json else format_report(result))
         sys.stdout.flush()
         return 0
@@ -128,9 +130,10 @@ def _valgrind(argv, interval: int) -> float:
 
 
 def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = True, bare: bool = True,
-            sampled: Optional[dict] = None) -> dict:
+            sampled: Optional[dict] = None, trust_threshold: Optional[int] = None) -> dict:
     """Minimum wall seconds per configuration and the ratios to native. ``sampled``: measure
-    sampled mode instead (its SampledSession options); no bare or valgrind runs then."""
+    sampled mode instead (its SampledSession options); no bare or valgrind runs then.
+    ``trust_threshold``: Stalker's, for the bare and traced runs."""
     if runs < 1:
         raise InputError("--runs must be at least 1")
     device = resolve_device()
@@ -149,7 +152,8 @@ def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = Tr
     for _ in range(runs):
         times["native"].append(_native(argv))
         if bare:
-            times["bare"].append(_traced(TraceSession(device, target, interval=interval, stdio="pipe", bare=True),
+            times["bare"].append(_traced(TraceSession(device, target, interval=interval, stdio="pipe", bare=True,
+                                                      trust_threshold=trust_threshold),
                                          "bare Stalker")[0])
         if sampled is not None:
             wall, e2e, intervals, instructions = _traced(SampledSession(device, target, stdio="pipe", **sampled),
@@ -158,7 +162,8 @@ def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = Tr
             times["end-to-end"].append(e2e)
             continue
         wall, e2e, intervals, instructions = _traced(
-            TraceSession(device, target, interval=interval, stdio="pipe"), "phasescope")
+            TraceSession(device, target, interval=interval, stdio="pipe", trust_threshold=trust_threshold),
+            "phasescope")
         times["traced"].append(wall)
         times["end-to-end"].append(e2e)
         if use_valgrind:
@@ -170,6 +175,7 @@ def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = Tr
     return {
         "command": argv,
         "mode": "exact" if sampled is None else "sampled",
+        "trust_threshold": trust_threshold,
         "sampled": sampled,
         "valgrind": "used" if use_valgrind else ("not installed" if valgrind else "skipped"),
         "runs": runs,

@@ -73,7 +73,8 @@ class TraceSession:
     share one slot with PC 0). ``buffer_bytes``: each of the agent's two output buffers.
     ``window``: bytes of records in flight before the agent waits for the host. ``bare``: plain
     ``Stalker.follow`` without counters (benchmark baseline; no intervals). ``watch``: no Stalker
-    at all; the agent only reports modules, threads and the end (sampled mode). ``counter_source``:
+    at all; the agent only reports modules, threads and the end (sampled mode). ``trust_threshold``:
+    ``Stalker.trustThreshold`` (None: Frida's default). ``counter_source``:
     C source of the hot path instead of the shipped ``agent/counter.c``. ``portable``: count with
     a C callout per block (the path used where no inline fast path exists, e.g. arm64) on x86-64 too.
     """
@@ -89,6 +90,7 @@ class TraceSession:
         window: int = 32 << 20,
         bare: bool = False,
         watch: bool = False,
+        trust_threshold: Optional[int] = None,
         counter_source: Optional[str] = None,
         portable: bool = False,
     ):
@@ -110,6 +112,7 @@ class TraceSession:
             "drainMs": 10,
             "bare": bool(bare),
             "watch": bool(watch),
+            "trustThreshold": trust_threshold,
             "portable": bool(portable),
         }
         self.modules = ModuleMap()
