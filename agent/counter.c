@@ -313,15 +313,15 @@ ps_win_patch (PsThread * t, gboolean open)
   guint64 i;
   for (i = 0; i != t->n_mslots; i++)
   {
-    guint8 * p = t->mslot[i];
+    guint8 * slot = t->mslot[i];
     if (open)
     {
-      p[0] = 0xe9;
-      *(guint32 *) (p + 1) = t->mrel[i];
+      slot[0] = 0xe9;
+      *(guint32 *) (slot + 1) = t->mrel[i];
     }
     else
     {
-      p[0] = nop5[0]; p[1] = nop5[1]; p[2] = nop5[2]; p[3] = nop5[3]; p[4] = nop5[4];
+      slot[0] = nop5[0]; slot[1] = nop5[1]; slot[2] = nop5[2]; slot[3] = nop5[3]; slot[4] = nop5[4];
     }
   }
   t->win_open = open ? 1 : 0;
