@@ -182,6 +182,7 @@ ps_thread_init (PsThread * t, guint64 tid, guint64 * arena, guint64 capacity, gu
 }
 
 static void ps_win_full (PsThread * t);
+static void ps_win_reset (PsThread * t);
 static void ps_win_open (PsThread * t);
 
 /* Called on the thread itself, with all registers saved by the stub. */
@@ -190,8 +191,15 @@ ps_slow (PsThread * t)
 {
   gint64 left = t->tail;
   guint i;
-  if (t->win_open && t->win_left <= 0)
-    ps_win_full (t);
+  if (t->win_left <= 0 && t->win_size != 0)
+  {
+    /* A recorder reached the window's end. Closed window: a slot we no longer own jumped (a block
+     * Stalker recompiled elsewhere); start over so the buffer is never overrun. */
+    if (t->win_open)
+      ps_win_full (t);
+    else
+      ps_win_reset (t);
+  }
   for (i = 0; i != PS_K; i++)
     left += t->budget[i];
   if (t->fresh)
