@@ -77,6 +77,21 @@ struct _PsThread
   guint64 carry;             /* instructions of a block cut before its counter was placed */
   guint64 closed;
   guint64 fresh;             /* no block ran yet: the first slow path starts the first interval */
+  /* --locality: windows of sampled memory addresses (see "memory access windows" below) */
+  guint64 * win_ptr;         /* next free entry of the open window (written by the recorders) */
+  gint64 win_left;           /* accesses left in the window: a recorder calls the stub at 0 */
+  guint64 win_skipped;       /* fs/gs (and unencodable) accesses seen in the window */
+  guint64 * win_buf;         /* win_size entries */
+  guint64 win_size;          /* N accesses per window; 0: locality off */
+  guint64 win_every;         /* one window every M intervals */
+  guint64 win_open;          /* the thread's memory slots jump to their recorders */
+  guint64 win_ship;          /* 0 once the thread was closed: a full window is recycled, not shipped */
+  guint8 ** mslot;           /* code address of each memory slot (5 bytes before a memory access) */
+  guint32 * mrel;            /* rel32 of the jmp from that slot to its recorder */
+  guint64 n_mslots;
+  guint64 cap_mslots;
+  guint8 * rec_cur;          /* recorder area (cold, RWX) */
+  guint8 * rec_end;
 };
 
 struct _PsGlobal
@@ -166,12 +181,25 @@ ps_thread_init (PsThread * t, guint64 tid, guint64 * arena, guint64 capacity, gu
   ps_fill_budgets (t, 0);
 }
 
+static void ps_win_full (PsThread * t);
+static void ps_win_reset (PsThread * t);
+static void ps_win_open (PsThread * t);
+
 /* Called on the thread itself, with all registers saved by the stub. */
 void
 ps_slow (PsThread * t)
 {
   gint64 left = t->tail;
   guint i;
+  if (t->win_left <= 0 && t->win_size != 0)
+  {
+    /* A recorder reached the window's end. Closed window: a slot we no longer own jumped (a block
+     * Stalker recompiled elsewhere); start over so the buffer is never overrun. */
+    if (t->win_open)
+      ps_win_full (t);
+    else
+      ps_win_reset (t);
+  }
   for (i = 0; i != PS_K; i++)
     left += t->budget[i];
   if (t->fresh)
@@ -180,6 +208,8 @@ ps_slow (PsThread * t)
     t->start_ns = ps_now_ns ();
     ps_os_sample (t->os_start);
     ps_fill_budgets (t, (gint64) ps.interval + left);
+    if (t->win_size != 0)
+      ps_win_open (t);
     return;
   }
   if (left > 0)
@@ -189,6 +219,8 @@ ps_slow (PsThread * t)
   }
   ps_cut (t, 0);
   ps_fill_budgets (t, (gint64) ps.interval);
+  if (t->win_size != 0 && t->seq % t->win_every == 0)
+    ps_win_open (t);
 }
 
 static void
@@ -270,13 +302,132 @@ ps_cut (PsThread * t, guint32 flags)
     t->os_start[i] = os_now[i];
 }
 
-/* Ships the thread's partial interval (thread exit, process exit, detach). */
+/* ---- memory access windows (--locality) ----
+ *
+ * Every instruction with an explicit memory operand gets a 5-byte slot before it: a NOP while the
+ * thread has no window open, a `jmp rel32` to the instruction's recorder in the cold area while
+ * one is. Opening and closing a window rewrites the thread's slots; only the thread itself does
+ * that, in its slow path, so no other CPU executes the bytes being written. The recorder keeps
+ * the red zone and the flags, computes the operand's address with lea (rip-relative: a constant),
+ * appends it to the window and, on the N-th access, calls the slow stub, which closes the window
+ * and ships it (one PS_REC_LOCALITY record, tagged with the interval it ends in: it precedes that
+ * interval's record in the stream). A window opens with interval 0 and every win_every-th one.
+ */
+
+static void
+ps_win_patch (PsThread * t, gboolean open)
+{
+  static const guint8 nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+  guint64 i;
+  for (i = 0; i != t->n_mslots; i++)
+  {
+    guint8 * slot = t->mslot[i];
+    if (open)
+    {
+      slot[0] = 0xe9;
+      *(guint32 *) (slot + 1) = t->mrel[i];
+    }
+    else
+    {
+      slot[0] = nop5[0]; slot[1] = nop5[1]; slot[2] = nop5[2]; slot[3] = nop5[3]; slot[4] = nop5[4];
+    }
+  }
+  t->win_open = open ? 1 : 0;
+}
+
+/* Ships the window's accesses so far as one record (dropped, and counted, when it does not fit). */
+static void
+ps_win_ship (PsThread * t)
+{
+  guint64 n = (guint64) (t->win_ptr - t->win_buf), size = PS_LOC_HEADER_SIZE + n * 8, i;
+  guint8 * out = NULL;
+  if (n == 0 && t->win_skipped == 0)
+    return;
+  gum_spinlock_acquire (&ps.lock);
+  if (ps.len[ps.cur] + size <= ps.buf_size)
+  {
+    out = ps.buf[ps.cur] + ps.len[ps.cur];
+    ps.len[ps.cur] += size;
+    *(guint32 *) (out + PS_LOC_KIND) = PS_REC_LOCALITY;
+    *(guint32 *) (out + PS_LOC_FLAGS) = 0;
+    ps_put64 (out + PS_LOC_THREAD, t->tid);
+    ps_put64 (out + PS_LOC_SEQ, t->seq);
+    ps_put64 (out + PS_LOC_NACCESSES, n);
+    ps_put64 (out + PS_LOC_SKIPPED, t->win_skipped);
+    for (i = 0; i != n; i++)
+      ps_put64 (out + PS_LOC_HEADER_SIZE + 8 * i, t->win_buf[i]);
+  }
+  else
+  {
+    ps.dropped_records++;
+  }
+  gum_spinlock_release (&ps.lock);
+}
+
+static void
+ps_win_reset (PsThread * t)
+{
+  t->win_ptr = t->win_buf;
+  t->win_left = (gint64) t->win_size;
+  t->win_skipped = 0;
+}
+
+static void
+ps_win_open (PsThread * t)
+{
+  if (t->win_open)
+  {
+    /* Still open M intervals later (a thread that rarely touches memory): ship what it has. */
+    if (t->win_ship)
+      ps_win_ship (t);
+    ps_win_reset (t);
+    return;
+  }
+  ps_win_reset (t);
+  ps_win_patch (t, TRUE);
+}
+
+/* The window is full (on the thread, from its slow path). */
+static void
+ps_win_full (PsThread * t)
+{
+  if (t->win_ship)
+    ps_win_ship (t);
+  ps_win_reset (t);
+  ps_win_patch (t, FALSE);
+}
+
+void
+ps_thread_locality (PsThread * t, guint64 * buf, guint64 size, guint64 every, guint8 ** mslot,
+    guint32 * mrel, guint64 cap, guint8 * rec, guint64 rec_size)
+{
+  t->win_buf = buf;
+  t->win_size = size;
+  t->win_every = every == 0 ? 1 : every;
+  t->win_open = 0;
+  t->win_ship = 1;
+  t->mslot = mslot;
+  t->mrel = mrel;
+  t->n_mslots = 0;
+  t->cap_mslots = cap;
+  t->rec_cur = rec;
+  t->rec_end = rec + rec_size;
+  ps_win_reset (t);
+}
+
+/* Ships the thread's partial interval (thread exit, process exit, detach). Any thread may call
+ * this: an open window is shipped but its slots stay (the thread may still run a little). */
 void
 ps_thread_close (PsThread * t)
 {
   if (t->closed)
     return;
   t->closed = 1;
+  if (t->win_open)
+  {
+    ps_win_ship (t);
+    t->win_ship = 0;
+  }
   ps_cut (t, PS_FLAG_PARTIAL);
 }
 
@@ -752,6 +903,167 @@ ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_fla
   return p;
 }
 
+/* Hardware number (0-15) of a 64-bit general register; -1 none; -2 anything else. */
+static int
+ps_gpr (x86_reg r)
+{
+  switch (r)
+  {
+    case X86_REG_INVALID: return -1;
+    case X86_REG_RAX: return 0;
+    case X86_REG_RCX: return 1;
+    case X86_REG_RDX: return 2;
+    case X86_REG_RBX: return 3;
+    case X86_REG_RSP: return 4;
+    case X86_REG_RBP: return 5;
+    case X86_REG_RSI: return 6;
+    case X86_REG_RDI: return 7;
+    case X86_REG_R8: return 8;
+    case X86_REG_R9: return 9;
+    case X86_REG_R10: return 10;
+    case X86_REG_R11: return 11;
+    case X86_REG_R12: return 12;
+    case X86_REG_R13: return 13;
+    case X86_REG_R14: return 14;
+    case X86_REG_R15: return 15;
+    default: return -2;
+  }
+}
+
+/* `mov r64, [rip + field]` (op 0x8b) or `mov [rip + field], r64` (0x89), reg < 8, code at `at`. */
+static void
+ps_put_field (PsCode * c, GumAddress at, guint8 op, int reg, gpointer field)
+{
+  ps_put_u8 (c, 0x48); ps_put_u8 (c, op); ps_put_u8 (c, (guint8) (0x05 | (reg << 3)));
+  ps_put_rel32 (c, at + c->n + 4, GPOINTER_TO_SIZE (field));
+}
+
+/*
+ * The recorder of one memory instruction, at `at` in the cold area, returning to `back`:
+ *
+ *   lea rsp, [rsp-128]; push rax; push rcx
+ *   lea rax, [operand] (rsp-based: displacement + 144) / movabs rax, address (rip-relative)
+ *   mov rcx, [win_ptr]; mov [rcx], rax; lea rcx, [rcx+8]; mov [win_ptr], rcx
+ *   mov rcx, [win_left]; lea rcx, [rcx-1]; mov [win_left], rcx; jrcxz full
+ * done:
+ *   pop rcx; pop rax; lea rsp, [rsp+128]; jmp back
+ * full:
+ *   call stub; jmp done
+ *
+ * No instruction of it writes the flags. `skip`: only count the access in win_skipped.
+ */
+static void
+ps_put_recorder (PsCode * c, PsThread * t, GumAddress at, GumAddress back, const cs_insn * insn,
+    const cs_x86_op * op, gboolean skip)
+{
+  guint8 * jr;
+  guint done;
+  ps_put (c, ps_lea_down, sizeof (ps_lea_down));
+  if (skip)
+  {
+    ps_put_u8 (c, 0x51);                                      /* push rcx */
+    ps_put_field (c, at, 0x8b, 1, &t->win_skipped);
+    ps_put_u8 (c, 0x48); ps_put_u8 (c, 0x8d); ps_put_u8 (c, 0x49); ps_put_u8 (c, 0x01); /* lea rcx, [rcx+1] */
+    ps_put_field (c, at, 0x89, 1, &t->win_skipped);
+    ps_put_u8 (c, 0x59);                                      /* pop rcx */
+    ps_put (c, ps_lea_up, sizeof (ps_lea_up));
+    ps_put_u8 (c, 0xe9);
+    ps_put_rel32 (c, at + c->n + 4, back);
+    return;
+  }
+  ps_put_u8 (c, 0x50); ps_put_u8 (c, 0x51);                   /* push rax; push rcx */
+  if (op->mem.base == X86_REG_RIP)
+  {
+    ps_put_u8 (c, 0x48); ps_put_u8 (c, 0xb8);                 /* movabs rax, address */
+    ps_put_u64 (c, insn->address + insn->size + (gint64) op->mem.disp);
+  }
+  else
+  {
+    int base = ps_gpr (op->mem.base), index = ps_gpr (op->mem.index);
+    gint64 disp = op->mem.disp + (base == 4 ? 144 : 0);
+    guint8 ss = op->mem.scale == 8 ? 3 : op->mem.scale == 4 ? 2 : op->mem.scale == 2 ? 1 : 0;
+    guint8 rex = 0x48 | (index >= 8 ? 0x02 : 0) | (base >= 8 ? 0x01 : 0);
+    ps_put_u8 (c, rex); ps_put_u8 (c, 0x8d);
+    ps_put_u8 (c, base < 0 ? 0x04 : 0x84);                    /* mod 00 (no base) / 10, rm = SIB */
+    ps_put_u8 (c, (guint8) ((ss << 6) | ((index < 0 ? 4 : (index & 7)) << 3) | (base < 0 ? 5 : (base & 7))));
+    ps_put_u32 (c, (guint32) (gint32) disp);
+  }
+  ps_put_field (c, at, 0x8b, 1, &t->win_ptr);
+  ps_put_u8 (c, 0x48); ps_put_u8 (c, 0x89); ps_put_u8 (c, 0x01);   /* mov [rcx], rax */
+  ps_put_u8 (c, 0x48); ps_put_u8 (c, 0x8d); ps_put_u8 (c, 0x49); ps_put_u8 (c, 0x08); /* lea rcx, [rcx+8] */
+  ps_put_field (c, at, 0x89, 1, &t->win_ptr);
+  ps_put_field (c, at, 0x8b, 1, &t->win_left);
+  ps_put_u8 (c, 0x48); ps_put_u8 (c, 0x8d); ps_put_u8 (c, 0x49); ps_put_u8 (c, 0xff); /* lea rcx, [rcx-1] */
+  ps_put_field (c, at, 0x89, 1, &t->win_left);
+  ps_put_u8 (c, 0xe3); ps_put_u8 (c, 0);                      /* jrcxz full */
+  jr = c->b + c->n - 1;
+  done = c->n;
+  ps_put_u8 (c, 0x59); ps_put_u8 (c, 0x58);                   /* pop rcx; pop rax */
+  ps_put (c, ps_lea_up, sizeof (ps_lea_up));
+  ps_put_u8 (c, 0xe9);
+  ps_put_rel32 (c, at + c->n + 4, back);
+  *jr = (guint8) (c->b + c->n - (jr + 1));
+  ps_put_u8 (c, 0xe8);                                        /* full: call stub */
+  ps_put_rel32 (c, at + c->n + 4, GPOINTER_TO_SIZE (t->stub));
+  ps_put_u8 (c, 0xeb);                                        /* jmp done */
+  ps_put_u8 (c, (guint8) (gint8) ((gint64) done - (gint64) (c->n + 1)));
+}
+
+/* A memory slot and its recorder before `insn`, if it has an explicit memory operand. */
+static void
+ps_emit_mem_slot (GumX86Writer * w, PsThread * t, const cs_insn * insn)
+{
+  const cs_x86 * x = &insn->detail->x86;
+  const cs_x86_op * op = NULL;
+  PsCode c;
+  GumAddress pc = w->pc, rec;
+  guint8 i;
+  gboolean skip;
+  int base, index;
+
+  if (insn->id == X86_INS_LEA || insn->id == X86_INS_NOP)
+    return;
+  for (i = 0; i != x->op_count; i++)
+  {
+    if (x->operands[i].type == X86_OP_MEM)
+    {
+      op = &x->operands[i];
+      break;
+    }
+  }
+  if (op == NULL || t->n_mslots == t->cap_mslots || t->stub == NULL)
+    return;
+  base = ps_gpr (op->mem.base);
+  index = ps_gpr (op->mem.index);
+  skip = op->mem.segment == X86_REG_FS || op->mem.segment == X86_REG_GS ||
+      (op->mem.base != X86_REG_RIP && (base == -2 || index == -2 || index == 4));
+  rec = GPOINTER_TO_SIZE (t->rec_cur);
+  if (t->rec_cur + sizeof (c.b) > t->rec_end || !ps_near (pc, rec) || !ps_near (pc, rec + sizeof (c.b)) ||
+      !ps_near (rec, GPOINTER_TO_SIZE (t->stub)) || !ps_near (rec, GPOINTER_TO_SIZE (t)))
+    return;
+  c.n = 0;
+  ps_put_recorder (&c, t, rec, pc + 5, insn, op, skip);
+  for (i = 0; i != c.n; i++)
+    t->rec_cur[i] = c.b[i];
+  t->rec_cur += (c.n + 15) & ~15u;
+  t->mslot[t->n_mslots] = w->code;
+  t->mrel[t->n_mslots] = (guint32) (gint32) ((gint64) rec - (gint64) (pc + 5));
+  if (t->win_open)
+  {
+    c.n = 0;
+    ps_put_u8 (&c, 0xe9);
+    ps_put_u32 (&c, t->mrel[t->n_mslots]);
+  }
+  else
+  {
+    static const guint8 nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+    c.n = 0;
+    ps_put (&c, nop5, sizeof (nop5));
+  }
+  t->n_mslots++;
+  gum_x86_writer_put_bytes (w, c.b, c.n);
+}
+
 void
 transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer user_data)
 {
@@ -776,6 +1088,8 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
         placed = TRUE;
       }
     }
+    if (t->win_size != 0)
+      ps_emit_mem_slot (w, t, insn);
     n++;
     last_pc = insn->address;
     gum_stalker_iterator_keep (iterator);

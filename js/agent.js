@@ -70,6 +70,8 @@ function setup(opts) {
   api = {
     configure: new NativeFunction(cm.ps_configure, 'void', ['uint64', 'pointer', 'pointer', 'uint64']),
     threadInit: new NativeFunction(cm.ps_thread_init, 'void', ['pointer', 'uint64', 'pointer', 'uint64', 'pointer', 'uint64']),
+    threadLocality: new NativeFunction(cm.ps_thread_locality, 'void',
+        ['pointer', 'pointer', 'uint64', 'uint64', 'pointer', 'pointer', 'uint64', 'pointer', 'uint64']),
     threadClose: new NativeFunction(cm.ps_thread_close, 'void', ['pointer']),
     threadFlush: new NativeFunction(cm.ps_thread_flush, 'void', ['pointer']),
     threadHot: new NativeFunction(cm.ps_thread_hot, 'uint64', ['pointer', 'pointer', 'uint64']),
@@ -102,11 +104,23 @@ function follow(tid) {
     const cap = config.slots;
     const arenaSize = roundPages(cap * 20 + 4096 * 4);
     const coldSize = roundPages(cap * 26 + PAGE);
-    const region = Memory.alloc(PAGE + arenaSize + coldSize);
+    // --locality (inline path only): the window buffer, the memory slots' table and recorders.
+    const loc = config.locality && transformFn === cm.transform ? config.locality : null;
+    const mcap = loc === null ? 0 : loc.slots;
+    const recSize = roundPages(mcap * 96);
+    const tableSize = roundPages(mcap * 12);
+    const winSize = loc === null ? 0 : roundPages(loc.window * 8);
+    const region = Memory.alloc(PAGE + arenaSize + coldSize + recSize + tableSize + winSize);
     const arena = region.add(PAGE);
     const cold = arena.add(arenaSize);
-    Memory.protect(cold, coldSize, 'rwx');
+    Memory.protect(cold, coldSize + recSize, 'rwx');
     api.threadInit(region, uint64(tid), arena, uint64(cap), cold, uint64(coldSize));
+    if (loc !== null) {
+      const rec = cold.add(coldSize);
+      const table = rec.add(recSize);
+      api.threadLocality(region, table.add(tableSize), uint64(loc.window), uint64(loc.every), table,
+          table.add(mcap * 8), uint64(mcap), rec, uint64(recSize));
+    }
     threads.set(tid, region);
     options = { transform: transformFn, data: region };
   }

@@ -37,10 +37,10 @@ def test_generated_defines_give_every_offset():
 
 
 def test_counter_c_uses_only_generated_layout_names():
-    used = set(re.findall(r"\bPS_(?:REC_|STAT_|HEADER_|PAIR_|FLAG_)\w+", COUNTER_C))
+    used = set(re.findall(r"\bPS_(?:REC_|STAT_|HEADER_|PAIR_|FLAG_|LOC_)\w+", COUNTER_C))
     assert used, "counter.c writes no record?"
     assert used <= set(_defines()), used - set(_defines())
-    assert not re.search(r"#define PS_(REC|STAT|HEADER|PAIR|FLAG)_", COUNTER_C), "layout defined twice"
+    assert not re.search(r"#define PS_(REC|STAT|HEADER|PAIR|FLAG|LOC)_", COUNTER_C), "layout defined twice"
     # No literal offsets into a record: every write goes through a PS_REC_* name.
     assert not re.search(r"\bout \+ \d", COUNTER_C)
     assert not re.search(r"\(p \+ (?!8\b)\d", COUNTER_C)
@@ -64,3 +64,45 @@ def test_a_record_built_from_the_table_decodes():
     assert (iv.thread, iv.seq, iv.instructions, iv.partial) == (42, 3, 30, True)
     assert iv.os["cpu_ns"] == 7 and iv.os["nivcsw"] == 9
     assert iv.pcs.tolist() == [0x1000, 0x2000] and iv.counts.tolist() == [10, 20]
+
+
+def test_locality_record_defines_and_shared_prefix():
+    d = _defines()
+    for name, _ in wire.LOCALITY:
+        assert int(d[f"PS_LOC_{name.upper()}"]) == wire.LOC_HEADER.fields[name][1]
+    assert int(d["PS_LOC_HEADER_SIZE"]) == wire.LOC_HEADER.itemsize
+    assert int(d["PS_REC_LOCALITY"]) == wire.KIND_LOCALITY != wire.KIND_INTERVAL
+    # kind, flags, thread and seq sit at the same offsets in both records
+    for name in ("kind", "flags", "thread", "seq"):
+        assert wire.LOC_HEADER.fields[name][1] == wire.HEADER.fields[name][1]
+    assert "PS_REC_LOCALITY" in COUNTER_C and "PS_LOC_NACCESSES" in COUNTER_C
+
+
+def _interval(thread, seq):
+    header = np.zeros(1, wire.HEADER)
+    header["kind"], header["thread"], header["seq"], header["instructions"], header["npairs"] = \
+        wire.KIND_INTERVAL, thread, seq, 10, 1
+    return header.tobytes() + np.array([(0x1000, 10)], wire.PAIR).tobytes()
+
+
+def _window(thread, seq, addresses, skipped=0):
+    header = np.zeros(1, wire.LOC_HEADER)
+    header["kind"], header["thread"], header["seq"], header["naccesses"], header["skipped"] = \
+        wire.KIND_LOCALITY, thread, seq, len(addresses), skipped
+    return header.tobytes() + np.array(addresses, "<u8").tobytes()
+
+
+def test_locality_windows_attach_to_the_interval_they_ended_in():
+    from phasescope.target.modules import ModuleMap
+    pending = {}
+    data = _interval(7, 0) + _window(7, 1, [0x40, 0x80, 0x40], skipped=2) + _window(8, 0, [1])
+    ivs = wire.decode(data, ModuleMap(), pending)
+    assert [(iv.thread, iv.seq, iv.locality) for iv in ivs] == [(7, 0, None)]
+    # the interval arrives in a later buffer
+    ivs = wire.decode(_interval(8, 0) + _interval(7, 1) + _interval(7, 2), ModuleMap(), pending)
+    assert ivs[0].locality.tolist() == [1]
+    assert ivs[1].locality.tolist() == [0x40, 0x80, 0x40] and ivs[1].locality_skipped == 2
+    assert ivs[2].locality is None and pending == {}
+    # a window whose interval was dropped is not attached to a later one
+    ivs = wire.decode(_window(7, 3, [5]) + _interval(7, 4), ModuleMap(), pending)
+    assert ivs[0].locality is None and pending == {}

@@ -1,11 +1,12 @@
 /*
  * Two phases whose data working sets are known by construction, for the --locality end-to-end
  * test: chase_small follows a random cyclic permutation of 64-byte nodes over 32 KiB, chase_big
- * one over 32 MiB. Each load depends on the previous one (pointer chasing), so every access is a
+ * one over 32 MiB, and stream_big reads one word per 64-byte block of a 64 MiB array (no reuse:
+ * miss rate ~1 at every size). Each chase load depends on the previous one (pointer chasing), so every access is a
  * load of the next node's block: a fully associative LRU cache holds the small cycle from 32 KiB
  * up (miss rate ~0 at 256 KiB), and misses the big one at every size below 32 MiB (~1 at 1 MiB).
  *
- *     locality_phases [rounds] [steps per phase]      prints the checksum of the chase
+ *     locality_phases [rounds] [steps per phase]      prints a checksum (address-independent)
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -42,12 +43,31 @@ chase_small (node * p, long steps)
   return p;
 }
 
+/* Unrolled, so that the compiler does not fold it into chase_small (same code, one phase). */
 __attribute__ ((noinline)) static node *
 chase_big (node * p, long steps)
 {
-  while (steps-- > 0)
+  for (; steps >= 2; steps -= 2)
+    p = p->next->next;
+  if (steps > 0)
     p = p->next;
   return p;
+}
+
+__attribute__ ((noinline)) static uint64_t
+stream_big (const uint64_t * a, size_t words, long steps, size_t * at)
+{
+  uint64_t s = 0;
+  size_t i = *at;
+  while (steps-- > 0)
+  {
+    s += a[i];
+    i += 8;
+    if (i >= words)
+      i = 0;
+  }
+  *at = i;
+  return s;
 }
 
 int
@@ -55,14 +75,20 @@ main (int argc, char ** argv)
 {
   long rounds = argc > 1 ? atol (argv[1]) : 4;
   long steps = argc > 2 ? atol (argv[2]) : 4000000;
-  node * small = make_cycle (32 << 10, 1), * big = make_cycle (32 << 20, 2);
+  node * small0 = make_cycle (32 << 10, 1), * big0 = make_cycle (32 << 20, 2);
+  node * small = small0, * big = big0;
+  size_t words = (64 << 20) / sizeof (uint64_t), at = 0, i;
+  uint64_t * stream = malloc (words * sizeof (uint64_t));
   uintptr_t sum = 0;
   long r;
+  for (i = 0; i < words; i++)
+    stream[i] = i;
   for (r = 0; r < rounds; r++)
   {
     small = chase_small (small, steps);
     big = chase_big (big, steps);
-    sum += (uintptr_t) small ^ (uintptr_t) big;
+    sum += (uintptr_t) (small - small0) ^ (uintptr_t) (big - big0);
+    sum += stream_big (stream, words, steps, &at);
   }
   printf ("%lx\n", (unsigned long) (sum & 0xffff));
   return 0;

@@ -41,8 +41,9 @@ class LiveRun:
 
     def __init__(self, session, config: EngineConfig, sinks: List[Sink], *, dashboard: bool,
                  out: TextIO, title: str, refresh: float = 4.0, status_every: float = 5.0,
-                 duration: Optional[float] = None):
+                 duration: Optional[float] = None, locality_size: Optional[int] = None):
         self.session = session
+        self.locality_size = locality_size  # --locality: the dashboard's miss-rate column (bytes)
         self.target = session.target
         self.config = config
         self.sinks = Sinks(sinks)
@@ -73,7 +74,7 @@ class LiveRun:
             self.session.start()
             self.symbols = Symbolizer(self.session)
             self.state = LiveState(self.engine, self.title, self.session.pid, self.symbols.describe,
-                                   self.session.describe_mode())
+                                   self.session.describe_mode(), locality_size=self.locality_size)
             self.state.status = "tracing"
             self.state.threads_followed = len(self.session.threads)
             self.sinks.on_start(self._start_info())

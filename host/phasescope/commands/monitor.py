@@ -16,7 +16,7 @@ from phasescope import __version__
 from phasescope.commands.live_run import LiveRun
 from phasescope.commands.options import (add_device_options, add_run_options, add_target_options,
                                          engine_config_from_args, policy_sinks,
-                                         validate_run_options)
+                                         locality_options, validate_run_options)
 from phasescope.commands.runner import Command, usage_error
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sinks
@@ -103,9 +103,11 @@ class MonitorCommand(Command):
                     session = SampledSession(device, target, stdio=stdio, rate_hz=args.rate,
                                              window_samples=args.window)
                 else:
-                    session = TraceSession(device, target, interval=config.tracker.interval, stdio=stdio)
+                    session = TraceSession(device, target, interval=config.tracker.interval, stdio=stdio,
+                                           locality=locality_options(args))
                 run = LiveRun(session, config, sinks, dashboard=dashboard, out=out, title=short_title(target),
-                              refresh=args.refresh, status_every=args.status_every, duration=args.duration)
+                              refresh=args.refresh, status_every=args.status_every, duration=args.duration,
+                              locality_size=args.locality_size if args.locality else None)
             except BaseException:
                 Sinks(sinks).close()  # e.g. remove the event socket: the run never started
                 raise

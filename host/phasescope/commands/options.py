@@ -122,6 +122,16 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help=f"sampled mode: samples per second of each thread's CPU time (default {DEFAULT_RATE})")
     s.add_argument("--window", type=int, default=DEFAULT_WINDOW_SAMPLES, metavar="SAMPLES",
                    help=f"sampled mode: samples per interval (default {DEFAULT_WINDOW_SAMPLES})")
+    s.add_argument("--locality", action="store_true",
+                   help="exact mode: sample windows of memory addresses (loads and stores) and report each "
+                        "phase's reuse distances and LRU miss-rate curve (summary phases[].locality, a dashboard column)")
+    s.add_argument("--locality-window", type=int, default=65536, metavar="N",
+                   help="--locality: consecutive accesses per window (default 65536)")
+    s.add_argument("--locality-every", type=int, default=8, metavar="M",
+                   help="--locality: one window every M intervals of each thread (default 8)")
+    s.add_argument("--locality-size", type=int, default=1 << 20, metavar="BYTES",
+                   help="--locality: cache size of the dashboard's miss-rate column, a power of two from 4096 to "
+                        "64 MiB (default 1 MiB)")
     o = p.add_argument_group("output")
     o.add_argument("-o", "--output", metavar="FILE",
                    help="phasescope's own lines (changes, status, report) go to FILE instead of stderr")
@@ -178,3 +188,21 @@ def validate_run_options(args: argparse.Namespace) -> None:
         raise InputError(f"--status-every must be positive (got {args.status_every})")
     if not 0 < args.refresh <= 60:
         raise InputError(f"--refresh must be in (0, 60] (got {args.refresh})")
+    if getattr(args, "locality", False):
+        from phasescope.engine.locality import CACHE_BYTES
+        if args.mode != "exact":
+            raise InputError("--locality needs --mode exact (it samples addresses in the inline hot path)")
+        if not 1 <= args.locality_window <= 1 << 24:
+            raise InputError(f"--locality-window must be in [1, 16777216] (got {args.locality_window})")
+        if args.locality_every < 1:
+            raise InputError(f"--locality-every must be at least 1 (got {args.locality_every})")
+        if args.locality_size not in CACHE_BYTES:
+            raise InputError(f"--locality-size must be a power of two from {CACHE_BYTES[0]} to "
+                             f"{CACHE_BYTES[-1]} (got {args.locality_size})")
+
+
+def locality_options(args: argparse.Namespace):
+    """The TraceSession ``locality`` option of --locality (None without it)."""
+    if not getattr(args, "locality", False):
+        return None
+    return {"window": args.locality_window, "every": args.locality_every}

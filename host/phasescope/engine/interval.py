@@ -36,6 +36,10 @@ class Interval:
     mode: str = "exact"  # or "sampled"
     samples: int = 0
     period_ns: int = 0
+    #: --locality: the window of sampled memory addresses (uint64, in access order) that ended in
+    #: this interval, None when none did; ``locality_skipped``: its accesses not recorded (fs/gs)
+    locality: Optional[np.ndarray] = None
+    locality_skipped: int = 0
 
     @property
     def wall_ns(self) -> int:

@@ -21,6 +21,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from phasescope.engine.interval import OS_FIELDS, Interval
+from phasescope.engine.locality import PhaseLocality
 
 METRICS = ("wall_ns", "ns_per_instruction") + OS_FIELDS
 TOP_PER_INTERVAL = 8
@@ -175,6 +176,10 @@ class Stats:
         self.runs = 0
         self.phase_changes = 0
         self.metrics = Metrics()
+        #: per-phase reuse distances and miss-rate curves, from the intervals' locality windows
+        #: (created by the first window: None when the run has none, i.e. without --locality)
+        self.locality: Optional[PhaseLocality] = None
+        self.locality_skipped = 0
 
     def add(self, iv: Interval, phase: int, seq: int) -> Optional[int]:
         """Account one classified interval; returns the thread's previous phase (None if first)."""
@@ -204,6 +209,11 @@ class Stats:
         ps.metrics.add(iv)
         if ps.intervals <= SAMPLE_FIRST or ps.intervals % SAMPLE_EVERY == 0:
             ps.sample_top(iv)
+        if iv.locality is not None:
+            if self.locality is None:
+                self.locality = PhaseLocality()
+            self.locality.add_window(phase, iv.locality)
+            self.locality_skipped += iv.locality_skipped
         if not self.intervals:
             self.unit = iv.unit
         self.intervals += 1
@@ -239,11 +249,32 @@ class Stats:
             "change_rate": self.phase_changes / (self.intervals - len(self.threads)) if self.intervals > len(self.threads) else 0.0,
             "metrics": self.metrics.to_dict(),
             "homogeneity": homogeneity,
+            **({} if self.locality is None else {"locality_skipped": self.locality_skipped}),
         }
+
+    def locality_of(self, phase: int) -> Optional[dict]:
+        """The phase's windows, accesses, reuse-distance histogram and miss-rate curve; None when
+        the run has no locality windows, zero windows when the phase got none."""
+        if self.locality is None:
+            return None
+        if phase not in self.locality.phases():
+            return {"windows": 0, "accesses": 0, "histogram": {"log2": [], "cold": 0},
+                    "miss_rate_curve": [[b, None] for b in self.locality.cache_bytes]}
+        return self.locality.to_dict(phase)
+
+    def miss_rate(self, phase: int, cache_bytes: int) -> Optional[float]:
+        """The phase's estimated LRU miss rate at ``cache_bytes`` (None: no windows, or unknown)."""
+        return None if self.locality is None else self.locality.miss_rate(phase, cache_bytes)
+
+    def _phase_dict(self, p: "PhaseStats") -> dict:
+        d = p.to_dict(self.unit, self.weight)
+        if self.locality is not None:
+            d["locality"] = self.locality_of(p.phase)
+        return d
 
     def to_dict(self) -> dict:
         return {
             "whole": self.whole_run(),
-            "phases": [p.to_dict(self.unit, self.weight) for p in self.by_share()],
+            "phases": [self._phase_dict(p) for p in self.by_share()],
             "threads": {str(t): s.to_dict(self.unit) for t, s in sorted(self.threads.items())},
         }

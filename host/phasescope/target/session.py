@@ -77,6 +77,8 @@ class TraceSession:
     ``Stalker.trustThreshold`` (None: Frida's default). ``counter_source``:
     C source of the hot path instead of the shipped ``agent/counter.c``. ``portable``: count with
     a C callout per block (the path used where no inline fast path exists, e.g. arm64) on x86-64 too.
+    ``locality``: sample windows of memory addresses (``{"window": N, "every": M}``; inline path
+    only), attached to intervals as ``Interval.locality``.
     """
 
     def __init__(
@@ -93,6 +95,7 @@ class TraceSession:
         trust_threshold: Optional[int] = None,
         counter_source: Optional[str] = None,
         portable: bool = False,
+        locality: Optional[dict] = None,
     ):
         if slots < 16:
             raise InputError(f"slots must be at least 16, got {slots}")
@@ -114,7 +117,12 @@ class TraceSession:
             "watch": bool(watch),
             "trustThreshold": trust_threshold,
             "portable": bool(portable),
+            # {window: N accesses, every: M intervals, slots: memory instructions per thread} or None
+            "locality": None if not locality else {
+                "window": int(locality.get("window", 65536)), "every": int(locality.get("every", 8)),
+                "slots": int(locality.get("slots", 1 << 16))},
         }
+        self._pending_windows: dict = {}
         self.modules = ModuleMap()
         self.pid: Optional[int] = None
         #: True when the agent counts with inline code (x86-64); False: a callout per block (slower)
@@ -420,7 +428,7 @@ class TraceSession:
                 self.dropped = Dropped(meta["dropped_records"], meta["dropped_instructions"])
                 put(self.dropped)
             if data:
-                for interval in wire.decode(data, self.modules):
+                for interval in wire.decode(data, self.modules, self._pending_windows):
                     put(IntervalEvent(interval))
                 put(_Ack(meta["bytes"]))
             for tid in meta["exited"]:

@@ -113,19 +113,29 @@ def _heatmap(s: Snapshot, rows: int, width: int) -> Text:
     return out
 
 
+def _size(n: int) -> str:
+    """4096 -> 4K, 1048576 -> 1M."""
+    return f"{n >> 20}M" if n >= 1 << 20 else f"{n >> 10}K"
+
+
 def _phases(s: Snapshot, max_rows: int) -> Table:
     table = Table(box=None, pad_edge=False, expand=True, header_style="bold")
     table.add_column("ID", no_wrap=True)
     table.add_column("share", justify="right", no_wrap=True)
     table.add_column("occ", justify="right", no_wrap=True)
     table.add_column("run", justify="right", no_wrap=True)
+    miss = s.locality_size is not None
+    if miss:
+        table.add_column(f"miss@{_size(s.locality_size)}", justify="right", no_wrap=True)
     table.add_column("top code", no_wrap=True, overflow="ellipsis", ratio=1)
     for r in s.phases[:max_rows]:
+        extra = [("-" if r.miss_rate is None else f"{100 * r.miss_rate:.0f}%")] if miss else []
         table.add_row(phase_label(r.phase), f"{100 * r.share:.1f}%", str(r.occurrences), f"{r.mean_run:.1f}",
-                      r.top_code)
+                      *extra, r.top_code)
     if len(s.phases) > max_rows:
         rest = sum(r.share for r in s.phases[max_rows:])
-        table.add_row(Text(f"+{len(s.phases) - max_rows}", style="dim"), f"{100 * rest:.1f}%", "", "", "")
+        table.add_row(Text(f"+{len(s.phases) - max_rows}", style="dim"), f"{100 * rest:.1f}%", "", "",
+                      *([""] if miss else []), "")
     return table
 
 

@@ -34,6 +34,7 @@ class PhaseRow:
     occurrences: int
     mean_run: float
     top_code: str
+    miss_rate: Optional[float] = None  # --locality: estimated LRU miss rate at Snapshot.locality_size
 
 
 @dataclass
@@ -72,6 +73,7 @@ class Snapshot:
     phases: List[PhaseRow] = field(default_factory=list)
     scores: List[ScoreRow] = field(default_factory=list)
     changes: List[ChangeRow] = field(default_factory=list)
+    locality_size: Optional[int] = None  # --locality: cache bytes of PhaseRow.miss_rate (None: no column)
 
 
 TIMELINE = 512  # intervals kept per thread for the barcode
@@ -95,8 +97,9 @@ class LiveState:
     """Observes a :class:`PhaseEngine` and keeps what the dashboard and the plain output need."""
 
     def __init__(self, engine: PhaseEngine, target: str, pid: int, describe: Callable[[int], str],
-                 mode: str = "exact"):
+                 mode: str = "exact", locality_size: Optional[int] = None):
         self.engine = engine
+        self.locality_size = locality_size
         self.mode = mode
         self.target = target
         self.pid = pid
@@ -151,14 +154,17 @@ class LiveState:
         recent = list(e.recent)[-footprints:]
         fps = np.array([r.footprint for r in recent]) if recent else None
         total = stats.weight or 1
-        phases = [PhaseRow(p.phase, p.weight / total, p.runs, p.mean_run, self.top_code(p))
+        size = self.locality_size
+        phases = [PhaseRow(p.phase, p.weight / total, p.runs, p.mean_run, self.top_code(p),
+                           None if size is None else stats.miss_rate(p.phase, size))
                   for p in stats.by_share()]
         board = e.scoreboard.to_dict()
         scores = [ScoreRow(LABELS.get(n, n), board[n]["overall"]["accuracy"], board[n]["changes"]["accuracy"],
                            board[n]["steady"]["accuracy"]) for n in PREDICTORS]
         return Snapshot(self.target, self.pid, self.status, self.threads_followed, stats.weight, stats.unit,
                         self.mode, stats.intervals, self.rate(), self.dropped, time.monotonic() - self.started,
-                        threads, fps, tuple(r.phase for r in recent), phases, scores, list(self.changes))
+                        threads, fps, tuple(r.phase for r in recent), phases, scores, list(self.changes),
+                        self.locality_size)
 
     def status_line(self) -> str:
         """The periodic plain-output line."""
