@@ -34,8 +34,10 @@ def test_locality_separates_working_sets(build, tmp_path):
     s = json.loads(summary.read_text())
     phases = _phase_by_symbol(s)
     small, big, stream = phases["chase_small"], phases["chase_big"], phases["stream_big"]
+    table = [(p["phase"], round(p["share"], 3), p["top_code"][0].get("symbol"), p["locality"]["windows"])
+             for p in s["phases"]]
     for p in (small, big, stream):
-        assert p["locality"]["windows"] >= 3 and p["locality"]["accesses"] >= 3 * 65536
+        assert p["locality"]["windows"] >= 3 and p["locality"]["accesses"] >= 3 * 65536, table
     assert _curve(small)[256 << 10] <= 0.10
     assert _curve(big)[1 << 20] >= 0.50
     for size, rate in stream["locality"]["miss_rate_curve"]:

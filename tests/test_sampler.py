@@ -77,7 +77,8 @@ def test_two_phases_in_order_and_output_unchanged(build):
     assert [w.seq for w in windows] == list(range(len(windows)))
     assert all(w.instructions is None for w in windows)  # never invented
     assert all(w.samples == 100 and not w.partial for w in windows[:-1])
-    assert windows[-1].partial and 0 < windows[-1].samples <= 100
+    # the last window is cut by the exit, unless the samples came out an exact multiple of 100
+    assert 0 < windows[-1].samples <= 100 and (windows[-1].partial or windows[-1].samples == 100)
     for w in windows:
         assert w.counts.sum() == w.samples and w.period_ns == 250_000
         assert np.array_equal(w.keys, mods.keys(w.pcs))  # keys exactly as exact mode computes them

@@ -73,6 +73,7 @@ class LiveRun:
         try:
             self.session.start()
             self.symbols = Symbolizer(self.session)
+            self.session.before_final_ack = self._resolve_hot_code  # the process is about to go
             self.state = LiveState(self.engine, self.title, self.session.pid, self.symbols.describe,
                                    self.session.describe_mode(), locality_size=self.locality_size)
             self.state.status = "tracing"

@@ -56,6 +56,14 @@ class SampledSession:
     ended = property(lambda self: self.trace.ended)
 
     @property
+    def before_final_ack(self):
+        return self.trace.before_final_ack
+
+    @before_final_ack.setter
+    def before_final_ack(self, fn) -> None:
+        self.trace.before_final_ack = fn
+
+    @property
     def dropped(self) -> Dropped:
         """Sample records the kernel lost (its ring was full); no instruction count is known."""
         return Dropped(self.sampler.lost if self.sampler else 0, 0)

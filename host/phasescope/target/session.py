@@ -53,6 +53,14 @@ class _Ack:
     nbytes: int
 
 
+class _FinalAck:
+    """The target is about to end and its agent waits: run ``before_final_ack``, then release it."""
+
+
+#: seconds an ending target waits for the consumer before it is released anyway
+FINAL_ACK_GRACE = 3.0
+
+
 def agent_source() -> str:
     return read_text("js", "agent.js")
 
@@ -145,6 +153,10 @@ class TraceSession:
         self._open_fds: set = {1, 2} if (stdio == "pipe" and target.spawn) else set()
         self._errors: list = []
         self._output_handler = None
+        self._final_pending = False  # the agent holds the ending thread until the final ack
+        #: called from :meth:`events` when the target is about to end and the agent can still
+        #: answer (symbols, code): the last chance to look things up in a process that exits
+        self.before_final_ack: Optional[Callable[[], None]] = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -247,6 +259,7 @@ class TraceSession:
     def stop(self) -> None:
         """Detach cleanly: unfollow every thread, ship partial intervals, unload; target keeps running."""
         self._stopping = True
+        self._post_final_ack()  # an ending target waits for it: the unload would wait on that thread
         script = self._script
         ask = script is not None and self._ended is None and self._final is None
 
@@ -282,6 +295,7 @@ class TraceSession:
                 self._release_end_locked()
 
     def _teardown(self) -> None:
+        self._post_final_ack()
         script, session = self._script, self._session
         self._script = None
         unload(script)
@@ -303,6 +317,13 @@ class TraceSession:
                 continue
             if isinstance(event, _Ack):
                 self._ack(event.nbytes)
+                continue
+            if isinstance(event, _FinalAck):
+                try:
+                    if self.before_final_ack is not None:
+                        self.before_final_ack()
+                finally:
+                    self._post_final_ack()
                 continue
             yield event
             if isinstance(event, Ended):
@@ -455,12 +476,24 @@ class TraceSession:
                 self._final = Ended("crashed", signal=meta["signal"])
             else:
                 self._final = Ended("exec", program=meta["path"])
+            self._final_pending = True
+            put(_FinalAck())
+            timer = threading.Timer(FINAL_ACK_GRACE, self._post_final_ack)  # a consumer that stopped reading
+            timer.daemon = True
+            timer.start()
+
+    def _post_final_ack(self) -> None:
+        """Release the agent's ending thread (once)."""
+        with self._lock:
+            if not self._final_pending:
+                return
+            self._final_pending = False
             script = self._script
-            if script is not None:
-                try:
-                    script.post({"type": "final-ack"})
-                except (frida.InvalidOperationError, frida.TransportError):
-                    pass
+        if script is not None:
+            try:
+                script.post({"type": "final-ack"})
+            except (frida.InvalidOperationError, frida.TransportError):
+                pass
 
 
 def _module(t) -> Module:
