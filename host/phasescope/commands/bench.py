@@ -19,6 +19,7 @@ until the host learns that it exited.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -90,27 +91,46 @@ def _native(argv) -> float:
     return elapsed
 
 
+@contextlib.contextmanager
+def _stdout_to_devnull():
+    """fd 1 on /dev/null while a traced target runs: it inherits it, as the native run's stdout is
+    /dev/null (piping its output through Frida would cost it more than the native run pays)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
 def _traced(session, what: str):
-    """(target wall seconds, end-to-end seconds, intervals, instructions) of one traced run."""
+    """(target wall seconds, end-to-end seconds, intervals, instructions) of one traced run: the
+    target's from its resume to the host learning that it exited; end to end from before the
+    spawn to after the detach."""
     t0 = time.perf_counter()
-    session.start()
-    t1 = time.perf_counter()
     n = instructions = 0
     ended = None
-    try:
-        for event in session.events():
-            if isinstance(event, IntervalEvent):
-                n += 1
-                instructions += event.interval.instructions or 0
-            elif isinstance(event, Ended):
-                ended = event
-    finally:
-        session.stop()
+    with _stdout_to_devnull():
+        session.start()
+        t1 = t_end = time.perf_counter()
+        try:
+            for event in session.events():
+                if isinstance(event, IntervalEvent):
+                    n += 1
+                    instructions += event.interval.instructions or 0
+                elif isinstance(event, Ended):
+                    ended, t_end = event, time.perf_counter()
+        finally:
+            session.stop()
     t2 = time.perf_counter()
     if ended is None or ended.how != "exited" or ended.code != 0:
         how = ended.describe() if ended else "ended without a report"
         raise PhasescopeError(f"{session.target.argv[0]} {how} under {what}")
-    return t2 - t1, t2 - t0, n, instructions
+    return t_end - t1, t2 - t0, n, instructions
 
 
 def _valgrind(argv, interval: int) -> float:
@@ -152,17 +172,17 @@ def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = Tr
     for _ in range(runs):
         times["native"].append(_native(argv))
         if bare:
-            times["bare"].append(_traced(TraceSession(device, target, interval=interval, stdio="pipe", bare=True,
+            times["bare"].append(_traced(TraceSession(device, target, interval=interval, stdio="inherit", bare=True,
                                                       trust_threshold=trust_threshold),
                                          "bare Stalker")[0])
         if sampled is not None:
-            wall, e2e, intervals, instructions = _traced(SampledSession(device, target, stdio="pipe", **sampled),
+            wall, e2e, intervals, instructions = _traced(SampledSession(device, target, stdio="inherit", **sampled),
                                                          "sampled mode")
             times["sampled"].append(wall)
             times["end-to-end"].append(e2e)
             continue
         wall, e2e, intervals, instructions = _traced(
-            TraceSession(device, target, interval=interval, stdio="pipe", trust_threshold=trust_threshold),
+            TraceSession(device, target, interval=interval, stdio="inherit", trust_threshold=trust_threshold),
             "phasescope")
         times["traced"].append(wall)
         times["end-to-end"].append(e2e)

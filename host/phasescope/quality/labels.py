@@ -63,7 +63,9 @@ def read_log_labels(path: str) -> LabelStream:
             raise InputError(f"{where}: missing field 'phase' (not a classified interval log)")
         labels.append(_int_field(rec, "phase", where))
         threads.append(_int_field(rec, "thread", where) if "thread" in rec else 0)
-        instr.append(_int_field(rec, "instructions", where) if "instructions" in rec else 1)
+        # the interval's weight: its instructions, or in sampled mode its CPU time (alignment by fraction)
+        weight = "cpu_ns" if rec.get("instructions", 1) is None else "instructions"
+        instr.append(_int_field(rec, weight, where) if weight in rec else 1)
         p = rec.get("predictions") or {}
         if not isinstance(p, dict):
             raise InputError(f"{where}: field 'predictions' must be an object")

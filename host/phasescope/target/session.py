@@ -120,7 +120,7 @@ class TraceSession:
             "slots": int(slots),
             "bufferBytes": int(buffer_bytes),
             "window": int(window),
-            "drainMs": 10,
+            "drainMs": 100 if watch else 10,  # watch: only thread events to report
             "bare": bool(bare),
             "watch": bool(watch),
             "trustThreshold": trust_threshold,
