@@ -54,6 +54,7 @@ class SampledSession:
     abandoned = property(lambda self: self.trace.abandoned)
     unload_stuck = property(lambda self: self.trace.unload_stuck)
     ended = property(lambda self: self.trace.ended)
+    final_at = property(lambda self: self.trace.final_at)
 
     @property
     def before_final_ack(self):

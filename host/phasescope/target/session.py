@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
@@ -154,6 +155,8 @@ class TraceSession:
         self._errors: list = []
         self._output_handler = None
         self._final_pending = False  # the agent holds the ending thread until the final ack
+        #: time.perf_counter() when the agent said the target exits (or crashes, or execs)
+        self.final_at: Optional[float] = None
         #: called from :meth:`events` when the target is about to end and the agent can still
         #: answer (symbols, code): the last chance to look things up in a process that exits
         self.before_final_ack: Optional[Callable[[], None]] = None
@@ -476,6 +479,7 @@ class TraceSession:
                 self._final = Ended("crashed", signal=meta["signal"])
             else:
                 self._final = Ended("exec", program=meta["path"])
+            self.final_at = time.perf_counter()
             self._final_pending = True
             put(_FinalAck())
             timer = threading.Timer(FINAL_ACK_GRACE, self._post_final_ack)  # a consumer that stopped reading
