@@ -161,5 +161,6 @@ def test_confidence_separates_right_from_wrong_on_a_jittered_stream():
             (hi if prev[1] >= 0.5 else lo).append(prev[0] == phase)
         tp.observe(phase)
         prev = (tp.prediction, tp.confidence)
+    # the shown prediction (RLE Markov): confident ones are right far more often than the others
     assert sum(hi) / len(hi) > 0.8
-    assert sum(lo) / len(lo) < 0.6
+    assert sum(lo) / len(lo) < sum(hi) / len(hi) - 0.15

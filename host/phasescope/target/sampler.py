@@ -105,9 +105,10 @@ KERNEL_KEY = 0xFFFF_FFFF_FFFF_FFFF
 #: (virtualised) machine, measured with perf itself too: 4000 Hz cost 3-28%, 1000 Hz <= ~3%
 #: (bench/sampled_overhead.py). On bare metal (~1-3 us a sample) 4000 Hz fits the 3% budget.
 DEFAULT_PERIOD_NS = 1_000_000
-#: 400 samples (0.4 s of CPU at 1000 Hz): sampling noise between two windows of one phase is
-#: ~0.1-0.3 of the interval at 400 samples and ~0.2-0.5 at 100 (bench/sampled_noise.py).
-DEFAULT_WINDOW_SAMPLES = 400
+#: 100 samples (0.1 s of CPU at 1000 Hz): fine enough to see phases of a few tenths of a second;
+#: the sampling noise between two windows of one phase (~0.2-0.5 of the interval at 100 samples,
+#: bench/sampled_noise.py) is what the ``sampled`` tracker preset's noise term absorbs.
+DEFAULT_WINDOW_SAMPLES = 100
 DEFAULT_RING_PAGES = 128
 
 

@@ -22,7 +22,7 @@ class ThreadRow:
     phase: Optional[int]
     run_length: int
     predicted: Optional[int]
-    confidence: Optional[float]  # recent accuracy of the RLE Markov prediction for this thread
+    confidence: Optional[float]  # the engine's confidence in the shown prediction (its context's counter)
     intervals: int
     timeline: Sequence[int] = ()  # this thread's last phase IDs, oldest first
 
@@ -77,12 +77,11 @@ class Snapshot:
 
 
 TIMELINE = 512  # intervals kept per thread for the barcode
-CONFIDENCE_WINDOW = 32  # recent primary predictions scored per thread
 CHANGES = 64
 
 LABELS = {"rle_markov": "RLE Markov", "last_phase": "last phase", "markov1": "Markov-1", "markov2": "Markov-2",
           "rle_markov_q": "RLE Markov (log2 runs)", "duration": "next + duration", "gpht": "GPHT",
-          "hybrid": "hybrid (shown)"}
+          "hybrid": "hybrid"}
 
 
 def short_name(name: str) -> str:
@@ -109,16 +108,14 @@ class LiveState:
         self.threads_followed = 0
         self.dropped = 0
         self.timelines: Dict[int, Deque[int]] = {}
-        self.hits: Dict[int, Deque[bool]] = {}
+        self.confidences: Dict[int, Optional[float]] = {}
         self.changes: Deque[ChangeRow] = deque(maxlen=CHANGES)
         self._rate: Deque[float] = deque(maxlen=64)  # arrival times of recent intervals
         engine.subscribe(self._on_interval)
 
     def _on_interval(self, r: IntervalResult, iv: Interval) -> None:
         timeline = self.timelines.setdefault(r.thread, deque(maxlen=TIMELINE))
-        hits = self.hits.setdefault(r.thread, deque(maxlen=CONFIDENCE_WINDOW))
-        if r.predicted is not None:
-            hits.append(r.predicted)
+        self.confidences[r.thread] = r.confidence
         timeline.append(r.phase)
         self._rate.append(time.monotonic())
         if r.phase_changed or r.new_phase:
@@ -133,8 +130,8 @@ class LiveState:
         return (len(self._rate) - 1) / span if span > 0 else 0.0
 
     def confidence(self, tid: int) -> Optional[float]:
-        hits = self.hits.get(tid)
-        return sum(hits) / len(hits) if hits else None
+        """The engine's confidence in the thread's shown prediction."""
+        return self.confidences.get(tid)
 
     def top_code(self, phase_stats) -> str:
         top = phase_stats.top_code(1)
