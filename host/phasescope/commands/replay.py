@@ -77,7 +77,7 @@ def _merge(group: List[Interval], counts: Dict[int, int], size: int) -> Interval
         counts=np.concatenate([g.counts for g in group]),
         pcs=np.concatenate([g.pcs for g in group]) if all(g.pcs is not None for g in group) else None,
         start_ns=group[0].start_ns, end_ns=group[-1].end_ns,
-        partial=group[-1].partial or instructions < size, os=os_,
+        partial=group[-1].partial or instructions < size, os=os_, units=sum(g.units for g in group),
     )
 
 
