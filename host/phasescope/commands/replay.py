@@ -17,6 +17,7 @@ from phasescope.commands.runner import Command
 from phasescope.engine.phase_engine import BATCH, PhaseEngine
 from phasescope.errors import InputError
 from phasescope.engine.interval import OS_FIELDS, Interval
+from phasescope.engine.segments import segment_stream
 from phasescope.commands.options import add_engine_options, add_policy_options, engine_config_from_args, policy_sinks
 from phasescope.formats.log import read_log
 from phasescope.view.report import print_report
@@ -127,6 +128,8 @@ class ReplayCommand(Command):
                 if sampled:
                     raise InputError("--interval merges instructions, and a sampled log has none")
                 stream = merge_intervals(stream, args.interval)
+            if config.segments.mode != "fixed":
+                stream = segment_stream(stream, config.segments)
             engine = PhaseEngine(config)
             sinks.prepare(engine)
             engine.subscribe(sinks.on_interval)

@@ -32,6 +32,7 @@ from typing import Dict, Iterable, Iterator, List, Optional
 import numpy as np
 
 from phasescope.engine.interval import OS_FIELDS, Interval
+from phasescope.errors import InputError
 from phasescope.engine.tracker import bucket_index
 
 MODES = ("fixed", "variable", "qphase")
@@ -51,13 +52,13 @@ class SegmentConfig:
 
     def __post_init__(self):
         if self.mode not in MODES:
-            raise ValueError(f"segment mode must be one of {', '.join(MODES)} (got {self.mode!r})")
+            raise InputError(f"segment mode must be one of {', '.join(MODES)} (got {self.mode!r})")
         if not 0 < self.threshold <= 2:
-            raise ValueError(f"segment threshold must be in (0, 2] (got {self.threshold!r})")
+            raise InputError(f"segment threshold must be in (0, 2] (got {self.threshold!r})")
         if not isinstance(self.min_units, int) or self.min_units < 1:
-            raise ValueError(f"segment min must be at least 1 unit (got {self.min_units!r})")
+            raise InputError(f"segment min must be at least 1 unit (got {self.min_units!r})")
         if not isinstance(self.max_units, int) or self.max_units < self.min_units:
-            raise ValueError(f"segment max must be at least segment min (got {self.max_units!r})")
+            raise InputError(f"segment max must be at least segment min (got {self.max_units!r})")
 
     def to_dict(self) -> dict:
         return {"mode": self.mode, "threshold": self.threshold, "min_units": self.min_units,
