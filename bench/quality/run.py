@@ -10,6 +10,10 @@ setting asked for, and score each run (phasescope.quality.metrics).
 
     PYTHONPATH=host python3 bench/quality/run.py /tmp/psq/*.jsonl
     PYTHONPATH=host python3 bench/quality/run.py --configs paper,default,default+mean LOG...
+    PYTHONPATH=host python3 bench/quality/run.py --segment-modes unit,fixed,variable,qphase LOG...
+
+``--segment-modes`` compares what the tracker classifies (engine/segments.py) on logs of fine
+units (``--interval 100000``), scored per unit (see ``segments_main``).
 
 Columns: chg% = reference phase changes the tracker also changes at (Figure 6 "Different");
 same% = reference same-phase pairs the tracker also keeps (Figure 6 "Same"); ARI; phases (k) =
