@@ -87,6 +87,7 @@ def merge(group: List[Interval], seq: int) -> Interval:
         pcs=np.concatenate([g.pcs for g in group]) if all(g.pcs is not None for g in group) else None,
         start_ns=first.start_ns, end_ns=last.end_ns, partial=last.partial, os=os_, mode=first.mode,
         samples=sum(g.samples for g in group), period_ns=first.period_ns,
+        # --locality: one window per piece (the latest); windows are not concatenated (no false reuses)
         locality=next((g.locality for g in reversed(group) if g.locality is not None), None),
         locality_skipped=sum(g.locality_skipped for g in group), units=sum(g.units for g in group),
     )
