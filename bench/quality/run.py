@@ -10,6 +10,10 @@ setting asked for, and score each run (phasescope.quality.metrics).
 
     PYTHONPATH=host python3 bench/quality/run.py /tmp/psq/*.jsonl
     PYTHONPATH=host python3 bench/quality/run.py --configs paper,default,default+mean LOG...
+    PYTHONPATH=host python3 bench/quality/run.py --segment-modes unit,fixed,variable,qphase LOG...
+
+``--segment-modes`` compares what the tracker classifies (engine/segments.py) on logs of fine
+units (``--interval 100000``), scored per unit (see ``segments_main``).
 
 Columns: chg% = reference phase changes the tracker also changes at (Figure 6 "Different");
 same% = reference same-phase pairs the tracker also keeps (Figure 6 "Same"); ARI; phases (k) =
@@ -35,6 +39,8 @@ from phasescope.quality.metrics import score
 from phasescope.formats.log import read_log
 from phasescope.commands.replay import merge_intervals
 from phasescope.engine.tracker import PRESETS, TrackerConfig
+from phasescope.engine.segments import SegmentConfig, segment_stream
+from phasescope.quality.metrics import prediction_scores
 
 # name -> (preset, overrides)
 CONFIGS = {
@@ -88,7 +94,19 @@ def main(argv=None) -> int:
                     "(0: as recorded; default 10M, the live default)")
     ap.add_argument("--configs", default="paper,default", help=f"comma-separated, from: {', '.join(CONFIGS)}")
     ap.add_argument("--json", metavar="FILE", help="also write every score here")
+    ap.add_argument("--segment-modes", metavar="MODES",
+                    help="compare segmentations at unit granularity instead (see segments_main): comma-separated, "
+                         "from unit (the recorded units), fixed (--nominal units), variable, qphase")
+    ap.add_argument("--nominal", type=int, default=10, help="segment modes: units per fixed/nominal interval (10)")
+    ap.add_argument("--segment-threshold", type=float, default=SegmentConfig.threshold)
+    ap.add_argument("--segment-min", type=int, default=SegmentConfig.min_units)
+    ap.add_argument("--segment-max", type=int, default=None, help="variable: longest segment in units "
+                    "(default --nominal x 10)")
+    ap.add_argument("--reference-units", type=int, default=1, help="segment modes: build the reference from "
+                    "fixed merges of this many units, each unit taking its merge's label (default 1: the units)")
     args = ap.parse_args(argv)
+    if args.segment_modes:
+        return segments_main(args)
     names = args.configs.split(",")
     for n in names:
         if n not in CONFIGS:
@@ -148,6 +166,94 @@ def main(argv=None) -> int:
             ch = [s["predictors"][pn]["changes"] for s in ss if s["predictors"][pn]["changes"] is not None]
             cells.append(f"{100 * o:5.1f} / {100 * np.mean(ch) if ch else float('nan'):5.1f}".rjust(18))
         print(f"{pn:<14}" + "".join(" " + c for c in cells))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dump, f, indent=1)
+    return 0
+
+
+def _unit_labels(units, pieces, labels):
+    """Each unit's label: that of the piece (per thread, in order) that holds it."""
+    out = np.empty(len(units), np.int64)
+    where = {}
+    for i, u in enumerate(units):
+        where.setdefault(u.thread, []).append(i)
+    done = {}
+    for p, lab in zip(pieces, labels):
+        j = done.get(p.thread, 0)
+        out[where[p.thread][j:j + p.units]] = lab
+        done[p.thread] = j + p.units
+    return out
+
+
+def segments_main(args) -> int:
+    """Fixed intervals against variable segments (seed 001) and Q-phase refinement (seed 003), all
+    scored at the finest common granularity: every recorded unit (e.g. 100k instructions) takes the
+    phase of the piece that holds it, and the SimPoint-style reference labels the units themselves
+    (or, with --reference-units K, fixed merges of K units, each unit taking its merge's label).
+    chg%/same%/ARI/phases are over units; the predictors' accuracy is over the pieces each mode
+    classifies (a prediction is about the next piece)."""
+    modes = args.segment_modes.split(",")
+    cfgs = args.configs.split(",")
+    rows, dump = [], {}
+    for path in args.logs:
+        t0 = time.monotonic()
+        units = [iv for iv in read_log(path) if iv.instructions > 0]
+        threads = np.array([u.thread for u in units])
+        instr = np.array([u.instructions for u in units], float)
+        if args.reference_units > 1:
+            big = list(merge_intervals(units, args.reference_units * int(np.median(instr))))
+            ref = simpoint.reference_of(big)
+            ref_labels = _unit_labels(units, big, ref.labels)
+        else:
+            ref = simpoint.reference_of(units)
+            ref_labels = ref.labels
+        ref_stream = LabelStream(ref_labels, instr)
+        name = path.rsplit("/", 1)[-1].replace(".jsonl", "")
+        for mode in modes:
+            if mode == "unit":
+                pieces = units
+            elif mode == "fixed":
+                pieces = list(segment_stream(units, SegmentConfig("qphase", 2.0, 1, args.nominal)))  # never cuts
+            elif mode == "variable":
+                pieces = list(segment_stream(units, SegmentConfig(
+                    "variable", args.segment_threshold, args.segment_min, args.segment_max or 10 * args.nominal)))
+            else:
+                pieces = list(segment_stream(units, SegmentConfig(
+                    "qphase", args.segment_threshold, args.segment_min, args.nominal)))
+            for cfg in cfgs:
+                engine = PhaseEngine(EngineConfig(tracker_config(cfg, 10_000_000), PredictorConfig()))
+                res = engine.feed_many(pieces)
+                assert len(res) == len(pieces)
+                labels = np.array([r.phase for r in res])
+                s = score(LabelStream(_unit_labels(units, pieces, labels), instr, threads), ref_stream)
+                live = live_stream(res)
+                preds = dict(live.predictions)
+                preds["last_phase"] = live.labels
+                s["predictors"] = prediction_scores(live.labels, preds, live.threads)
+                s["pieces"] = len(pieces)
+                s["reference_k"] = ref.k
+                dump[f"{name}/{mode}/{cfg}"] = s
+                rows.append((name, mode, cfg, s))
+        print(f"# {name}: {len(units)} units, reference k = {ref.k}, {time.monotonic() - t0:.0f} s", file=sys.stderr)
+    head = (f"{'program':<8} {'mode':<9} {'tracker':<10} {'pieces':>6} {'chg%':>5} {'same%':>5} {'ARI':>5} "
+            f"{'phases(k)':>9} {'shown':>5} {'last':>5} {'@chg':>5}")
+    print(head)
+    print("-" * len(head))
+    for name, mode, cfg, s in rows + [("mean", m, c, None) for m in modes for c in cfgs]:
+        if s is None:
+            ss = [x for _, m, c, x in rows if m == mode and c == cfg]
+            mean = lambda f: float(np.mean([v for v in map(f, ss) if v is not None]))
+            s = {"pieces": mean(lambda x: x["pieces"]), "changes_detected": mean(lambda x: x["changes_detected"]),
+                 "same_agreed": mean(lambda x: x["same_agreed"]), "ari": mean(lambda x: x["ari"]),
+                 "phases": mean(lambda x: x["phases"]), "reference_k": mean(lambda x: x["reference_k"]),
+                 "predictors": {k: {"overall": mean(lambda x: x["predictors"][k]["overall"]),
+                                    "changes": mean(lambda x: x["predictors"][k]["changes"])}
+                                for k in ("shown", "last_phase")}}
+        p = s["predictors"]
+        print(f"{name:<8} {mode:<9} {cfg:<10} {s['pieces']:6.0f} {pct(s['changes_detected'])} {pct(s['same_agreed'])} "
+              f"{s['ari']:5.2f} {s['phases']:>5.0f}({s['reference_k']:>2.0f}) {pct(p['shown']['overall'])} "
+              f"{pct(p['last_phase']['overall'])} {pct(p['shown']['changes'])}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dump, f, indent=1)

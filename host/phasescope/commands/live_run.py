@@ -16,6 +16,7 @@ import frida
 from phasescope import __version__
 from phasescope.commands.runner import EXIT_FAILED, EXIT_KILLED, EXIT_OK, StopRequest
 from phasescope.engine import EngineConfig, PhaseEngine
+from phasescope.engine.segments import Segmenter
 from phasescope.errors import PhasescopeError
 from phasescope.sinks.base import Sink, Sinks
 from phasescope.target.calls import QUERY_TIMEOUT
@@ -54,6 +55,7 @@ class LiveRun:
         self.status_every = status_every
         self.duration = duration
         self.engine = PhaseEngine(config)
+        self.segmenter = Segmenter(config.segments)  # fixed: intervals pass through
         self.sinks.prepare(self.engine)
         self.engine.subscribe(self.sinks.on_interval)
         self.engine.subscribe(self._on_interval)
@@ -141,7 +143,8 @@ class LiveRun:
 
     def _handle(self, event) -> None:
         if isinstance(event, IntervalEvent):
-            self.engine.feed(event.interval)
+            for iv in self.segmenter.push(event.interval):
+                self.engine.feed(iv)
         elif isinstance(event, (ThreadStarted, ThreadExited)):
             self.state.threads_followed = len(self.session.threads)
         elif isinstance(event, Dropped):
@@ -212,6 +215,8 @@ class LiveRun:
                 self.session.device.kill(self.session.pid)
             except frida.InvalidOperationError:
                 pass  # it ended meanwhile
+        for iv in self.segmenter.flush():  # threads whose last unit never came
+            self.engine.feed(iv)
         self.summary = self._summary()
         self.sinks.on_end(self.summary)
         self.output.release()

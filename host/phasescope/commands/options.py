@@ -10,6 +10,7 @@ from phasescope.engine.phase_engine import EngineConfig
 from phasescope.errors import InputError
 from phasescope.target.sampler import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES
 from phasescope.engine.predict import PredictorConfig
+from phasescope.engine.segments import MODES as SEGMENT_MODES, SegmentConfig
 from phasescope.engine.tracker import EVICT_POLICIES, FULL_POLICIES, PRESETS, UPDATE_POLICIES, TrackerConfig
 
 _T = TrackerConfig(**PRESETS["default"])
@@ -61,6 +62,23 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--full-policy", choices=FULL_POLICIES, default=None,
                    help="table full and no match: evict the least recently matched phase (evict) "
                         "or join the nearest phase (nearest)")
+    s = parser.add_argument_group(
+        "segments (what the tracker classifies; engine/segments.py)",
+        "variable and qphase re-cut each thread's recorded intervals (units, e.g. --interval 100000 live) "
+        "before the tracker")
+    _S = SegmentConfig()
+    s.add_argument("--segment-mode", choices=SEGMENT_MODES, default=_S.mode,
+                   help="fixed: classify the intervals as they come (default); variable: variable-length "
+                        "segments cut where two consecutive units differ (Akamatsu et al., seed 001); qphase: "
+                        "nominal intervals of --segment-max units, each cut once where the locus of execution "
+                        "changes most when its first and last units differ (Q-phase, seed 003)")
+    s.add_argument("--segment-threshold", type=float, default=_S.threshold, metavar="D",
+                   help="Manhattan distance between two units' normalised footprints (0..2) that marks "
+                        f"different phases (default {_S.threshold})")
+    s.add_argument("--segment-min", type=int, default=_S.min_units, metavar="UNITS",
+                   help=f"shortest segment (qphase: shortest part of a cut interval), in units (default {_S.min_units})")
+    s.add_argument("--segment-max", type=int, default=_S.max_units, metavar="UNITS",
+                   help=f"variable: longest segment; qphase: the nominal interval, in units (default {_S.max_units})")
     p = parser.add_argument_group("phase predictors")
     p.add_argument("--rle-entries", type=int, default=_P.rle_entries, metavar="N",
                    help=f"RLE Markov table entries (default {_P.rle_entries})")
@@ -86,9 +104,11 @@ def engine_config_from_args(args: argparse.Namespace, interval_default: Optional
     if getattr(args, "bits", _UNSET) is not _UNSET:
         preset["bits"] = args.bits
     tracker = TrackerConfig(interval=interval_default if args.interval is None else args.interval, **preset)
+    segments = SegmentConfig(getattr(args, "segment_mode", "fixed"), getattr(args, "segment_threshold", 0.5),
+                             getattr(args, "segment_min", 3), getattr(args, "segment_max", 100))
     return EngineConfig(tracker, PredictorConfig(
         rle_entries=args.rle_entries, markov_entries=args.markov_entries,
-        gpht_depth=args.gpht_depth, gpht_entries=args.gpht_entries))
+        gpht_depth=args.gpht_depth, gpht_entries=args.gpht_entries), segments)
 
 
 def add_device_options(p: argparse.ArgumentParser) -> None:

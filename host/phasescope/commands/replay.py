@@ -17,6 +17,7 @@ from phasescope.commands.runner import Command
 from phasescope.engine.phase_engine import BATCH, PhaseEngine
 from phasescope.errors import InputError
 from phasescope.engine.interval import OS_FIELDS, Interval
+from phasescope.engine.segments import segment_stream
 from phasescope.commands.options import add_engine_options, add_policy_options, engine_config_from_args, policy_sinks
 from phasescope.formats.log import read_log
 from phasescope.view.report import print_report
@@ -77,7 +78,7 @@ def _merge(group: List[Interval], counts: Dict[int, int], size: int) -> Interval
         counts=np.concatenate([g.counts for g in group]),
         pcs=np.concatenate([g.pcs for g in group]) if all(g.pcs is not None for g in group) else None,
         start_ns=group[0].start_ns, end_ns=group[-1].end_ns,
-        partial=group[-1].partial or instructions < size, os=os_,
+        partial=group[-1].partial or instructions < size, os=os_, units=sum(g.units for g in group),
     )
 
 
@@ -127,6 +128,8 @@ class ReplayCommand(Command):
                 if sampled:
                     raise InputError("--interval merges instructions, and a sampled log has none")
                 stream = merge_intervals(stream, args.interval)
+            if config.segments.mode != "fixed":
+                stream = segment_stream(stream, config.segments)
             engine = PhaseEngine(config)
             sinks.prepare(engine)
             engine.subscribe(sinks.on_interval)

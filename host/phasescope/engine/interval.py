@@ -40,6 +40,8 @@ class Interval:
     #: this interval, None when none did; ``locality_skipped``: its accesses not recorded (fs/gs)
     locality: Optional[np.ndarray] = None
     locality_skipped: int = 0
+    #: recorded units merged into this interval (engine/segments.py; 1 for a recorded interval)
+    units: int = 1
 
     @property
     def wall_ns(self) -> int:

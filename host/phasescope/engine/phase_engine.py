@@ -17,6 +17,7 @@ import numpy as np
 
 from phasescope.engine.interval import Interval
 from phasescope.engine.predict import PREDICTORS, PRIMARY, PredictorConfig, Scoreboard, ThreadPredictors
+from phasescope.engine.segments import SegmentConfig
 from phasescope.engine.stats import Stats
 from phasescope.engine.tracker import Tracker, TrackerConfig, preset
 
@@ -28,9 +29,13 @@ SUMMARY_VERSION = 1
 class EngineConfig:
     tracker: TrackerConfig = field(default_factory=preset)  # the "default" preset, as on the command line
     predictors: PredictorConfig = field(default_factory=PredictorConfig)
+    #: what the tracker classifies (engine/segments.py): applied to the stream before the engine
+    #: (a :class:`~phasescope.engine.segments.Segmenter` in live runs, ``segment_stream`` in replay)
+    segments: SegmentConfig = field(default_factory=SegmentConfig)
 
     def to_dict(self) -> dict:
-        return {"tracker": self.tracker.to_dict(), "predictors": self.predictors.to_dict()}
+        return {"tracker": self.tracker.to_dict(), "predictors": self.predictors.to_dict(),
+                "segments": self.segments.to_dict()}
 
 
 @dataclass

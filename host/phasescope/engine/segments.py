@@ -1,0 +1,205 @@
+"""What the tracker classifies: fixed intervals, variable-length segments, or Q-phase-refined intervals.
+
+A pure stream transform between the source of intervals (a live session, a replayed log) and the
+:class:`~phasescope.engine.phase_engine.PhaseEngine`: each thread's stream of fine *units* (short
+recorded intervals, e.g. ``--interval 100000`` live) is re-cut into the pieces the tracker
+classifies, one piece = one merged :class:`Interval` (its ``units`` field says how many units).
+
+- ``fixed``: units pass through unchanged (the paper's fixed intervals).
+- ``variable`` (Akamatsu, Goshima & Sakai, "A Phase Detection Technique Not Using Fixed-Length
+  Intervals", seed 001): a segment ends where the Manhattan distance between two consecutive units'
+  normalised footprints (fractions, 0..2) is over ``threshold`` and the segment holds at least
+  ``min_units``; it never grows past ``max_units``. The tracker normalises by the segment's
+  instructions, i.e. by its length, as the paper does.
+- ``qphase`` (Q-phase boundary detection, IP.com IPCOM000130552D, seed 003): units are grouped into
+  nominal intervals of ``max_units``; when a nominal interval's first and last units differ by
+  more than ``threshold``, it mixes two phases and is cut once, at the unit where the locus of
+  execution changes most: the locus is, per module, the share of instructions in the module and
+  their mean code offset normalised by the module's span of offsets in the interval (raw addresses
+  jump between modules, so each module is normalised on its own), and the change at unit k is the
+  L1 distance between the mean locus of the units before k and after k. Each part (at least
+  ``min_units``) is then classified as its own interval.
+
+Streams are per thread: a thread's pending units are flushed by its partial (last) unit, and by
+:meth:`Segmenter.flush` at the end of the stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Iterable, Iterator, List, Optional
+
+import numpy as np
+
+from phasescope.engine.interval import OS_FIELDS, Interval
+from phasescope.errors import InputError
+from phasescope.engine.tracker import bucket_index
+
+MODES = ("fixed", "variable", "qphase")
+BUCKETS = 32  # dimensions of the unit footprints compared by the segmenter
+
+
+@dataclass(frozen=True)
+class SegmentConfig:
+    """``threshold``: Manhattan distance between two units' normalised footprints (0..2) above
+    which they are taken to be in different phases; ``min_units``/``max_units``: a piece's length
+    bounds, in units (``qphase``: ``max_units`` is the nominal interval)."""
+
+    mode: str = "fixed"
+    threshold: float = 0.5
+    min_units: int = 3
+    max_units: int = 100
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise InputError(f"segment mode must be one of {', '.join(MODES)} (got {self.mode!r})")
+        if not 0 < self.threshold <= 2:
+            raise InputError(f"segment threshold must be in (0, 2] (got {self.threshold!r})")
+        if not isinstance(self.min_units, int) or self.min_units < 1:
+            raise InputError(f"segment min must be at least 1 unit (got {self.min_units!r})")
+        if not isinstance(self.max_units, int) or self.max_units < self.min_units:
+            raise InputError(f"segment max must be at least segment min (got {self.max_units!r})")
+
+    def to_dict(self) -> dict:
+        return {"mode": self.mode, "threshold": self.threshold, "min_units": self.min_units,
+                "max_units": self.max_units}
+
+
+def unit_vector(iv: Interval, buckets: int = BUCKETS) -> np.ndarray:
+    """A unit's footprint as fractions of its weight (sums to 1; all zeros when empty)."""
+    acc = np.bincount(bucket_index(iv.keys, buckets), weights=iv.counts.astype(np.float64), minlength=buckets)
+    total = acc.sum()
+    return acc / total if total > 0 else acc
+
+
+def merge(group: List[Interval], seq: int) -> Interval:
+    """One interval made of a thread's consecutive units."""
+    if len(group) == 1 and group[0].seq == seq:
+        return group[0]
+    first, last = group[0], group[-1]
+    instructions = None if any(g.instructions is None for g in group) else sum(g.instructions for g in group)
+    os_ = None
+    if all(g.os for g in group):
+        os_ = {f: sum(g.os.get(f, 0) for g in group) for f in OS_FIELDS}
+    return Interval(
+        thread=first.thread, seq=seq, instructions=instructions,
+        keys=np.concatenate([g.keys for g in group]), counts=np.concatenate([g.counts for g in group]),
+        pcs=np.concatenate([g.pcs for g in group]) if all(g.pcs is not None for g in group) else None,
+        start_ns=first.start_ns, end_ns=last.end_ns, partial=last.partial, os=os_, mode=first.mode,
+        samples=sum(g.samples for g in group), period_ns=first.period_ns,
+        # --locality: one window per piece (the latest); windows are not concatenated (no false reuses)
+        locality=next((g.locality for g in reversed(group) if g.locality is not None), None),
+        locality_skipped=sum(g.locality_skipped for g in group), units=sum(g.units for g in group),
+    )
+
+
+def locus(units: List[Interval]) -> np.ndarray:
+    """Per unit, the locus of execution: for each module (the key's high 32 bits), the share of the
+    unit's weight in it and the share times its mean code offset normalised to the module's span
+    of offsets over ``units``. Shape (len(units), 2 x modules)."""
+    keys = np.concatenate([u.keys for u in units]).astype(np.uint64)
+    counts = np.concatenate([u.counts for u in units]).astype(np.float64)
+    row = np.repeat(np.arange(len(units)), [len(u.keys) for u in units])
+    mods, mod = np.unique(keys >> np.uint64(32), return_inverse=True)
+    off = (keys & np.uint64(0xFFFFFFFF)).astype(np.float64)
+    lo = np.full(len(mods), np.inf)
+    hi = np.full(len(mods), -np.inf)
+    np.minimum.at(lo, mod, off)
+    np.maximum.at(hi, mod, off)
+    norm = (off - lo[mod]) / np.maximum(hi[mod] - lo[mod], 1.0)
+    n, m = len(units), len(mods)
+    share = np.zeros((n, m))
+    center = np.zeros((n, m))
+    np.add.at(share, (row, mod), counts)
+    np.add.at(center, (row, mod), counts * norm)
+    total = share.sum(axis=1, keepdims=True)
+    np.divide(share, total, out=share, where=total > 0)
+    np.divide(center, total, out=center, where=total > 0)  # share x mean normalised offset
+    return np.hstack([share, center])
+
+
+def qphase_cut(units: List[Interval], min_units: int) -> int:
+    """The unit k (min_units <= k <= len - min_units) where the mean locus before k and after k
+    differ most; 0 when no cut leaves both parts ``min_units`` long."""
+    n = len(units)
+    if n < 2 * min_units:
+        return 0
+    loc = locus(units)
+    csum = np.vstack([np.zeros(loc.shape[1]), np.cumsum(loc, axis=0)])
+    ks = np.arange(min_units, n - min_units + 1)
+    before = csum[ks] / ks[:, None]
+    after = (csum[n] - csum[ks]) / (n - ks)[:, None]
+    change = np.abs(before - after).sum(axis=1)
+    return int(ks[int(np.argmax(change))])
+
+
+class Segmenter:
+    """Per-thread re-cutting of a unit stream (see the module docstring). ``push`` a unit, get the
+    pieces it completes; ``flush`` at the end of the stream."""
+
+    def __init__(self, config: Optional[SegmentConfig] = None):
+        self.config = config or SegmentConfig()
+        self._pending: Dict[int, List[Interval]] = {}
+        self._last: Dict[int, np.ndarray] = {}  # variable: the previous unit's vector
+        self._seq: Dict[int, int] = {}
+        self.cuts = 0  # boundaries found by distance (variable) or by the locus (qphase)
+
+    def _emit(self, group: List[Interval]) -> Interval:
+        t = group[0].thread
+        seq = self._seq[t] = self._seq.get(t, -1) + 1
+        return merge(group, seq)
+
+    def push(self, iv: Interval) -> List[Interval]:
+        c = self.config
+        if c.mode == "fixed":
+            return [iv]
+        out: List[Interval] = []
+        group = self._pending.setdefault(iv.thread, [])
+        if c.mode == "variable":
+            v = unit_vector(iv)
+            prev = self._last.get(iv.thread)
+            self._last[iv.thread] = v
+            if group:
+                cut = prev is not None and len(group) >= c.min_units and np.abs(v - prev).sum() > c.threshold
+                if cut or len(group) >= c.max_units:
+                    self.cuts += bool(cut)
+                    out.append(self._emit(group))
+                    group = self._pending[iv.thread] = []
+            group.append(iv)
+            if iv.partial:
+                out.append(self._emit(group))
+                self._pending[iv.thread] = []
+                self._last.pop(iv.thread, None)
+            return out
+        group.append(iv)  # qphase
+        if len(group) >= c.max_units or iv.partial:
+            out.extend(self._refine(group))
+            self._pending[iv.thread] = []
+        return out
+
+    def _refine(self, group: List[Interval]) -> List[Interval]:
+        c = self.config
+        if len(group) >= 2 and np.abs(unit_vector(group[0]) - unit_vector(group[-1])).sum() > c.threshold:
+            k = qphase_cut(group, c.min_units)
+            if k:
+                self.cuts += 1
+                return [self._emit(group[:k]), self._emit(group[k:])]
+        return [self._emit(group)]
+
+    def flush(self) -> List[Interval]:
+        """The pieces still pending (threads whose stream ended without a partial unit)."""
+        out: List[Interval] = []
+        for t, group in list(self._pending.items()):
+            if group:
+                out.extend(self._refine(group) if self.config.mode == "qphase" else [self._emit(group)])
+            self._pending[t] = []
+        self._last.clear()
+        return out
+
+
+def segment_stream(intervals: Iterable[Interval], config: SegmentConfig) -> Iterator[Interval]:
+    """``intervals`` re-cut by a :class:`Segmenter` (a generator, for replay)."""
+    seg = Segmenter(config)
+    for iv in intervals:
+        yield from seg.push(iv)
+    yield from seg.flush()
