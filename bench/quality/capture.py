@@ -18,18 +18,25 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 from sampled_overhead import make_data, workloads  # noqa: E402
 
 
-def main() -> int:
+def capture(runs: dict, out: str, interval: int) -> None:
+    """Trace each ``name -> argv`` in exact mode at ``interval`` instructions into ``out/name.jsonl``."""
+    for name, argv in runs.items():
+        log = os.path.join(out, name + ".jsonl")
+        cmd = [sys.executable, "-m", "phasescope.cli", "--no-dashboard", "--interval", str(interval), "--log", log,
+               "-f", argv[0], "--", *argv[1:]]
+        r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600)
+        print(f"{name}: exit {r.returncode}, {sum(1 for _ in open(log))} intervals -> {log}", flush=True)
+
+
+def main(runs_in=lambda out: {name.split()[0]: argv for name, argv in workloads(make_data(out), out)},
+         interval: int = 1_000_000, usage: str = __doc__) -> int:
+    """``script DIR``: make the inputs in DIR (``runs_in(DIR)`` -> name -> argv), then capture them."""
     if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
+        print(usage, file=sys.stderr)
         return 2
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    for name, argv in workloads(make_data(out), out):
-        log = os.path.join(out, name.split()[0] + ".jsonl")
-        cmd = [sys.executable, "-m", "phasescope.cli", "--no-dashboard", "--interval", "1000000", "--log", log,
-               "-f", argv[0], "--", *argv[1:]]
-        r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        print(f"{name}: exit {r.returncode}, {sum(1 for _ in open(log))} intervals -> {log}", flush=True)
+    capture(runs_in(out), out, interval)
     return 0
 
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import capture  # noqa: E402
 
 MIXED_PY = '''
 import re, json, hashlib
@@ -56,23 +58,11 @@ def inputs(out: str) -> dict:
     return paths
 
 
-def main() -> int:
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    out = sys.argv[1]
-    os.makedirs(out, exist_ok=True)
+def runs_in(out: str) -> dict:
     p = inputs(out)
-    runs = {"bzip2": ["bzip2", "-9", "-c", p["text3m.txt"]], "python": ["python3", p["mixed.py"]],
+    return {"bzip2": ["bzip2", "-9", "-c", p["text3m.txt"]], "python": ["python3", p["mixed.py"]],
             "sqlite": ["sqlite3", ":memory:", "-init", p["bulk.sql"], ".quit"], "bc": ["bc", "-l", p["big.bc"]]}
-    for name, argv in runs.items():
-        log = os.path.join(out, name + ".jsonl")
-        cmd = [sys.executable, "-m", "phasescope.cli", "--no-dashboard", "--interval", "100000", "--log", log,
-               "-f", argv[0], "--", *argv[1:]]
-        r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120)
-        print(f"{name}: exit {r.returncode}, {sum(1 for _ in open(log))} units -> {log}", flush=True)
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(capture.main(runs_in, 100_000, __doc__))

@@ -103,14 +103,20 @@ def _blocks(value, where: str):
     return np.ascontiguousarray(arr[:, 0]), np.ascontiguousarray(arr[:, 1])
 
 
-def parse_record(line: str, where: str) -> Interval:
-    """The interval of one log line; ``where`` (``FILE:LINE``) prefixes any error."""
+def load_record(line: str, where: str) -> dict:
+    """The JSON object of one log line; ``where`` (``FILE:LINE``) prefixes any error."""
     try:
         rec = json.loads(line)
     except ValueError as e:
         raise InputError(f"{where}: not a JSON record ({e.msg} at column {e.colno})") from None
     if not isinstance(rec, dict):
         raise InputError(f"{where}: not a JSON object")
+    return rec
+
+
+def parse_record(line: str, where: str) -> Interval:
+    """The interval of one log line; ``where`` (``FILE:LINE``) prefixes any error."""
+    rec = load_record(line, where)
     for name in ("thread", "thread_seq", "instructions", "blocks"):
         if name not in rec:
             raise InputError(f"{where}: missing field {name!r}")

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
@@ -18,6 +17,7 @@ import numpy as np
 
 from phasescope.errors import InputError
 from phasescope.formats.lines import numbered_lines
+from phasescope.formats.log import load_record
 
 
 @dataclass
@@ -53,12 +53,7 @@ def read_log_labels(path: str) -> LabelStream:
         if not line.strip():
             continue
         where = f"{path}:{lineno}"
-        try:
-            rec = json.loads(line)
-        except ValueError as e:
-            raise InputError(f"{where}: not a JSON record ({e.msg} at column {e.colno})") from None
-        if not isinstance(rec, dict):
-            raise InputError(f"{where}: not a JSON object")
+        rec = load_record(line, where)
         if "phase" not in rec:
             raise InputError(f"{where}: missing field 'phase' (not a classified interval log)")
         labels.append(_int_field(rec, "phase", where))

@@ -10,6 +10,9 @@ a write that fails later raises PhasescopeError (exit 1).
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
 from typing import Iterable, List
 
 from phasescope.engine import Interval, IntervalResult
@@ -95,3 +98,25 @@ def close_file(f, path: str) -> None:
         f.close()
     except OSError as e:
         raise write_failed(path, e) from None
+
+
+def write_json_atomically(path: str, obj, prefix: str) -> None:
+    """Replace ``path`` with ``obj`` as JSON: a temporary file in the same directory, then
+    ``os.replace``, so readers never see half a file and a crash keeps the old one."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(os.path.abspath(path)))
+    except OSError as e:
+        raise write_failed(path, e) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=1)
+            f.write("\n")
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it 0600; these are ordinary files
+        os.replace(tmp, path)
+    except OSError as e:
+        raise write_failed(path, e) from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

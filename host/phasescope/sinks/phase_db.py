@@ -30,7 +30,7 @@ from typing import Dict, Optional
 
 from phasescope.engine.phase_engine import EngineConfig
 from phasescope.errors import InputError
-from phasescope.sinks.base import Sink, write_failed
+from phasescope.sinks.base import Sink, write_json_atomically
 
 FORMAT = "phasescope-phase-db"
 VERSION = 1
@@ -149,20 +149,4 @@ class PhaseDb(Sink):
         self._save()
 
     def _save(self) -> None:
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=".phasescope-db-", suffix=".tmp", dir=self._dir)
-        except OSError as e:
-            raise write_failed(self.path, e) from None
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(self.db, f, indent=1)
-                f.write("\n")
-            mask = os.umask(0o022)
-            os.umask(mask)
-            os.chmod(tmp, 0o666 & ~mask)
-            os.replace(tmp, self.path)
-        except OSError as e:
-            raise write_failed(self.path, e) from None
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        write_json_atomically(self.path, self.db, ".phasescope-db-")

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 
 from phasescope.errors import InputError
-from phasescope.sinks.base import Sink, write_failed
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+from phasescope.sinks.base import Sink, write_json_atomically
 
 
 class SummaryWriter(Sink):
@@ -37,18 +30,7 @@ class SummaryWriter(Sink):
 
     def write(self, summary: dict) -> None:
         """Write the whole summary; each call replaces the file."""
-        tmp = self._mkstemp()
-        try:
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(summary, f, indent=1)
-                f.write("\n")
-            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; a summary is an ordinary file
-            os.replace(tmp, self.path)
-        except OSError as e:
-            raise write_failed(self.path, e) from None
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        write_json_atomically(self.path, summary, ".phasescope-summary-")
 
     def on_checkpoint(self, summary: dict) -> None:
         self.write(summary)
