@@ -13,8 +13,9 @@ import pytest
 from phasescope.errors import InputError
 from phasescope.engine.interval import Interval
 from phasescope.target.modules import fnv1a32
-from phasescope.target import sampler as sm
-from phasescope.target.sampler import Sampler, module_map_from_proc
+from phasescope.target import perf_event as sm
+from phasescope.target.procfs import module_map_from_proc
+from phasescope.target.sampler import Sampler
 
 from agent_support import functions
 

@@ -51,3 +51,32 @@ def detach_session(session) -> None:
             pass
 
     bounded(detach, DETACH_TIMEOUT, "phasescope-detach")
+
+
+class BoundedRpc:
+    """Calls an agent RPC that may not block the caller for long: a target that cannot run
+    (SIGSTOP, a debugger) never answers. TimeoutError after QUERY_TIMEOUT, and at once after
+    one call timed out (the target is taken as unresponsive from then on)."""
+
+    def __init__(self, timeout: float = QUERY_TIMEOUT):
+        self.timeout = timeout
+        self.unresponsive = False
+
+    def __call__(self, rpc, *args):
+        if self.unresponsive:
+            raise TimeoutError
+        box = []
+
+        def call():
+            try:
+                box.append((True, rpc(*args)))
+            except BaseException as e:  # handed to the caller
+                box.append((False, e))
+
+        if not bounded(call, self.timeout, "phasescope-query"):
+            self.unresponsive = True
+            raise TimeoutError
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value

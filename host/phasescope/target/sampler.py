@@ -62,41 +62,20 @@ import errno
 import mmap
 import os
 import select
-import struct
 import time
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Set
 
 import numpy as np
 
-from phasescope.errors import InputError
 from phasescope.engine.interval import Interval
-from phasescope.target.modules import Module, ModuleMap
-
-# -- kernel ABI (include/uapi/linux/perf_event.h) ---------------------------------------------
-NR_PERF_EVENT_OPEN = 298  # x86-64
-PERF_TYPE_SOFTWARE = 1
-PERF_COUNT_SW_CPU_CLOCK = 0
-PERF_SAMPLE_IP = 1 << 0
-PERF_SAMPLE_TID = 1 << 1
-PERF_SAMPLE_TIME = 1 << 2
-PERF_SAMPLE_IDENTIFIER = 1 << 16
-PERF_FLAG_FD_CLOEXEC = 1 << 3
-PERF_EVENT_IOC_SET_OUTPUT = 0x2405  # _IO('$', 5)
-PERF_RECORD_LOST = 2
-PERF_RECORD_EXIT = 4
-PERF_RECORD_FORK = 7
-PERF_RECORD_SAMPLE = 9
-PERF_RECORD_MISC_CPUMODE_MASK = 7
-PERF_RECORD_MISC_USER = 2
-CLOCK_REALTIME = 0
-
-SAMPLE_TYPE = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME
-_SAMPLE = struct.Struct("<IHHQQIIQ")  # header, identifier, ip, pid, tid, time: 40 bytes
-_HEADER = struct.Struct("<IHH")
-_LOST = struct.Struct("<QQ")  # id, lost
-_TASK = struct.Struct("<IIIIQ")  # pid, ppid, tid, ptid, time
-_U64 = struct.Struct("<Q")
+from phasescope.errors import InputError
+from phasescope.target.modules import ModuleMap
+from phasescope.target.perf_event import (CLOCK_REALTIME, LOST_RECORD, PERF_COUNT_SW_CPU_CLOCK, PERF_RECORD_EXIT,
+                                          PERF_RECORD_FORK, PERF_RECORD_LOST, PERF_RECORD_MISC_CPUMODE_MASK,
+                                          PERF_RECORD_MISC_USER, PERF_RECORD_SAMPLE, PERF_TYPE_SOFTWARE,
+                                          RECORD_HEADER, SAMPLE_RECORD, SAMPLE_TYPE, TASK_RECORD, PerfEventAttr, Ring,
+                                          event_id, online_cpus, perf_event_open, refusal, set_output)
+from phasescope.target.procfs import module_map_from_proc, thread_ids
 
 #: Key of every kernel-mode sample when ``kernel=True`` (above every user address and module key).
 KERNEL_KEY = 0xFFFF_FFFF_FFFF_FFFF
@@ -110,181 +89,6 @@ DEFAULT_PERIOD_NS = 1_000_000
 #: bench/sampled_noise.py) is what the ``sampled`` tracker preset's noise term absorbs.
 DEFAULT_WINDOW_SAMPLES = 100
 DEFAULT_RING_PAGES = 128
-
-
-class PerfEventAttr(ctypes.Structure):
-    """``struct perf_event_attr`` (PERF_ATTR_SIZE_VER8, 136 bytes)."""
-
-    _fields_ = [
-        ("type", ctypes.c_uint32),
-        ("size", ctypes.c_uint32),
-        ("config", ctypes.c_uint64),
-        ("sample_period", ctypes.c_uint64),  # union with sample_freq
-        ("sample_type", ctypes.c_uint64),
-        ("read_format", ctypes.c_uint64),
-        ("disabled", ctypes.c_uint64, 1),
-        ("inherit", ctypes.c_uint64, 1),
-        ("pinned", ctypes.c_uint64, 1),
-        ("exclusive", ctypes.c_uint64, 1),
-        ("exclude_user", ctypes.c_uint64, 1),
-        ("exclude_kernel", ctypes.c_uint64, 1),
-        ("exclude_hv", ctypes.c_uint64, 1),
-        ("exclude_idle", ctypes.c_uint64, 1),
-        ("mmap", ctypes.c_uint64, 1),
-        ("comm", ctypes.c_uint64, 1),
-        ("freq", ctypes.c_uint64, 1),
-        ("inherit_stat", ctypes.c_uint64, 1),
-        ("enable_on_exec", ctypes.c_uint64, 1),
-        ("task", ctypes.c_uint64, 1),
-        ("watermark", ctypes.c_uint64, 1),
-        ("precise_ip", ctypes.c_uint64, 2),
-        ("mmap_data", ctypes.c_uint64, 1),
-        ("sample_id_all", ctypes.c_uint64, 1),
-        ("exclude_host", ctypes.c_uint64, 1),
-        ("exclude_guest", ctypes.c_uint64, 1),
-        ("exclude_callchain_kernel", ctypes.c_uint64, 1),
-        ("exclude_callchain_user", ctypes.c_uint64, 1),
-        ("mmap2", ctypes.c_uint64, 1),
-        ("comm_exec", ctypes.c_uint64, 1),
-        ("use_clockid", ctypes.c_uint64, 1),
-        ("context_switch", ctypes.c_uint64, 1),
-        ("write_backward", ctypes.c_uint64, 1),
-        ("namespaces", ctypes.c_uint64, 1),
-        ("ksymbol", ctypes.c_uint64, 1),
-        ("bpf_event", ctypes.c_uint64, 1),
-        ("aux_output", ctypes.c_uint64, 1),
-        ("cgroup", ctypes.c_uint64, 1),
-        ("text_poke", ctypes.c_uint64, 1),
-        ("build_id", ctypes.c_uint64, 1),
-        ("inherit_thread", ctypes.c_uint64, 1),
-        ("remove_on_exec", ctypes.c_uint64, 1),
-        ("sigtrap", ctypes.c_uint64, 1),
-        ("reserved_1", ctypes.c_uint64, 26),
-        ("wakeup_watermark", ctypes.c_uint32),  # union with wakeup_events
-        ("bp_type", ctypes.c_uint32),
-        ("config1", ctypes.c_uint64),
-        ("config2", ctypes.c_uint64),
-        ("branch_sample_type", ctypes.c_uint64),
-        ("sample_regs_user", ctypes.c_uint64),
-        ("sample_stack_user", ctypes.c_uint32),
-        ("clockid", ctypes.c_int32),
-        ("sample_regs_intr", ctypes.c_uint64),
-        ("aux_watermark", ctypes.c_uint32),
-        ("sample_max_stack", ctypes.c_uint16),
-        ("reserved_2", ctypes.c_uint16),
-        ("aux_sample_size", ctypes.c_uint32),
-        ("reserved_3", ctypes.c_uint32),
-        ("sig_data", ctypes.c_uint64),
-        ("config3", ctypes.c_uint64),
-    ]
-
-
-assert ctypes.sizeof(PerfEventAttr) == 136
-
-# perf_event_mmap_page: data_head at 1024, data_tail at 1032, data_offset 1040, data_size 1048.
-_DATA_HEAD, _DATA_TAIL = 1024, 1032
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
-_libc.ioctl.restype = ctypes.c_int
-
-
-def perf_event_open(attr: PerfEventAttr, pid: int, cpu: int, group_fd: int = -1,
-                    flags: int = PERF_FLAG_FD_CLOEXEC) -> int:
-    """The raw syscall; returns a descriptor or raises OSError."""
-    fd = _libc.syscall(ctypes.c_long(NR_PERF_EVENT_OPEN), ctypes.byref(attr), ctypes.c_int(pid),
-                       ctypes.c_int(cpu), ctypes.c_int(group_fd), ctypes.c_ulong(flags))
-    if fd < 0:
-        e = ctypes.get_errno()
-        raise OSError(e, os.strerror(e))
-    return int(fd)
-
-
-def _set_output(fd: int, target_fd: int) -> None:
-    if _libc.ioctl(ctypes.c_int(fd), ctypes.c_ulong(PERF_EVENT_IOC_SET_OUTPUT), ctypes.c_int(target_fd)) < 0:
-        e = ctypes.get_errno()
-        raise OSError(e, os.strerror(e))
-
-
-def online_cpus() -> List[int]:
-    """Online CPU numbers, from /sys (all CPUs the scheduler may run a thread on)."""
-    try:
-        with open("/sys/devices/system/cpu/online") as f:
-            text = f.read().strip()
-    except OSError:
-        return list(range(os.cpu_count() or 1))
-    cpus = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
-    return cpus
-
-
-def thread_ids(pid: int) -> Set[int]:
-    """Thread ids of a process now (empty set if it is gone)."""
-    try:
-        return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
-    except OSError:
-        return set()
-
-
-def module_map_from_proc(pid: int) -> ModuleMap:
-    """A :class:`ModuleMap` of the file-backed executable modules of ``pid``, from /proc/PID/maps.
-
-    Same convention as the Frida module list: a module's base is its lowest mapping (the ELF
-    header, file offset 0), its size spans all its mappings, its name is the file's basename.
-    Used by tests and as the fallback for addresses outside every module Frida reported.
-    """
-    spans: Dict[str, List[int]] = {}
-    execs: Set[str] = set()
-    with open(f"/proc/{pid}/maps") as f:
-        for line in f:
-            parts = line.split(None, 5)
-            if len(parts) < 6 or not parts[5].startswith("/"):
-                continue
-            path = parts[5].rstrip("\n")
-            if path.endswith(" (deleted)"):
-                path = path[: -len(" (deleted)")]
-            lo, hi = (int(x, 16) for x in parts[0].split("-"))
-            if path in spans:
-                spans[path][0] = min(spans[path][0], lo)
-                spans[path][1] = max(spans[path][1], hi)
-            else:
-                spans[path] = [lo, hi]
-            if "x" in parts[1]:
-                execs.add(path)
-    return ModuleMap(Module(os.path.basename(p), lo, hi - lo, p) for p, (lo, hi) in spans.items() if p in execs)
-
-
-@dataclass
-class _Ring:
-    """One mmapped perf ring (1 metadata page + 2**n data pages)."""
-
-    def __init__(self, fd: int, pages: int):
-        self.page = mmap.PAGESIZE
-        self.fd = fd
-        self.map = mmap.mmap(fd, (1 + pages) * self.page, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        self.size = pages * self.page
-        self.lost = 0
-
-    def read(self) -> bytes:
-        """All complete records since the last read (raw bytes), and release them to the kernel."""
-        m, page, size = self.map, self.page, self.size
-        head = _U64.unpack_from(m, _DATA_HEAD)[0]  # load data_head first (acquire on x86 TSO)
-        tail = _U64.unpack_from(m, _DATA_TAIL)[0]
-        n = head - tail
-        if not n:
-            return b""
-        start = tail % size
-        if start + n <= size:
-            data = m[page + start: page + start + n]
-        else:
-            data = m[page + start: page + size] + m[page: page + (start + n - size)]
-        _U64.pack_into(m, _DATA_TAIL, head)  # then release the space (store after the loads)
-        return data
-
-    def close(self) -> None:
-        self.map.close()
 
 
 class _Thread:
@@ -335,7 +139,7 @@ class Sampler:
         self.samples = self.lost = self.duplicates = self.foreign = self.kernel_samples = 0
         self.threads: Set[int] = set()
         self._t: Dict[int, _Thread] = {}
-        self._rings: Dict[int, _Ring] = {}
+        self._rings: Dict[int, Ring] = {}
         self._id_tid: Dict[int, int] = {}  # event id -> tid that owns it
         self._own: Set[int] = set()  # tids with their own events
         self._held = np.zeros(0, dtype=[("ip", "<u8"), ("tid", "<u4"), ("time", "<u8")])
@@ -405,17 +209,17 @@ class Sampler:
                     return
                 for f in fds:
                     os.close(f)
-                raise InputError(_refusal(e, self.pid, self.kernel)) from None
+                raise InputError(refusal(e, self.pid, self.kernel)) from None
             fds.append(fd)
             ring = self._rings.get(cpu)
             try:
                 if ring is None:
-                    self._rings[cpu] = _Ring(fd, self.ring_pages)
+                    self._rings[cpu] = Ring(fd, self.ring_pages)
                     self._poller.register(fd, select.POLLIN)
                     self._polled.add(fd)
                 else:
-                    _set_output(fd, ring.fd)
-                self._id_tid[_event_id(fd)] = tid
+                    set_output(fd, ring.fd)
+                self._id_tid[event_id(fd)] = tid
             except OSError as e:
                 for f in fds:
                     os.close(f)
@@ -523,10 +327,10 @@ class Sampler:
         n = len(data)
         recs = []
         off = 0
-        unpack_sample = _SAMPLE.unpack_from
+        unpack_sample = SAMPLE_RECORD.unpack_from
         own, id_tid, pid = self._own, self._id_tid, self.pid
         while off + 8 <= n:
-            rtype, misc, size = _HEADER.unpack_from(data, off)
+            rtype, misc, size = RECORD_HEADER.unpack_from(data, off)
             if size < 8 or off + size > n:
                 break
             if rtype == PERF_RECORD_SAMPLE:
@@ -542,14 +346,14 @@ class Sampler:
                 else:
                     recs.append((ip, tid, t))
             elif rtype == PERF_RECORD_LOST:
-                self.lost += _LOST.unpack_from(data, off + 8)[1]
+                self.lost += LOST_RECORD.unpack_from(data, off + 8)[1]
             elif rtype == PERF_RECORD_FORK:
-                rpid, _, tid, ptid, _ = _TASK.unpack_from(data, off + 8)
+                rpid, _, tid, ptid, _ = TASK_RECORD.unpack_from(data, off + 8)
                 if rpid == pid and tid not in self._t:
                     parent = self._t.get(ptid)
                     self._thread(tid, parent.owner if parent is not None else ptid)
             elif rtype == PERF_RECORD_EXIT:
-                rpid, _, tid, _, t = _TASK.unpack_from(data, off + 8)
+                rpid, _, tid, _, t = TASK_RECORD.unpack_from(data, off + 8)
                 if rpid == pid:
                     exits.append((tid, t))
             off += size
@@ -644,42 +448,3 @@ class Sampler:
                     pass
             th.own_fds = []
         self._rings = {}
-
-
-def _event_id(fd: int) -> int:
-    """The kernel's id of an event (PERF_EVENT_IOC_ID), as PERF_SAMPLE_IDENTIFIER reports it."""
-    buf = ctypes.c_uint64(0)
-    # _IOR('$', 7, __u64) = 0x80082407
-    if _libc.ioctl(ctypes.c_int(fd), ctypes.c_ulong(0x80082407), ctypes.byref(buf)) < 0:
-        e = ctypes.get_errno()
-        raise OSError(e, os.strerror(e))
-    return int(buf.value)
-
-
-def _paranoid() -> Optional[int]:
-    try:
-        with open("/proc/sys/kernel/perf_event_paranoid") as f:
-            return int(f.read())
-    except (OSError, ValueError):
-        return None
-
-
-def _refusal(e: OSError, pid: int, kernel: bool = False) -> str:
-    """One line: why the kernel refused to sample ``pid`` and what to do."""
-    if e.errno in (errno.EACCES, errno.EPERM):
-        level = _paranoid()
-        need = 1 if kernel else 2
-        if level is not None and level > need:
-            fix = f"run as root or set /proc/sys/kernel/perf_event_paranoid to {need} or lower"
-        else:
-            fix = "run as root or as the user who owns the process (ptrace access to it is required)"
-        return (f"cannot sample process {pid}: perf_event_open denied ({e.strerror}, perf_event_paranoid "
-                f"is {level}); {fix}, or use --mode exact")
-    if e.errno == errno.ESRCH:
-        return f"cannot sample process {pid}: it exited"
-    if e.errno in (errno.ENOENT, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENODEV):
-        return (f"cannot sample process {pid}: this kernel has no perf software cpu-clock event "
-                f"({e.strerror}); use --mode exact")
-    if e.errno == errno.EMFILE:
-        return f"cannot sample process {pid}: too many open files (raise ulimit -n)"
-    return f"cannot sample process {pid}: perf_event_open failed ({e.strerror}); use --mode exact"

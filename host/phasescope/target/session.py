@@ -41,8 +41,8 @@ import frida
 from phasescope.errors import InputError, PhasescopeError
 from phasescope.resources import read_text
 from phasescope.target import wire
-from phasescope.target.calls import (GONE, QUERY_TIMEOUT, STOP_TIMEOUT, bounded, detach_session, first_line,
-                                     unload)
+from phasescope.target.agent import agent_options
+from phasescope.target.calls import GONE, STOP_TIMEOUT, BoundedRpc, bounded, detach_session, first_line, unload
 from phasescope.target.device import Target, resolve_target
 from phasescope.target.events import (AgentError, Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output,
                                       ThreadExited, ThreadStarted)
@@ -60,14 +60,6 @@ class _FinalAck:
 
 #: seconds an ending target waits for the consumer before it is released anyway
 FINAL_ACK_GRACE = 3.0
-
-
-def agent_source() -> str:
-    return read_text("js", "agent.js")
-
-
-def counter_source_default() -> str:
-    return read_text("agent", "counter.c")
 
 
 #: seconds the end of a piped target waits for the end of its output
@@ -115,22 +107,9 @@ class TraceSession:
         self.interval = int(interval)
         self.stdio = stdio
         self.bare = bare
-        self._counter_source = counter_source or counter_source_default()
-        self._options = {
-            "interval": self.interval,
-            "slots": int(slots),
-            "bufferBytes": int(buffer_bytes),
-            "window": int(window),
-            "drainMs": 100 if watch else 10,  # watch: only thread events to report
-            "bare": bool(bare),
-            "watch": bool(watch),
-            "trustThreshold": trust_threshold,
-            "portable": bool(portable),
-            # {window: N accesses, every: M intervals, slots: memory instructions per thread} or None
-            "locality": None if not locality else {
-                "window": int(locality.get("window", 65536)), "every": int(locality.get("every", 8)),
-                "slots": int(locality.get("slots", 1 << 16))},
-        }
+        self._options = agent_options(interval=self.interval, slots=slots, buffer_bytes=buffer_bytes, window=window,
+                                      bare=bare, watch=watch, trust_threshold=trust_threshold, portable=portable,
+                                      locality=locality, counter_source=counter_source)
         self._pending_windows: dict = {}
         self.modules = ModuleMap()
         self.pid: Optional[int] = None
@@ -145,7 +124,7 @@ class TraceSession:
         self._ended: Optional[Ended] = None
         self._final: Optional[Ended] = None  # what the agent said before the session went away
         self._stopping = False  # stop() is detaching: a target that ends meanwhile was not killed
-        self._unresponsive = False  # a query timed out: ask no more
+        self._query = BoundedRpc()  # symbol and code lookups, which a stopped target never answers
         #: why stop() gave up waiting for the agent (None: it did not)
         self.abandoned: Optional[str] = None
         #: stop() got every interval but gave up on unloading the agent (None: it unloaded)
@@ -248,11 +227,10 @@ class TraceSession:
 
     def _load(self) -> None:
         try:
-            self._script = self._session.create_script(agent_source(), name="phasescope")
+            self._script = self._session.create_script(read_text("js", "agent.js"), name="phasescope")
             self._script.on("message", self._on_message)
             self._script.load()
-            options = dict(self._options, source=wire.c_defines() + self._counter_source, stats=list(wire.STATS))
-            info = self._script.exports_sync.init(options)
+            info = self._script.exports_sync.init(self._options)
             self.fast_path = bool(info["fast"])
         except (frida.InvalidArgumentError, frida.InvalidOperationError, frida.TransportError, frida.core.RPCException) as e:
             raise PhasescopeError(f"agent failed to load into pid {self.pid}: {first_line(e)}") from None
@@ -362,27 +340,6 @@ class TraceSession:
             return self._query(script.exports_sync.read_code, hex(address), size)
         except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException, TimeoutError):
             return None
-
-    def _query(self, rpc, *args):
-        """An RPC that may not block the caller for long: a target that cannot run (SIGSTOP, a
-        debugger) never answers. TimeoutError after QUERY_TIMEOUT, at once after one timed out."""
-        if self._unresponsive:
-            raise TimeoutError
-        box = []
-
-        def call():
-            try:
-                box.append((True, rpc(*args)))
-            except BaseException as e:  # handed to the caller
-                box.append((False, e))
-
-        if not bounded(call, QUERY_TIMEOUT, "phasescope-query"):
-            self._unresponsive = True
-            raise TimeoutError
-        ok, value = box[0]
-        if not ok:
-            raise value
-        return value
 
     @property
     def ended(self) -> Optional[Ended]:

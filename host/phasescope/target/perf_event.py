@@ -1,0 +1,218 @@
+"""The kernel's perf_event interface, as sampled mode uses it: ``perf_event_open`` through ctypes
+(``perf_event_attr`` laid out as in include/uapi/linux/perf_event.h), the mmap ring of sample
+records, event ids and output redirection, and one-line refusals."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import mmap
+import os
+import struct
+from dataclasses import dataclass
+from typing import List, Optional
+
+
+# -- kernel ABI (include/uapi/linux/perf_event.h) ---------------------------------------------
+NR_PERF_EVENT_OPEN = 298  # x86-64
+PERF_TYPE_SOFTWARE = 1
+PERF_COUNT_SW_CPU_CLOCK = 0
+PERF_SAMPLE_IP = 1 << 0
+PERF_SAMPLE_TID = 1 << 1
+PERF_SAMPLE_TIME = 1 << 2
+PERF_SAMPLE_IDENTIFIER = 1 << 16
+PERF_FLAG_FD_CLOEXEC = 1 << 3
+PERF_EVENT_IOC_SET_OUTPUT = 0x2405  # _IO('$', 5)
+PERF_RECORD_LOST = 2
+PERF_RECORD_EXIT = 4
+PERF_RECORD_FORK = 7
+PERF_RECORD_SAMPLE = 9
+PERF_RECORD_MISC_CPUMODE_MASK = 7
+PERF_RECORD_MISC_USER = 2
+CLOCK_REALTIME = 0
+
+SAMPLE_TYPE = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME
+SAMPLE_RECORD = struct.Struct("<IHHQQIIQ")  # header, identifier, ip, pid, tid, time: 40 bytes
+RECORD_HEADER = struct.Struct("<IHH")
+LOST_RECORD = struct.Struct("<QQ")  # id, lost
+TASK_RECORD = struct.Struct("<IIIIQ")  # pid, ppid, tid, ptid, time
+_U64 = struct.Struct("<Q")
+
+class PerfEventAttr(ctypes.Structure):
+    """``struct perf_event_attr`` (PERF_ATTR_SIZE_VER8, 136 bytes)."""
+
+    _fields_ = [
+        ("type", ctypes.c_uint32),
+        ("size", ctypes.c_uint32),
+        ("config", ctypes.c_uint64),
+        ("sample_period", ctypes.c_uint64),  # union with sample_freq
+        ("sample_type", ctypes.c_uint64),
+        ("read_format", ctypes.c_uint64),
+        ("disabled", ctypes.c_uint64, 1),
+        ("inherit", ctypes.c_uint64, 1),
+        ("pinned", ctypes.c_uint64, 1),
+        ("exclusive", ctypes.c_uint64, 1),
+        ("exclude_user", ctypes.c_uint64, 1),
+        ("exclude_kernel", ctypes.c_uint64, 1),
+        ("exclude_hv", ctypes.c_uint64, 1),
+        ("exclude_idle", ctypes.c_uint64, 1),
+        ("mmap", ctypes.c_uint64, 1),
+        ("comm", ctypes.c_uint64, 1),
+        ("freq", ctypes.c_uint64, 1),
+        ("inherit_stat", ctypes.c_uint64, 1),
+        ("enable_on_exec", ctypes.c_uint64, 1),
+        ("task", ctypes.c_uint64, 1),
+        ("watermark", ctypes.c_uint64, 1),
+        ("precise_ip", ctypes.c_uint64, 2),
+        ("mmap_data", ctypes.c_uint64, 1),
+        ("sample_id_all", ctypes.c_uint64, 1),
+        ("exclude_host", ctypes.c_uint64, 1),
+        ("exclude_guest", ctypes.c_uint64, 1),
+        ("exclude_callchain_kernel", ctypes.c_uint64, 1),
+        ("exclude_callchain_user", ctypes.c_uint64, 1),
+        ("mmap2", ctypes.c_uint64, 1),
+        ("comm_exec", ctypes.c_uint64, 1),
+        ("use_clockid", ctypes.c_uint64, 1),
+        ("context_switch", ctypes.c_uint64, 1),
+        ("write_backward", ctypes.c_uint64, 1),
+        ("namespaces", ctypes.c_uint64, 1),
+        ("ksymbol", ctypes.c_uint64, 1),
+        ("bpf_event", ctypes.c_uint64, 1),
+        ("aux_output", ctypes.c_uint64, 1),
+        ("cgroup", ctypes.c_uint64, 1),
+        ("text_poke", ctypes.c_uint64, 1),
+        ("build_id", ctypes.c_uint64, 1),
+        ("inherit_thread", ctypes.c_uint64, 1),
+        ("remove_on_exec", ctypes.c_uint64, 1),
+        ("sigtrap", ctypes.c_uint64, 1),
+        ("reserved_1", ctypes.c_uint64, 26),
+        ("wakeup_watermark", ctypes.c_uint32),  # union with wakeup_events
+        ("bp_type", ctypes.c_uint32),
+        ("config1", ctypes.c_uint64),
+        ("config2", ctypes.c_uint64),
+        ("branch_sample_type", ctypes.c_uint64),
+        ("sample_regs_user", ctypes.c_uint64),
+        ("sample_stack_user", ctypes.c_uint32),
+        ("clockid", ctypes.c_int32),
+        ("sample_regs_intr", ctypes.c_uint64),
+        ("aux_watermark", ctypes.c_uint32),
+        ("sample_max_stack", ctypes.c_uint16),
+        ("reserved_2", ctypes.c_uint16),
+        ("aux_sample_size", ctypes.c_uint32),
+        ("reserved_3", ctypes.c_uint32),
+        ("sig_data", ctypes.c_uint64),
+        ("config3", ctypes.c_uint64),
+    ]
+
+
+assert ctypes.sizeof(PerfEventAttr) == 136
+
+# perf_event_mmap_page: data_head at 1024, data_tail at 1032, data_offset 1040, data_size 1048.
+_DATA_HEAD, _DATA_TAIL = 1024, 1032
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_libc.ioctl.restype = ctypes.c_int
+
+
+def perf_event_open(attr: PerfEventAttr, pid: int, cpu: int, group_fd: int = -1,
+                    flags: int = PERF_FLAG_FD_CLOEXEC) -> int:
+    """The raw syscall; returns a descriptor or raises OSError."""
+    fd = _libc.syscall(ctypes.c_long(NR_PERF_EVENT_OPEN), ctypes.byref(attr), ctypes.c_int(pid),
+                       ctypes.c_int(cpu), ctypes.c_int(group_fd), ctypes.c_ulong(flags))
+    if fd < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return int(fd)
+
+
+def set_output(fd: int, target_fd: int) -> None:
+    if _libc.ioctl(ctypes.c_int(fd), ctypes.c_ulong(PERF_EVENT_IOC_SET_OUTPUT), ctypes.c_int(target_fd)) < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+
+def online_cpus() -> List[int]:
+    """Online CPU numbers, from /sys (all CPUs the scheduler may run a thread on)."""
+    try:
+        with open("/sys/devices/system/cpu/online") as f:
+            text = f.read().strip()
+    except OSError:
+        return list(range(os.cpu_count() or 1))
+    cpus = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.extend(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+@dataclass
+class Ring:
+    """One mmapped perf ring (1 metadata page + 2**n data pages)."""
+
+    def __init__(self, fd: int, pages: int):
+        self.page = mmap.PAGESIZE
+        self.fd = fd
+        self.map = mmap.mmap(fd, (1 + pages) * self.page, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        self.size = pages * self.page
+        self.lost = 0
+
+    def read(self) -> bytes:
+        """All complete records since the last read (raw bytes), and release them to the kernel."""
+        m, page, size = self.map, self.page, self.size
+        head = _U64.unpack_from(m, _DATA_HEAD)[0]  # load data_head first (acquire on x86 TSO)
+        tail = _U64.unpack_from(m, _DATA_TAIL)[0]
+        n = head - tail
+        if not n:
+            return b""
+        start = tail % size
+        if start + n <= size:
+            data = m[page + start: page + start + n]
+        else:
+            data = m[page + start: page + size] + m[page: page + (start + n - size)]
+        _U64.pack_into(m, _DATA_TAIL, head)  # then release the space (store after the loads)
+        return data
+
+    def close(self) -> None:
+        self.map.close()
+
+
+
+
+def event_id(fd: int) -> int:
+    """The kernel's id of an event (PERF_EVENT_IOC_ID), as PERF_SAMPLE_IDENTIFIER reports it."""
+    buf = ctypes.c_uint64(0)
+    # _IOR('$', 7, __u64) = 0x80082407
+    if _libc.ioctl(ctypes.c_int(fd), ctypes.c_ulong(0x80082407), ctypes.byref(buf)) < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return int(buf.value)
+
+
+def _paranoid() -> Optional[int]:
+    try:
+        with open("/proc/sys/kernel/perf_event_paranoid") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def refusal(e: OSError, pid: int, kernel: bool = False) -> str:
+    """One line: why the kernel refused to sample ``pid`` and what to do."""
+    if e.errno in (errno.EACCES, errno.EPERM):
+        level = _paranoid()
+        need = 1 if kernel else 2
+        if level is not None and level > need:
+            fix = f"run as root or set /proc/sys/kernel/perf_event_paranoid to {need} or lower"
+        else:
+            fix = "run as root or as the user who owns the process (ptrace access to it is required)"
+        return (f"cannot sample process {pid}: perf_event_open denied ({e.strerror}, perf_event_paranoid "
+                f"is {level}); {fix}, or use --mode exact")
+    if e.errno == errno.ESRCH:
+        return f"cannot sample process {pid}: it exited"
+    if e.errno in (errno.ENOENT, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENODEV):
+        return (f"cannot sample process {pid}: this kernel has no perf software cpu-clock event "
+                f"({e.strerror}); use --mode exact")
+    if e.errno == errno.EMFILE:
+        return f"cannot sample process {pid}: too many open files (raise ulimit -n)"
+    return f"cannot sample process {pid}: perf_event_open failed ({e.strerror}); use --mode exact"

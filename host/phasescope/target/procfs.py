@@ -1,0 +1,44 @@
+"""What /proc tells of a process: its threads and its file-backed modules."""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Set
+
+from phasescope.target.modules import Module, ModuleMap
+
+
+def thread_ids(pid: int) -> Set[int]:
+    """Thread ids of a process now (empty set if it is gone)."""
+    try:
+        return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
+    except OSError:
+        return set()
+
+
+def module_map_from_proc(pid: int) -> ModuleMap:
+    """A :class:`ModuleMap` of the file-backed executable modules of ``pid``, from /proc/PID/maps.
+
+    Same convention as the Frida module list: a module's base is its lowest mapping (the ELF
+    header, file offset 0), its size spans all its mappings, its name is the file's basename.
+    Used by tests and as the fallback for addresses outside every module Frida reported.
+    """
+    spans: Dict[str, List[int]] = {}
+    execs: Set[str] = set()
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            parts = line.split(None, 5)
+            if len(parts) < 6 or not parts[5].startswith("/"):
+                continue
+            path = parts[5].rstrip("\n")
+            if path.endswith(" (deleted)"):
+                path = path[: -len(" (deleted)")]
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            if path in spans:
+                spans[path][0] = min(spans[path][0], lo)
+                spans[path][1] = max(spans[path][1], hi)
+            else:
+                spans[path] = [lo, hi]
+            if "x" in parts[1]:
+                execs.add(path)
+    return ModuleMap(Module(os.path.basename(p), lo, hi - lo, p) for p, (lo, hi) in spans.items() if p in execs)
