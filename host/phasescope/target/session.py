@@ -58,12 +58,13 @@ class _FinalAck:
     """The target is about to end and its agent waits: run ``before_final_ack``, then release it."""
 
 
-#: seconds an ending target waits for the consumer before it is released anyway
-FINAL_ACK_GRACE = 3.0
+#: seconds an ending target waits for a consumer that stopped reading events before it is released
+#: anyway (a consumer that is only behind, e.g. a host busy with --locality windows, gets there first)
+FINAL_ACK_GRACE = 15.0
 
 
 #: seconds the end of a piped target waits for the end of its output
-OUTPUT_GRACE = 2.0
+OUTPUT_GRACE = 5.0
 
 
 class TraceSession:
