@@ -61,7 +61,7 @@ stream_big (const uint64_t * a, size_t words, long steps, size_t * at)
   size_t i = *at;
   while (steps-- > 0)
   {
-    s += a[i];
+    s += a[i] ^ i;
     i += 8;
     if (i >= words)
       i = 0;
@@ -77,12 +77,12 @@ main (int argc, char ** argv)
   long steps = argc > 2 ? atol (argv[2]) : 4000000;
   node * small0 = make_cycle (32 << 10, 1), * big0 = make_cycle (32 << 20, 2);
   node * small = small0, * big = big0;
-  size_t words = (64 << 20) / sizeof (uint64_t), at = 0, i;
-  uint64_t * stream = malloc (words * sizeof (uint64_t));
+  size_t words = (64 << 20) / sizeof (uint64_t), at = 0;
+  /* zeroed by the kernel, not by a loop here: an initialising loop (eight stores per block) would
+   * be a phase of its own with a low miss rate, and the tracker may put it with stream_big's */
+  uint64_t * stream = calloc (words, sizeof (uint64_t));
   uintptr_t sum = 0;
   long r;
-  for (i = 0; i < words; i++)
-    stream[i] = i;
   for (r = 0; r < rounds; r++)
   {
     small = chase_small (small, steps);
