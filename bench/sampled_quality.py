@@ -84,10 +84,9 @@ def exact_at(log: str, summary: dict, windows: int) -> list:
     intervals = list(read_log(log))
     size = max(MIN_INTERVAL, sum(iv.instructions for iv in intervals) // max(1, windows))
     engine = PhaseEngine(EngineConfig())
-    results = engine.feed_many(list(merge_intervals(intervals, size)))
-    cpu: dict = {}
     merged = list(merge_intervals(intervals, size))
-    for r, iv in zip(results, merged):
+    cpu: dict = {}
+    for r, iv in zip(engine.feed_many(merged), merged):
         cpu[r.phase] = cpu.get(r.phase, 0) + (iv.cpu_ns or 0)
     total = sum(cpu.values()) or 1
     names = {p.phase: p for p in engine.stats.phases.values()}

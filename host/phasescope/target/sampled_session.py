@@ -14,7 +14,7 @@ from phasescope.errors import InputError
 from phasescope.engine.interval import Interval
 from phasescope.target.device import Target, is_local
 from phasescope.target.events import Dropped, Ended, IntervalEvent, ThreadStarted
-from phasescope.target.sampler import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler
+from phasescope.target.sampler import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler, check_sampling
 from phasescope.target.session import TraceSession
 
 POLL = 0.02  # seconds between reads of the sample rings while the agent is quiet
@@ -31,10 +31,7 @@ class SampledSession:
         if not is_local(device):
             raise InputError(f"--mode sampled needs the local device: the kernel samples processes of this machine "
                              f"only, and {device.name} is remote; use --mode exact")
-        if not 1 <= rate_hz <= 100_000:
-            raise InputError(f"--rate must be from 1 to 100000 samples per second (got {rate_hz})")
-        if window_samples < 10:
-            raise InputError(f"--window must be at least 10 samples (got {window_samples})")
+        check_sampling(rate_hz, window_samples)
         self.trace = TraceSession(device, target, stdio=stdio, watch=True)
         self.period_ns = 10**9 // rate_hz
         self.rate_hz = rate_hz

@@ -89,6 +89,16 @@ DEFAULT_PERIOD_NS = 1_000_000
 #: bench/sampled_noise.py) is what the ``sampled`` tracker preset's noise term absorbs.
 DEFAULT_WINDOW_SAMPLES = 100
 DEFAULT_RING_PAGES = 128
+MAX_RATE_HZ = 100_000
+MIN_WINDOW_SAMPLES = 10
+
+
+def check_sampling(rate_hz: float, window_samples: int) -> None:
+    """The one check of the sampling options (``--rate``, ``--window``): InputError, one line."""
+    if not 1 <= rate_hz <= MAX_RATE_HZ:
+        raise InputError(f"--rate must be from 1 to {MAX_RATE_HZ} samples per second (got {rate_hz:g})")
+    if window_samples < MIN_WINDOW_SAMPLES:
+        raise InputError(f"--window must be at least {MIN_WINDOW_SAMPLES} samples (got {window_samples})")
 
 
 class _Thread:
@@ -123,10 +133,7 @@ class Sampler:
 
     def __init__(self, pid: int, period_ns: int = DEFAULT_PERIOD_NS, window_samples: int = DEFAULT_WINDOW_SAMPLES,
                  ring_pages: int = DEFAULT_RING_PAGES, kernel: bool = False, modules: Optional[ModuleMap] = None):
-        if period_ns < 10_000:
-            raise InputError(f"sample period must be at least 10000 ns (100 kHz), got {period_ns}")
-        if window_samples < 1:
-            raise InputError(f"window must be at least 1 sample, got {window_samples}")
+        check_sampling(10**9 / period_ns, window_samples)
         if ring_pages < 1 or ring_pages & (ring_pages - 1):
             raise InputError(f"ring pages must be a power of two, got {ring_pages}")
         self.pid = pid

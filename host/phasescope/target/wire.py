@@ -58,6 +58,10 @@ PAIR = np.dtype(list(PAIR_FIELDS))
 LOC_HEADER = np.dtype(list(LOCALITY))
 
 
+#: record kind -> (header type, the header field counting the body's items, body item type)
+_BODIES = {KIND_INTERVAL: (HEADER, "npairs", PAIR), KIND_LOCALITY: (LOC_HEADER, "naccesses", np.dtype("<u8"))}
+
+
 def c_defines() -> str:
     """The C preprocessor definitions of the layout, prepended to agent/counter.c when it is compiled."""
     lines = [f"#define PS_REC_{name.upper()} {HEADER.fields[name][1]}" for name, _ in RECORD]
@@ -82,27 +86,17 @@ def records(buffer) -> list:
         if size - offset < 4:
             raise PhasescopeError(f"corrupt agent data: truncated record header at byte {offset}")
         kind = int(np.frombuffer(buf, "<u4", count=1, offset=offset)[0])
-        if kind == KIND_LOCALITY:
-            if size - offset < LOC_HEADER.itemsize:
-                raise PhasescopeError(f"corrupt agent data: truncated record header at byte {offset}")
-            header = np.frombuffer(buf, LOC_HEADER, count=1, offset=offset)[0]
-            n = int(header["naccesses"])
-            end = offset + LOC_HEADER.itemsize + n * 8
-            if end > size:
-                raise PhasescopeError(f"corrupt agent data: record at byte {offset} overruns the buffer")
-            out.append((header, np.frombuffer(buf, "<u8", count=n, offset=offset + LOC_HEADER.itemsize)))
-            offset = end
-            continue
-        if size - offset < HEADER.itemsize:
-            raise PhasescopeError(f"corrupt agent data: truncated record header at byte {offset}")
-        header = np.frombuffer(buf, HEADER, count=1, offset=offset)[0]
-        if kind != KIND_INTERVAL:
+        if kind not in _BODIES:
             raise PhasescopeError(f"corrupt agent data: unknown record kind {kind}")
-        n = int(header["npairs"])
-        end = offset + HEADER.itemsize + n * PAIR.itemsize
+        header_type, count_field, item = _BODIES[kind]
+        if size - offset < header_type.itemsize:
+            raise PhasescopeError(f"corrupt agent data: truncated record header at byte {offset}")
+        header = np.frombuffer(buf, header_type, count=1, offset=offset)[0]
+        n = int(header[count_field])
+        end = offset + header_type.itemsize + n * item.itemsize
         if end > size:
             raise PhasescopeError(f"corrupt agent data: record at byte {offset} overruns the buffer")
-        out.append((header, np.frombuffer(buf, PAIR, count=n, offset=offset + HEADER.itemsize)))
+        out.append((header, np.frombuffer(buf, item, count=n, offset=offset + header_type.itemsize)))
         offset = end
     return out
 
