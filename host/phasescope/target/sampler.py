@@ -143,6 +143,7 @@ class Sampler:
         self.kernel = kernel
         self.modules = modules
         self._own_modules = modules is None
+        self._looked_up: Set[int] = set()  # code pages already looked for in /proc/PID/maps
         self.samples = self.lost = self.duplicates = self.foreign = self.kernel_samples = 0
         self.threads: Set[int] = set()
         self._t: Dict[int, _Thread] = {}
@@ -401,11 +402,17 @@ class Sampler:
         ips = np.asarray(ips, dtype=np.uint64)
         user = ips != np.uint64(KERNEL_KEY)
         mm = self.modules if self.modules is not None else ModuleMap()
-        if self._own_modules and len(mm) and (mm._index(ips[user]) < 0).any():
-            try:  # a module loaded since the last look: refresh once
-                self.modules = mm = module_map_from_proc(self.pid)
-            except OSError:
-                pass
+        if self._own_modules:
+            unknown = ips[user][mm._index(ips[user]) < 0]
+            pages = set((unknown >> np.uint64(12)).tolist()) - self._looked_up
+            if pages:  # code outside every module seen so far (once per page: the vDSO never maps)
+                self._looked_up |= pages
+                try:
+                    fresh = module_map_from_proc(self.pid)
+                except OSError:
+                    fresh = ModuleMap()
+                if len(fresh):  # an exited process's maps are empty: keep what was seen
+                    self.modules = mm = fresh
         keys = mm.keys(ips)
         keys[~user] = np.uint64(KERNEL_KEY)
         return keys
