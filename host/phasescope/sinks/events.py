@@ -237,7 +237,8 @@ class EventServer(Sink):
                     client.put(self._hello)
                 self.clients.append(client)
                 self.served += 1
-            client.thread.start()
+                # started under the lock: close() joins every listed client's thread
+                client.thread.start()
 
     def _forget(self, client: _Client) -> None:
         with self._lock:
