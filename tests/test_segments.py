@@ -1,5 +1,6 @@
 """engine/segments.py: variable-length segments (seed 001) and Q-phase refinement (seed 003), on
-synthetic unit streams whose right answer is known by construction; one replay through the CLI."""
+synthetic unit streams whose right answer is known by construction; one replay through the CLI, and
+both modes live on a real program."""
 
 import json
 import subprocess
@@ -13,6 +14,8 @@ from phasescope.engine.phase_engine import EngineConfig, PhaseEngine
 from phasescope.engine.segments import SegmentConfig, Segmenter, locus, qphase_cut, segment_stream
 from phasescope.errors import InputError
 from phasescope.formats.log import dumps, to_record
+
+from conftest import run_cli
 
 MOD = 0x1234ABCD << 32
 # Two phases of one module: different blocks, at different code addresses (the locus moves).
@@ -142,3 +145,27 @@ def test_replay_segment_modes_through_the_cli(tmp_path):
         assert json.loads(summary.read_text())["config"]["segments"]["mode"] == mode
     proc = cli("replay", log, "--segment-mode", "variable", "--segment-min", 5, "--segment-max", 4)
     assert proc.returncode == 2 and "segment max" in proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["variable", "qphase"])
+def test_live_segments_follow_the_programs_phases(build, tmp_path, mode):
+    """phased.c runs hash, hash, float, chase per round (about 52M, 20M and 23M instructions). On
+    1M-instruction units, a segment never straddles two functions' work for long: the main phases
+    come back in the program's order, round after round, and each names its own function."""
+    exe = build("phased.c")
+    log, summary = tmp_path / "log.jsonl", tmp_path / "summary.json"
+    r = run_cli("--no-dashboard", "--interval", "1000000", "--segment-mode", mode, "--segment-max", "20",
+                "--log", str(log), "--summary", str(summary), "-f", exe, "3", "1")
+    assert r.returncode == 0, r.stderr
+    recs = [json.loads(ln) for ln in log.read_text().splitlines()]
+    s = json.loads(summary.read_text())
+    assert s["config"]["segments"]["mode"] == mode
+    assert sum(rec["instructions"] for rec in recs) == s["whole"]["instructions"]
+    assert all(rec["instructions"] <= 20 * 1_000_100 for rec in recs)  # no piece past --segment-max units
+    assert len({rec["instructions"] // 1_000_000 for rec in recs}) > 2  # lengths vary: not fixed intervals
+    main = {p["phase"]: p["top_code"][0]["symbol"].split("!")[-1].split("+")[0]
+            for p in s["phases"] if p["share"] >= 0.05}
+    assert sorted(main.values()) == ["chase_phase", "float_phase", "hash_phase"]
+    runs = [rec["phase"] for rec in recs if rec["phase"] in main]
+    runs = [p for i, p in enumerate(runs) if i == 0 or p != runs[i - 1]]
+    assert [main[p] for p in runs] == ["hash_phase", "float_phase", "chase_phase"] * 3
