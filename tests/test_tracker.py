@@ -175,6 +175,7 @@ def synthetic_stream(seed=7, n=600, threads=(11, 12, 13)):
     TrackerConfig(bits=None, table_size=3, threshold=0.05),
     TrackerConfig(buckets=16, update_policy="mean", table_size=4),
     TrackerConfig(table_size=3, full_policy="nearest"),
+    TrackerConfig(bits=None, table_size=3, threshold=0.05, update_policy="mean", full_policy="merge", stay=1.5),
 ])
 def test_live_and_batch_paths_agree(tracker):
     stream = synthetic_stream()

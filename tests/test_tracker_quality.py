@@ -124,3 +124,71 @@ def test_tracker_preset_and_overrides_from_the_command_line():
     assert c.transition and c.bits is None and c.table_size == 64
     with pytest.raises(InputError, match="confirm must be at least 1"):
         engine_config_from_args(p.parse_args(["--confirm", "0"]))
+
+
+def split_profile(shift):
+    """Footprint (32 buckets summing to 32) of a profile on buckets 0-7 with 2 x ``shift`` units
+    moved between buckets 0 and 1: profiles at +2 and -2 are 8 units (0.25 of the interval) apart."""
+    v = np.zeros(32)
+    v[:8] = 4.0
+    v[0] += shift
+    v[1] -= shift
+    return v
+
+
+def disjoint_profile(first):
+    v = np.zeros(32)
+    v[first:first + 8] = 4.0
+    return v
+
+
+def test_merge_policy_folds_the_two_closest_phases_to_make_room():
+    # A phase whose intervals alternate between two profiles 0.25 apart: at threshold 0.2 it
+    # starts as two IDs. With a 3-entry table, C needs room: the closest pair (the two halves of
+    # A) is folded into the older ID, and A's intervals carry that one ID from then on.
+    a1, a2, b, c = split_profile(2), split_profile(-2), disjoint_profile(8), disjoint_profile(16)
+    stream = np.array([a1, a2, a1, a2, b, b, a1, a2, c, c, a1, a2, b, c])
+    t, ms = classify(cfg("default", threshold=0.2, table_size=3, full_policy="merge"), stream)
+    assert [m.phase for m in ms] == [0, 1, 0, 1, 2, 2, 0, 1, 3, 3, 0, 0, 2, 3]
+    assert t.merges == 1 and t.evictions == 0
+    assert t.representative(0).tolist() == split_profile(0).tolist()  # the hit-weighted mean of the halves
+    assert t.representative(1) is None
+    # Least-used eviction in the same table keeps A split and shreds B and C instead.
+    _, lfu = classify(cfg("default", threshold=0.2, table_size=3, full_policy="evict"), stream)
+    assert len({m.phase for m in lfu}) > 4
+
+
+def test_merge_policy_joins_the_nearest_phase_when_the_interval_is_nearer_than_any_pair():
+    a, b, c = disjoint_profile(0), disjoint_profile(8), disjoint_profile(16)
+    near_a = split_profile(3)  # 12 units from A, over the 0.2 threshold, under the 64 between phases
+    t, ms = classify(cfg("default", threshold=0.2, table_size=3, full_policy="merge"), np.array([a, b, c, near_a]))
+    assert [m.phase for m in ms] == [0, 1, 2, 0] and not ms[3].new_phase and t.merges == 0
+
+
+def test_stay_keeps_a_thread_in_its_phase_between_two_neighbours():
+    # P and Q are 8 units apart (0.25, over the 0.2 threshold). Then intervals alternate between
+    # one a little nearer P and one a little nearer Q, each within 0.2 of both.
+    p, q = split_profile(2), split_profile(-2)
+    x1, x2 = split_profile(0.5), split_profile(-0.5)
+    stream = np.array([p, p, q, q] + [x1, x2] * 4)
+    flat = dict(threshold=0.2, update_policy="none")
+    _, nearest = classify(cfg("default", **flat), stream)
+    _, stay = classify(cfg("default", stay=1.0, **flat), stream)
+    assert [m.phase for m in nearest] == [0, 0, 1, 1] + [0, 1] * 4  # flips every interval
+    assert [m.phase for m in stay] == [0, 0, 1, 1] + [1] * 8  # stays in Q, where the thread was
+
+
+def test_stay_is_per_thread():
+    p, q = split_profile(2), split_profile(-2)
+    x1, x2 = split_profile(0.5), split_profile(-0.5)
+    fps = np.array([p, q] + [x1, x2, x2, x1] * 3)
+    threads = np.array([1, 2] + [1, 2] * 6)
+    t = Tracker(cfg("default", threshold=0.2, update_policy="none", stay=1.0))
+    ms = t.classify_many(fps, threads=threads)
+    assert [m.phase for m, th in zip(ms, threads) if th == 1] == [0] * 7
+    assert [m.phase for m, th in zip(ms, threads) if th == 2] == [1] * 7
+
+
+def test_stay_out_of_range_is_refused():
+    with pytest.raises(InputError, match="stay"):
+        TrackerConfig(stay=0.5)

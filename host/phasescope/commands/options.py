@@ -25,8 +25,8 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                                   "Defaults: --tracker default; each option below overrides the preset.")
     g.add_argument("--tracker", choices=sorted(PRESETS), default=None,
                    help="preset: 'paper' is ISCA 2003 exactly (6-bit footprints, threshold 0.1, 64-entry LRU "
-                        "table); 'default' keeps full-precision footprints, threshold 0.3, mean representatives, 256 entries, "
-                        "least-used eviction (chosen on bench/quality/run.py); 'sampled' (the default in sampled "
+                        "table); 'default' keeps full-precision footprints, threshold 0.3, mean representatives, 16 entries "
+                        "that fold their two closest phases together when full (chosen on bench/quality/run.py); 'sampled' (the default in sampled "
                         "mode) grows a 0.1 threshold with the sampling noise (see --noise-z)")
     g.add_argument("--noise-z", type=float, default=None, metavar="Z",
                    help="sampled footprints: add Z times the expected sampling noise to the threshold "
@@ -50,6 +50,9 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--adaptive", action=argparse.BooleanOptionalAction, default=None,
                    help="per-phase threshold from the spread of its own matches, up to 2x --threshold "
                         f"(default {'on' if _T.adaptive else 'off'})")
+    g.add_argument("--stay", type=float, default=None, metavar="FACTOR",
+                   help="hysteresis: an interval keeps its thread's current phase while within FACTOR x the "
+                        f"threshold of it, even when another phase is nearer (0: off; default {_T.stay:g})")
     g.add_argument("--interval", type=int, default=None, metavar="INSNS",
                    help=f"instructions per interval (live default {_T.interval:,}); replay merges consecutive "
                         "recorded intervals of a thread up to this size (default: as recorded)")
@@ -60,8 +63,9 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--update-policy", choices=UPDATE_POLICIES, default=None,
                    help="on a match: keep the representative (none, the paper) or average it in (mean)")
     g.add_argument("--full-policy", choices=FULL_POLICIES, default=None,
-                   help="table full and no match: evict the least recently matched phase (evict) "
-                        "or join the nearest phase (nearest)")
+                   help="table full and no match: evict a phase (evict, see --evict-policy), join the nearest "
+                        "phase (nearest), or fold the two closest phases together to make room (merge) "
+                        f"(default {_T.full_policy})")
     s = parser.add_argument_group(
         "segments (what the tracker classifies; engine/segments.py)",
         "variable and qphase re-cut each thread's recorded intervals (units, e.g. --interval 100000 live) "
@@ -97,7 +101,7 @@ def engine_config_from_args(args: argparse.Namespace, interval_default: Optional
     ``preset_default``: the tracker preset when ``--tracker`` is absent (sampled mode: ``sampled``)."""
     preset = dict(PRESETS[getattr(args, "tracker", None) or preset_default])
     for name in ("buckets", "threshold", "table_size", "update_policy", "full_policy", "evict_policy",
-                 "transition", "confirm", "adaptive", "noise_z"):
+                 "transition", "confirm", "adaptive", "noise_z", "stay"):
         value = getattr(args, name, None)
         if value is not None:
             preset[name] = value

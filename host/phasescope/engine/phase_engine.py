@@ -123,7 +123,8 @@ class PhaseEngine:
         if len(keep) < len(batch):
             batch, fps = [batch[i] for i in keep], fps[keep]
         sampled = bool(batch) and batch[0].mode == "sampled"  # a stream is all one mode
-        matches = self.tracker.classify_many(fps, totals[keep] if sampled else None)
+        matches = self.tracker.classify_many(fps, totals[keep] if sampled else None,
+                                             np.array([iv.thread for iv in batch]))
         results = []
         for iv, fp, m in zip(batch, fps, matches):
             predictors = self._predictors.get(iv.thread)
@@ -161,6 +162,7 @@ class PhaseEngine:
             "predictors": self.scoreboard.to_dict(),
             "primary_predictor": PRIMARY,
             "table": {"size": self.config.tracker.table_size, "used": len(self.tracker.table()),
-                      "evictions": self.tracker.evictions, "next_id": self.tracker.next_id},
+                      "evictions": self.tracker.evictions, "merges": self.tracker.merges,
+                      "next_id": self.tracker.next_id},
             "skipped_empty": self.skipped_empty,
         }
