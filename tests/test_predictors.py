@@ -164,3 +164,57 @@ def test_confidence_separates_right_from_wrong_on_a_jittered_stream():
     # the shown prediction (RLE Markov): confident ones are right far more often than the others
     assert sum(hi) / len(hi) > 0.8
     assert sum(lo) / len(lo) < sum(hi) / len(hi) - 0.15
+
+
+def scored(stream, warmup=0):
+    """Accuracy (overall, at changes) of every predictor of ThreadPredictors after ``warmup`` intervals."""
+    tp = ThreadPredictors(PredictorConfig())
+    n = changes = 0
+    right, right_changes = {}, {}
+    for i, phase in enumerate(stream[:-1]):
+        out = tp.observe(phase)
+        if i < warmup:
+            continue
+        nxt = stream[i + 1]
+        n += 1
+        changes += nxt != phase
+        for name, p in out.items():
+            right[name] = right.get(name, 0) + (p == nxt)
+            right_changes[name] = right_changes.get(name, 0) + (p == nxt and nxt != phase)
+    return {k: (right[k] / n, right_changes[k] / changes) for k in right}
+
+
+def test_gated_never_predicts_a_change_that_has_not_recurred():
+    # A runs of three and five in turn, each followed by a phase never seen before: inside a run
+    # of five, RLE Markov predicts at (A, 3) the phase that followed the last run of three, always
+    # wrong where last-phase is right; the gate waits for a confirmation that never comes.
+    stream = []
+    for i in range(40):
+        stream += [0] * (3 if i % 2 else 5) + [i + 1] * 2
+    acc = scored(stream)
+    assert acc["gated"] == acc["last_phase"]
+    assert acc["rle_markov"][0] < acc["last_phase"][0]
+
+
+def test_gated_predicts_recurring_changes_once_confirmed():
+    # AAAABBBC: each (phase, run length) -> next is learned in period 1, confirmed in period 2
+    # (RLE Markov right, the gate still closed), and shown from period 3 on.
+    acc = scored(PERIOD * 30, warmup=2 * len(PERIOD))
+    assert acc["gated"] == (1.0, 1.0)
+    early = scored(PERIOD * 2)
+    assert early["gated"][1] < early["rle_markov"][1]
+
+
+def test_gated_stops_a_change_prediction_after_it_goes_wrong():
+    # (A, 2) -> B recurs four times, then A runs go on to length 4: the first long run's miss
+    # closes the gate for (A, 2) -> B, the next long runs are predicted as A.
+    stream = ([0, 0, 1] * 4 + [0] * 4 + [1]) + ([0] * 4 + [1]) * 3
+    tp = ThreadPredictors(PredictorConfig())
+    shown = []
+    for phase in stream:
+        shown.append(tp.observe(phase)["gated"])
+    first_long = 12  # index of the first interval of the first run of four
+    assert shown[first_long + 1] == 1  # after A, A: predicts B (confirmed before), wrong
+    later = [i for i in range(first_long + 5, len(stream)) if stream[i] == 0 and stream[i - 1] == 0
+             and (i < 2 or stream[i - 2] != 0)]
+    assert later and all(shown[i] == 0 for i in later)

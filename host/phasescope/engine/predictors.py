@@ -23,6 +23,11 @@ least-recently-used entry (:class:`LruTable`). A table miss predicts the last ph
   +1 when such a prediction was right, -2 when wrong; confidence = counter / 7.
 - :class:`Hybrid` (``hybrid``): each interval shows the prediction of whichever predictor has
   the highest confidence at its current context (ties: the order given).
+- :class:`Gated` (``gated``): a member's prediction of a *change* is passed on only when its
+  confidence counter at that context has risen above the start value (the same prediction in the
+  same context has been right before, and not wrong since); otherwise the last phase. A program
+  whose changes do not recur is then predicted as well as last-phase predicts it, and one whose
+  changes do recur keeps the member's gains after one confirmation per context.
 """
 
 from __future__ import annotations
@@ -202,3 +207,18 @@ class Hybrid:
                 best = (name, predictions[name], c)
         self.choice = best[0]
         return best
+
+
+class Gated:
+    """Passes on ``member``'s change predictions once confirmed (see the module docstring)."""
+
+    def __init__(self, name: str, member, confidence: Confidence):
+        self.name, self.member, self.conf = name, member, confidence
+
+    def choose(self, phase: int, prediction: int) -> Tuple[int, float]:
+        """The gated prediction after an interval in ``phase`` given the member's ``prediction``,
+        and the confidence of the member's context."""
+        c = self.conf.value(context_of(self.name, self.member, prediction))
+        if prediction != phase and c <= Confidence.START:
+            return phase, c / Confidence.MAX
+        return prediction, c / Confidence.MAX
