@@ -17,7 +17,8 @@ units (``--interval 100000``), scored per unit (see ``segments_main``).
 
 Columns: chg% = reference phase changes the tracker also changes at (Figure 6 "Different");
 same% = reference same-phase pairs the tracker also keeps (Figure 6 "Same"); ARI; phases (k) =
-tracker phase IDs (reference k); top20 = share of intervals in the 20 largest tracker phases;
+tracker phase IDs (reference k); selfARI = the reference's own ARI against its reruns under
+other seeds (mean; ``--self-seeds``), the agreement SimPoint has with itself; top20 = share of intervals in the 20 largest tracker phases;
 shown/last = next-phase accuracy of the shown prediction and of last-phase; @chg = the same at
 the tracker's phase changes; best = the most accurate predictor at changes.
 """
@@ -35,7 +36,7 @@ from phasescope.engine import EngineConfig, PhaseEngine
 from phasescope.engine.predict import PREDICTORS, PredictorConfig
 from phasescope.quality import simpoint
 from phasescope.quality.labels import LabelStream
-from phasescope.quality.metrics import score
+from phasescope.quality.metrics import adjusted_rand_index, score
 from phasescope.formats.log import read_log
 from phasescope.commands.replay import merge_intervals
 from phasescope.engine.tracker import PRESETS, TrackerConfig
@@ -66,6 +67,12 @@ CONFIGS["paper+thr0.3"] = ("paper", {"threshold": 0.3})
 CONFIGS["paper+fp+thr0.3"] = ("paper", {"threshold": 0.3, "bits": None})
 CONFIGS["paper+t256lfu+thr0.2"] = ("paper", {"threshold": 0.2, "table_size": 256, "evict_policy": "lfu"})
 CONFIGS["paper+fp"] = ("paper", {"bits": None})
+# the default before the merge table (256 entries, least-used eviction), and the merge table's neighbours
+CONFIGS["default+t256lfu"] = ("default", {"table_size": 256, "full_policy": "evict"})
+CONFIGS["default+stay1.25"] = ("default", {"stay": 1.25})
+CONFIGS["default+t8+thr0.15+stay1.25"] = ("default", {"table_size": 8, "threshold": 0.15, "stay": 1.25})
+for _k in (8, 12):
+    CONFIGS[f"default+t{_k}"] = ("default", {"table_size": _k})
 
 
 def tracker_config(name: str, interval: int) -> TrackerConfig:
@@ -94,6 +101,9 @@ def main(argv=None) -> int:
                     "(0: as recorded; default 10M, the live default)")
     ap.add_argument("--configs", default="paper,default", help=f"comma-separated, from: {', '.join(CONFIGS)}")
     ap.add_argument("--json", metavar="FILE", help="also write every score here")
+    ap.add_argument("--self-seeds", type=int, default=0, metavar="N",
+                    help="also rebuild the reference under N other seeds (projection and k-means) and report "
+                         "its mean ARI against the reference: SimPoint's agreement with itself (default 0)")
     ap.add_argument("--segment-modes", metavar="MODES",
                     help="compare segmentations at unit granularity instead (see segments_main): comma-separated, "
                          "from unit (the recorded units), fixed (--nominal units), variable, qphase")
@@ -121,11 +131,13 @@ def main(argv=None) -> int:
         ref = simpoint.reference_of(ivs)
         ref_stream = LabelStream(ref.labels, ref.instructions)
         name = path.rsplit("/", 1)[-1].replace(".jsonl", "")
+        self_ari = self_agreement(ivs, ref, args.self_seeds)
         for cfg in names:
             engine = PhaseEngine(EngineConfig(tracker_config(cfg, args.interval or 10_000_000), PredictorConfig()))
             res = engine.feed_many(ivs)
             s = score(live_stream(res), ref_stream)
             s["reference_k"] = ref.k
+            s["reference_self_ari"] = self_ari
             s["evictions"] = engine.tracker.evictions
             dump[f"{name}/{cfg}"] = s
             p = s["predictors"]
@@ -133,25 +145,27 @@ def main(argv=None) -> int:
             rows.append((name, cfg, len(ivs), s, best))
         print(f"# {name}: {len(ivs)} intervals, reference k = {ref.k}, {time.monotonic() - t0:.0f} s",
               file=sys.stderr)
-    head = (f"{'program':<8} {'tracker':<22} {'n':>5} {'chg%':>5} {'same%':>5} {'ARI':>5} {'phases(k)':>9} "
+    head = (f"{'program':<8} {'tracker':<22} {'n':>5} {'chg%':>5} {'same%':>5} {'ARI':>5} {'selfARI':>7} {'phases(k)':>9} "
             f"{'top20':>5} {'shown':>5} {'last':>5} {'@chg':>5} {'last@c':>6} {'evict':>5}  best@chg")
     print(head)
     print("-" * len(head))
     for name, cfg, n, s, best in rows:
         p = s["predictors"]
+        sa = s["reference_self_ari"]
         print(f"{name:<8} {cfg:<22} {n:5d} {pct(s['changes_detected'])} {pct(s['same_agreed'])} {s['ari']:5.2f} "
-              f"{s['phases']:>5}({s['reference_k']:>2}) {pct(s['top20_coverage'])} {pct(p['shown']['overall'])} "
+              f"{'-' if sa is None else f'{sa:.2f}':>7} {s['phases']:>5}({s['reference_k']:>2}) {pct(s['top20_coverage'])} {pct(p['shown']['overall'])} "
               f"{pct(p['last_phase']['overall'])} {pct(p['shown']['changes'])} {pct(p['last_phase']['changes']):>6} "
               f"{s['evictions']:5d}  {best} {pct(p[best]['changes'])}")
     # Mean over programs per config
     print()
-    print(f"{'mean':<8} {'tracker':<22} {'chg%':>5} {'same%':>5} {'ARI':>5} {'phases':>6} {'top20':>5} "
+    print(f"{'mean':<8} {'tracker':<22} {'chg%':>5} {'same%':>5} {'(c+s)/2':>7} {'ARI':>5} {'phases':>6} {'top20':>5} "
           f"{'shown':>5} {'last':>5} {'@chg':>5}")
     for cfg in names:
         ss = [s for _, c, _, s, _ in rows if c == cfg]
         m = lambda f: float(np.mean([f(s) for s in ss if f(s) is not None])) if ss else None
+        both = m(lambda s: (s["changes_detected"] + s["same_agreed"]) / 2)
         print(f"{'all':<8} {cfg:<22} {pct(m(lambda s: s['changes_detected']))} {pct(m(lambda s: s['same_agreed']))} "
-              f"{m(lambda s: s['ari']):5.2f} {m(lambda s: s['phases']):6.1f} {pct(m(lambda s: s['top20_coverage']))} "
+              f"{pct(both):>7} {m(lambda s: s['ari']):5.2f} {m(lambda s: s['phases']):6.1f} {pct(m(lambda s: s['top20_coverage']))} "
               f"{pct(m(lambda s: s['predictors']['shown']['overall']))} "
               f"{pct(m(lambda s: s['predictors']['last_phase']['overall']))} "
               f"{pct(m(lambda s: s['predictors']['shown']['changes']))}")
@@ -166,10 +180,28 @@ def main(argv=None) -> int:
             ch = [s["predictors"][pn]["changes"] for s in ss if s["predictors"][pn]["changes"] is not None]
             cells.append(f"{100 * o:5.1f} / {100 * np.mean(ch) if ch else float('nan'):5.1f}".rjust(18))
         print(f"{pn:<14}" + "".join(" " + c for c in cells))
+    # Issue 10's prediction goal: the shown predictor's mispredictions against last-phase's, per program
+    print()
+    print("shown mispredictions vs last-phase's (negative: fewer), per program")
+    for cfg in names:
+        cells = []
+        for name, c, _, s, _ in rows:
+            if c == cfg:
+                miss = lambda pn: 1 - s["predictors"][pn]["overall"]
+                cells.append(f"{name} {100 * (miss('shown') / miss('last_phase') - 1):+.0f}%")
+        print(f"{cfg:<22} " + "  ".join(cells))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dump, f, indent=1)
     return 0
+
+
+def self_agreement(ivs, ref, seeds: int):
+    """Mean ARI of the reference against itself rebuilt under ``seeds`` other seeds, None for 0."""
+    if not seeds:
+        return None
+    return float(np.mean([adjusted_rand_index(ref.labels, simpoint.reference_of(ivs, seed=simpoint.SEED + 7919 * i).labels)
+                          for i in range(1, seeds + 1)]))
 
 
 def _unit_labels(units, pieces, labels):
