@@ -31,10 +31,11 @@ from phasescope.engine.predictors import Confidence, DurationPredictor, Gated, G
 PREDICTORS = ("rle_markov", "last_phase", "markov1", "markov2", "rle_markov_q", "duration", "gpht", "hybrid",
               "gated")
 #: The prediction shown: the best on the quality harness (bench/quality/run.py, five real programs,
-#: default tracker): RLE Markov with confirmed changes, 74.3% overall, never below last-phase on
-#: any program (72.9% overall), where plain RLE Markov (74.0%) mispredicts 7-29% more often than
-#: last-phase on three of the five (bc, cc1, sqlite: their phase changes seldom recur).
-PRIMARY = "gated"
+#: default tracker): the hybrid, 74.6% overall against last-phase's 73.0%, never below last-phase
+#: on any program (9% and 11% fewer mispredictions on bzip2 and python); ``gated`` gives 74.3% with
+#: the same guarantee, plain RLE Markov 74.0% but 7-29% more mispredictions than last-phase on bc,
+#: cc1 and sqlite, whose phase changes seldom recur.
+PRIMARY = "hybrid"
 HYBRID_MEMBERS = ("gpht", "rle_markov_q", "duration", "rle_markov", "last_phase")  # ties: the first
 GATED_MEMBER = "rle_markov"  # whose change predictions ``gated`` passes on once confirmed
 
