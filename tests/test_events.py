@@ -196,3 +196,42 @@ def test_stale_socket_replaced_and_other_files_refused(tmp_path):
             EventServer(f"unix:{tmp_path / 'live.sock'}")
     finally:
         live.close()
+
+
+def test_a_merge_is_announced_before_the_new_phase_it_made_room_for(tmp_path):
+    """The default table folds its two closest phases when a new one needs room: policies hear
+    ``phase_merge`` (the ID that is gone, the one that stays), and the summary keeps the history."""
+    import numpy as np
+    from phasescope.engine.interval import Interval
+    from phasescope.engine.phase_engine import EngineConfig, PhaseEngine
+    from phasescope.engine.tracker import PRESETS, TrackerConfig
+    from phasescope.sinks.events import EventServer
+
+    def iv(seq, keys):
+        return Interval(1, seq, 800, np.array(keys, np.uint64), np.full(len(keys), 100, np.uint64))
+    a1, a2 = list(range(1, 9)), list(range(1, 7)) + [1001, 1002]  # one quarter of the code differs
+    b, c = list(range(2001, 2009)), list(range(3001, 3009))  # nothing in common
+    engine = PhaseEngine(EngineConfig(TrackerConfig(**dict(PRESETS["default"], table_size=3))))
+    path = str(tmp_path / "ev.sock")
+    server = EventServer(f"unix:{path}")
+    client, got = connect(path), []
+    reader = threading.Thread(target=read_events, args=(client, got))
+    reader.start()
+    server.on_start({"target": "synthetic", "pid": None, "mode": "replay", "config": {}})
+    wait_for_hello = time.monotonic() + 10
+    while not server.served and time.monotonic() < wait_for_hello:
+        time.sleep(0.01)
+    results = []
+    for i, keys in enumerate([a1, a2, b, c]):
+        r = engine.feed(iv(i, keys))
+        results.append(r)
+        server.on_interval(r, iv(i, keys))
+    server.on_end({"end": {"how": "replayed"}})
+    server.close()
+    reader.join(10)
+    assert [r.phase for r in results] == [0, 1, 2, 3] and results[3].merged == (1, 0)
+    kinds = [(e["event"], e.get("phase", e.get("from"))) for e in got if e["event"] in ("phase_merge", "phase_new")]
+    assert kinds == [("phase_new", 0), ("phase_new", 1), ("phase_new", 2), ("phase_merge", 1), ("phase_new", 3)]
+    assert [e for e in got if e["event"] == "phase_merge"][0]["into"] == 0
+    phases = {p["phase"]: p for p in engine.summary()["phases"]}
+    assert phases[1]["merged_into"] == 0 and phases[0]["merged_into"] is None and phases[1]["intervals"] == 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
@@ -48,7 +48,8 @@ class IntervalResult:
     ``predicted``: whether the primary prediction made after that interval named this phase (None
     for a thread's first interval). ``prediction``: the prediction shown (the primary predictor's),
     ``confidence`` its confidence (0..1), ``expected_remaining`` the further intervals expected in
-    this phase (0: a change is predicted next; None: unknown).
+    this phase (0: a change is predicted next; None: unknown). ``merged``: (gone, kept) when making
+    room for this interval's new phase folded phase ``gone`` into ``kept`` (the ``merge`` policy).
     """
 
     seq: int
@@ -66,6 +67,7 @@ class IntervalResult:
     prediction: Optional[int] = None
     confidence: Optional[float] = None
     expected_remaining: Optional[int] = None
+    merged: Optional[Tuple[int, int]] = None
 
     @property
     def phase_changed(self) -> bool:
@@ -131,13 +133,15 @@ class PhaseEngine:
             if predictors is None:
                 predictors = self._predictors[iv.thread] = ThreadPredictors(self.config.predictors)
             predicted = self.scoreboard.score(iv.thread, m.phase)
+            if m.merged is not None:
+                self.stats.merged(*m.merged)
             previous = self.stats.add(iv, m.phase, self._seq)
             predictions = predictors.observe(m.phase)
             self.scoreboard.expect(iv.thread, m.phase, predictions)
             self.stats.threads[iv.thread].predictions = predictions
             r = IntervalResult(self._seq, iv.thread, iv.seq, iv.instructions, m.phase, m.distance, m.new_phase,
                                m.evicted, previous, predictions, fp, predicted, predictors.prediction,
-                               predictors.confidence, predictors.expected_remaining)
+                               predictors.confidence, predictors.expected_remaining, m.merged)
             self._seq += 1
             self.recent.append(r)
             results.append(r)

@@ -113,6 +113,7 @@ class PhaseStats:
         self.first_seq, self.first_ns = seq, ns
         self.last_seq, self.last_ns = seq, ns
         self.top: Dict[int, List[int]] = {}  # key -> [instructions, raw pc or -1]
+        self.merged_into: Optional[int] = None  # the phase the tracker folded this one into
 
     @property
     def mean_run(self) -> float:
@@ -154,6 +155,7 @@ class PhaseStats:
             "first_seen": {"seq": self.first_seq, "ns": self.first_ns},
             "last_seen": {"seq": self.last_seq, "ns": self.last_ns},
             "top_code": self.top_code(),
+            "merged_into": self.merged_into,
         }
 
 
@@ -220,6 +222,11 @@ class Stats:
         self.weight += iv.weight
         self.metrics.add(iv)
         return previous
+
+    def merged(self, gone: int, kept: int) -> None:
+        """Note that the tracker folded phase ``gone`` into ``kept`` (its history stays its own)."""
+        if gone in self.phases:  # not a phase preloaded from a database and never seen in this run
+            self.phases[gone].merged_into = kept
 
     def by_share(self) -> List[PhaseStats]:
         """Phases, heaviest first."""

@@ -48,7 +48,7 @@ Beyond the paper (issue 10; ``PRESETS["default"]``, the paper's settings are ``P
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -178,13 +178,15 @@ class Match:
     """Classification of one footprint. ``distance`` (fraction of the interval) is to the nearest
     representative before this interval was added, None when the table was empty; ``evicted`` is
     the phase ID dropped from the table to make room, if any; ``transition``: the interval got the
-    transition ID (it matched no stable phase)."""
+    transition ID (it matched no stable phase); ``merged``: (gone, kept) when the ``merge`` policy
+    folded phase ``gone`` into phase ``kept`` to make room (``gone`` is never used again)."""
 
     phase: int
     distance: Optional[float]
     new_phase: bool
     evicted: Optional[int] = None
     transition: bool = False
+    merged: Optional[Tuple[int, int]] = None
 
 
 def manhattan(footprints: np.ndarray, reps: np.ndarray) -> np.ndarray:
@@ -330,9 +332,9 @@ class Tracker:
             if cand is None:
                 return Match(TRANSITION, dist, False, None, True), []
             fp, hits = cand
-        evicted, changed = None, []
+        evicted, merged, changed = None, None, []
         if pair is not None:
-            _, changed = self._fold(pair[1], pair[2])
+            merged, changed = self._fold(pair[1], pair[2])
         if self._used < c.table_size:
             slot = self._used
             self._used += 1
@@ -347,7 +349,7 @@ class Tracker:
         self._hits[slot] = hits
         self._dsum[slot] = self._dsq[slot] = 0.0
         self._last_used[slot] = self._clock
-        return Match(phase, dist, True, evicted), sorted(set(changed) | {slot})
+        return Match(phase, dist, True, evicted, merged=merged), sorted(set(changed) | {slot})
 
     def _stay_slot(self, row: np.ndarray, current: Optional[int]) -> Optional[int]:
         """``stay``: the slot of the thread's current phase when the interval is within ``stay`` x
@@ -363,8 +365,9 @@ class Tracker:
     def _fold(self, a: int, b: int):
         """Fold slots ``a`` and ``b`` into one phase: the one matched by more intervals (ties: the
         older) keeps its ID and gets the hit-weighted mean; the other's slot is freed (the last
-        slot moves into it). Returns (slot of the merged phase, slots whose content changed)."""
+        slot moves into it). Returns ((gone ID, kept ID), slots whose content changed)."""
         keep, gone = sorted((a, b), key=lambda s: (-self._hits[s], self._ids[s]))
+        ids = (int(self._ids[gone]), int(self._ids[keep]))
         h = self._hits[keep] + self._hits[gone]
         self._reps[keep] = (self._reps[keep] * self._hits[keep] + self._reps[gone] * self._hits[gone]) / h
         self._hits[keep] = h
@@ -378,7 +381,7 @@ class Tracker:
         self.merges += 1
         if keep == last:
             keep = gone
-        return keep, [s for s in (keep, gone) if s < self._used]
+        return ids, [s for s in (keep, gone) if s < self._used]
 
     def _closest_pair(self):
         """(distance, slot, slot) of the two nearest representatives of a full table."""

@@ -274,6 +274,8 @@ class EventServer(Sink):
         events = [{"event": "interval", "thread": r.thread, "seq": r.seq, "thread_seq": r.thread_seq,
                    "phase": r.phase, "distance": r.distance, "new_phase": r.new_phase,
                    "instructions": r.instructions, "partial": iv.partial, "end_ns": iv.end_ns}]
+        if r.merged is not None:
+            events.append({"event": "phase_merge", "from": r.merged[0], "into": r.merged[1], "seq": r.seq})
         if r.new_phase:
             top = PhaseStats(r.phase, r.seq, iv.start_ns)
             top.sample_top(iv)
