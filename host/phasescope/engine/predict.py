@@ -175,8 +175,8 @@ class ThreadPredictors:
             "gpht": Gpht(config.gpht_depth, config.gpht_entries),
         }
         self.confidences = Confidence()
-        self.hybrid = Hybrid(self.predictors, self.confidences, HYBRID_MEMBERS)
-        self.gated = Gated(GATED_MEMBER, self.predictors[GATED_MEMBER], self.confidences)
+        self.hybrid = Hybrid(self.confidences, HYBRID_MEMBERS)
+        self.gated = Gated(self.confidences)
         self._contexts: Dict[str, tuple] = {}
         self.prediction: Optional[int] = None
         self.confidence: Optional[float] = None
@@ -191,8 +191,8 @@ class ThreadPredictors:
             p.observe(phase)
             out[name] = p.predict()
         self._contexts = {n: context_of(n, p, out[n]) for n, p in self.predictors.items()}
-        chosen, out["hybrid"], hybrid_confidence = self.hybrid.choose(out)
-        out["gated"], gated_confidence = self.gated.choose(phase, out[GATED_MEMBER])
+        chosen, out["hybrid"], hybrid_confidence = self.hybrid.choose(out, self._contexts)
+        out["gated"], gated_confidence = self.gated.choose(phase, out[GATED_MEMBER], self._contexts[GATED_MEMBER])
         self.prediction = out[PRIMARY]
         own = {"hybrid": hybrid_confidence, "gated": gated_confidence}
         self.confidence = own[PRIMARY] if PRIMARY in own else self.confidences.confidence(self._contexts[PRIMARY])

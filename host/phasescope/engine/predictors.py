@@ -195,14 +195,15 @@ def context_of(name: str, predictor, prediction: int) -> Hashable:
 class Hybrid:
     """Shows the prediction of the most confident of ``members`` (see the module docstring)."""
 
-    def __init__(self, members: Dict[str, object], confidence: Confidence, order: Sequence[str]):
-        self.members, self.conf, self.order = members, confidence, list(order)
+    def __init__(self, confidence: Confidence, order: Sequence[str]):
+        self.conf, self.order = confidence, list(order)
         self.choice: Optional[str] = None
 
-    def choose(self, predictions: Dict[str, int]) -> Tuple[str, int, float]:
+    def choose(self, predictions: Dict[str, int], contexts: Dict[str, Hashable]) -> Tuple[str, int, float]:
+        """(member, its prediction, its confidence); ``contexts``: each member's :func:`context_of`."""
         best = None
         for name in self.order:
-            c = self.conf.confidence(context_of(name, self.members[name], predictions[name]))
+            c = self.conf.confidence(contexts[name])
             if best is None or c > best[2]:
                 best = (name, predictions[name], c)
         self.choice = best[0]
@@ -212,13 +213,13 @@ class Hybrid:
 class Gated:
     """Passes on ``member``'s change predictions once confirmed (see the module docstring)."""
 
-    def __init__(self, name: str, member, confidence: Confidence):
-        self.name, self.member, self.conf = name, member, confidence
+    def __init__(self, confidence: Confidence):
+        self.conf = confidence
 
-    def choose(self, phase: int, prediction: int) -> Tuple[int, float]:
-        """The gated prediction after an interval in ``phase`` given the member's ``prediction``,
-        and the confidence of the member's context."""
-        c = self.conf.value(context_of(self.name, self.member, prediction))
+    def choose(self, phase: int, prediction: int, context: Hashable) -> Tuple[int, float]:
+        """The gated prediction after an interval in ``phase`` given the member's ``prediction``
+        and its :func:`context_of`, and the confidence of that context."""
+        c = self.conf.value(context)
         if prediction != phase and c <= Confidence.START:
             return phase, c / Confidence.MAX
         return prediction, c / Confidence.MAX
