@@ -52,6 +52,16 @@ def test_prediction_scores_overall_and_at_changes():
     assert p["oracle"]["changes_n"] == 3
 
 
+def test_recurring_changes_bound_what_history_can_foresee():
+    from phasescope.quality.metrics import recurring_changes
+    # changes: 0>1, 1>2, 2>0 (all new), then 0>1, 1>2 (seen), 2>3 (new), 3>0 (new): 2 of 7
+    labels = np.array([0, 0, 1, 2, 2, 0, 1, 1, 2, 3, 0])
+    assert recurring_changes(labels, np.zeros(len(labels), np.int64)) == pytest.approx(2 / 7)
+    # per thread: the same pair on another thread was not seen by this one
+    assert recurring_changes(np.array([0, 1, 0, 1]), np.array([1, 1, 2, 2])) == 0.0
+    assert recurring_changes(np.array([5, 5, 5]), np.zeros(3, np.int64)) is None
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_ari_matches_sklearn(seed):
     metrics = pytest.importorskip("sklearn.metrics")

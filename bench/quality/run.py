@@ -182,13 +182,16 @@ def main(argv=None) -> int:
         print(f"{pn:<14}" + "".join(" " + c for c in cells))
     # Issue 10's prediction goal: the shown predictor's mispredictions against last-phase's, per program
     print()
-    print("shown mispredictions vs last-phase's (negative: fewer), per program")
+    print("shown mispredictions vs last-phase's (negative: fewer), per program; in brackets the most any "
+          "predictor learning from history could cut (the changes that recur)")
     for cfg in names:
         cells = []
         for name, c, _, s, _ in rows:
             if c == cfg:
                 miss = lambda pn: 1 - s["predictors"][pn]["overall"]
-                cells.append(f"{name} {100 * (miss('shown') / miss('last_phase') - 1):+.0f}%")
+                bound = s["recurring_changes"]
+                cells.append(f"{name} {100 * (miss('shown') / miss('last_phase') - 1):+.0f}% "
+                             f"({'-' if bound is None else f'{-100 * bound:.0f}%'})")
         print(f"{cfg:<22} " + "  ".join(cells))
     if args.json:
         with open(args.json, "w") as f:

@@ -11,7 +11,7 @@ from phasescope.errors import InputError
 from phasescope.target.sampler import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES
 from phasescope.engine.predict import PredictorConfig
 from phasescope.engine.segments import MODES as SEGMENT_MODES, SegmentConfig
-from phasescope.engine.tracker import EVICT_POLICIES, FULL_POLICIES, PRESETS, UPDATE_POLICIES, TrackerConfig
+from phasescope.engine.tracker import EVICT_POLICIES, FULL_POLICIES, PRESETS, TESTS, UPDATE_POLICIES, TrackerConfig
 
 _T = TrackerConfig(**PRESETS["default"])
 DEFAULT_RATE = 10**9 // DEFAULT_PERIOD_NS
@@ -27,9 +27,14 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                    help="preset: 'paper' is ISCA 2003 exactly (6-bit footprints, threshold 0.1, 64-entry LRU "
                         "table); 'default' keeps full-precision footprints, threshold 0.3, mean representatives, 16 entries "
                         "that fold their two closest phases together when full (chosen on bench/quality/run.py); 'sampled' (the default in sampled "
-                        "mode) grows a 0.1 threshold with the sampling noise (see --noise-z)")
+                        "mode) grows a 0.2 threshold with the sampling noise (see --noise-z, --test)")
+    g.add_argument("--test", choices=TESTS, default=None,
+                   help="sampled windows: manhattan (the threshold, grown by --noise-z times the expected "
+                        "sampling noise; the sampled default) or multinomial (the G statistic against each "
+                        "representative, within --noise-z sd)")
     g.add_argument("--noise-z", type=float, default=None, metavar="Z",
-                   help="sampled footprints: add Z times the expected sampling noise to the threshold "
+                   help="sampled windows: manhattan test, add Z times the expected sampling noise to the threshold; "
+                        "multinomial test, match when the fit is within Z sd of the representative's own windows "
                         f"(default {PRESETS['sampled']['noise_z']} in sampled mode, 0 otherwise)")
     g.add_argument("--buckets", type=int, default=None, metavar="N",
                    help=f"accumulator buckets, i.e. footprint dimensions (default {_T.buckets})")
@@ -101,7 +106,7 @@ def engine_config_from_args(args: argparse.Namespace, interval_default: Optional
     ``preset_default``: the tracker preset when ``--tracker`` is absent (sampled mode: ``sampled``)."""
     preset = dict(PRESETS[getattr(args, "tracker", None) or preset_default])
     for name in ("buckets", "threshold", "table_size", "update_policy", "full_policy", "evict_policy",
-                 "transition", "confirm", "adaptive", "noise_z", "stay"):
+                 "transition", "confirm", "adaptive", "noise_z", "stay", "test"):
         value = getattr(args, name, None)
         if value is not None:
             preset[name] = value

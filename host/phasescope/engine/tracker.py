@@ -43,6 +43,17 @@ Beyond the paper (issue 10; ``PRESETS["default"]``, the paper's settings are ``P
 - ``adaptive``: each stable phase's threshold is max(threshold, min(2 x threshold, mean + 2 sd
   of the distances of the intervals it matched)), so a phase whose intervals are noisy
   (shown by its own matches) accepts a little more.
+
+Sampled windows (issue 9; ``PRESETS["sampled"]``), whose footprints carry sampling noise:
+
+- ``test`` ``manhattan`` with ``noise_z``: the threshold grows by ``noise_z`` times the Manhattan
+  distance expected between two windows of the same representative (:meth:`Tracker.sampling_noise`).
+- ``test`` ``multinomial`` (:mod:`phasescope.engine.multinomial`): a window's fit to each
+  representative is the G statistic of its sample counts against the representative's smoothed
+  distribution, scored as z = (G - mean) / sd of the G of windows drawn from that representative;
+  the best-fitting representative matches when z is under ``noise_z``. ``threshold`` plays no
+  part; ``distance`` is still reported as the Manhattan distance. Without sample counts (an
+  exact stream) the Manhattan test applies.
 """
 
 from __future__ import annotations
@@ -53,12 +64,14 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from phasescope.engine.hashing import mix64
+from phasescope.engine.multinomial import g_statistic, null_moments, smoothed
 from phasescope.errors import InputError
 
 UPDATE_POLICIES = ("none", "mean")
 MIN_INTERVAL = 1000
 FULL_POLICIES = ("evict", "nearest", "merge")
 EVICT_POLICIES = ("lru", "lfu")
+TESTS = ("manhattan", "multinomial")
 TRANSITION = 0  # the transition phase's ID when ``transition`` is on
 _TEMP_ELEMENTS = 1 << 21
 
@@ -97,6 +110,7 @@ class TrackerConfig:
     adaptive: bool = False
     noise_z: float = 0.0
     stay: float = 0.0
+    test: str = "manhattan"
 
     def __post_init__(self):
         _require(isinstance(self.buckets, int) and 1 <= self.buckets <= 1 << 20,
@@ -123,6 +137,9 @@ class TrackerConfig:
                  f"noise z must be from 0 to 20 (got {self.noise_z!r})")
         _require(isinstance(self.stay, (int, float)) and (self.stay == 0 or 1 <= self.stay <= 10),
                  f"stay must be 0 (off) or a factor from 1 to 10 (got {self.stay!r})")
+        _require(self.test in TESTS, f"test must be one of {', '.join(TESTS)} (got {self.test!r})")
+        _require(self.test == "manhattan" or self.bits is None,
+                 "the multinomial test needs full-precision footprints (counts), not --bits")
 
     @property
     def scale(self) -> float:
@@ -153,9 +170,11 @@ PRESETS = {
                   evict_policy="lru", transition=False, confirm=2, candidates=16, adaptive=False),
     "default": dict(buckets=32, bits=None, threshold=0.30, table_size=16, update_policy="mean", full_policy="merge",
                     evict_policy="lfu", transition=False, confirm=2, candidates=16, adaptive=False),
-    # Sampled mode (footprints of 100 samples): the default, with the threshold grown by noise_z
-    # times the sampling noise expected between two windows of the same phase (chosen by the sweep
-    # in the README: two sampled runs of a three-phase program, 0.2 and 2.0 gave 3 and 5 phases at ARI 0.81).
+    # Sampled mode (windows of 100 samples): the default, with the threshold grown by noise_z times
+    # the sampling noise expected between two windows of one phase (the README's sweep: two sampled
+    # runs of a three-phase program, 0.2 and 2.0 gave 3 and 5 phases at ARI 0.81). The multinomial
+    # test (test="multinomial", 64 buckets, z 12) found repeatable structure on no system program
+    # and did worse on that program (ARI 0.60-0.67 against 0.74 on the same runs): an option.
     "sampled": dict(buckets=32, bits=None, threshold=0.20, table_size=256, update_policy="mean", full_policy="evict",
                     evict_policy="lfu", transition=False, confirm=2, candidates=16, adaptive=False, noise_z=2.0),
 }
@@ -222,6 +241,7 @@ class Tracker:
         self._cand_last = np.zeros(c.candidates, dtype=np.int64)
         self._cand_used = 0
         self._samples: Optional[float] = None  # sample count of the footprint being classified
+        self._null: dict = {}  # slot -> (samples, mean, sd) of its G null distribution (multinomial test)
         self.known: set = set()  # phase IDs preloaded from earlier runs (a phase database)
         self._current: dict = {}  # thread -> phase of its last interval (for ``stay``)
         self.merges = 0
@@ -296,26 +316,44 @@ class Tracker:
         p = np.clip(np.atleast_2d(reps) / self._scale, 0.0, 1.0)
         return self._scale * np.sqrt(2 / np.pi) * np.sqrt(2 * p * (1 - p) / samples).sum(axis=1)
 
+    def fit_z(self, fp: np.ndarray, samples: float) -> np.ndarray:
+        """Multinomial test: z of a footprint of ``samples`` samples against every representative
+        in the table (see :mod:`phasescope.engine.multinomial`); lower fits better."""
+        n = int(round(samples))
+        q = smoothed(self._reps[: self._used] / self._scale, n)
+        g = g_statistic(fp * (n / self._scale), q)
+        z = np.empty(self._used)
+        for slot in range(self._used):
+            null = self._null.get(slot)
+            if null is None or null[0] != n:
+                null = self._null[slot] = (n, *null_moments(q[slot], n))
+            z[slot] = (g[slot] - null[1]) / max(null[2], 1e-9)
+        return z
+
     def _classify_row(self, fp: np.ndarray, row: np.ndarray, current: Optional[int]):
         """Match one footprint given its distances to the table and its thread's current phase;
         returns (Match, slots whose representative changed)."""
         c = self.config
-        best, d, stay = -1, None, None
+        best, d, stay, fits = -1, None, None, False
         if len(row):
-            if c.adaptive or (c.noise_z and self._samples):  # nearest among the phases whose own threshold it is under
-                under = row < self._thresholds(np.arange(len(row)))
-                best = int(np.where(under, row, np.inf).argmin()) if under.any() else int(row.argmin())
+            if c.test == "multinomial" and self._samples:
+                z = self.fit_z(fp, self._samples)
+                best = int(z.argmin())
+                fits = bool(z[best] < c.noise_z)
             else:
-                best = int(row.argmin())
+                if c.adaptive or (c.noise_z and self._samples):  # nearest among the phases whose own threshold it is under
+                    under = row < self._thresholds(np.arange(len(row)))
+                    best = int(np.where(under, row, np.inf).argmin()) if under.any() else int(row.argmin())
+                else:
+                    best = int(row.argmin())
+                fits = bool(row[best] < self._thresholds([best])[0])
             d = float(row[best])
             stay = self._stay_slot(row, current)
         if stay is not None:
-            best, d, thr = stay, float(row[stay]), float("inf")
-        else:
-            thr = self._thresholds([best])[0] if best >= 0 else self._threshold_units
+            best, d, fits = stay, float(row[stay]), True
         full = self._used == c.table_size
-        pair = self._closest_pair() if full and c.full_policy == "merge" and best >= 0 and d >= thr else None
-        if best >= 0 and (d < thr or (full and c.full_policy == "nearest") or (pair is not None and d <= pair[0])):
+        pair = self._closest_pair() if full and c.full_policy == "merge" and best >= 0 and not fits else None
+        if best >= 0 and (fits or (full and c.full_policy == "nearest") or (pair is not None and d <= pair[0])):
             self._hits[best] += 1
             self._last_used[best] = self._clock
             self._dsum[best] += d
@@ -323,6 +361,7 @@ class Tracker:
             changed = []
             if c.update_policy == "mean":
                 self._reps[best] += (fp - self._reps[best]) / self._hits[best]
+                self._null.pop(best, None)
                 changed = [best]
             return Match(int(self._ids[best]), d / self._scale, False), changed
         dist = None if d is None else d / self._scale
@@ -345,6 +384,7 @@ class Tracker:
         phase = self.next_id
         self.next_id += 1
         self._reps[slot] = fp
+        self._null.pop(slot, None)
         self._ids[slot] = phase
         self._hits[slot] = hits
         self._dsum[slot] = self._dsq[slot] = 0.0
@@ -375,6 +415,7 @@ class Tracker:
         self._dsq[keep] += self._dsq[gone]
         self._last_used[keep] = max(self._last_used[keep], self._last_used[gone])
         last = self._used - 1
+        self._null.clear()  # representatives changed and moved slots (a rare event)
         for arr in (self._reps, self._ids, self._hits, self._last_used, self._dsum, self._dsq):
             arr[gone] = arr[last]
         self._used -= 1

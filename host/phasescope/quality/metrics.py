@@ -108,6 +108,21 @@ def prediction_scores(labels: np.ndarray, predictions: Dict[str, np.ndarray], th
     return out
 
 
+def recurring_changes(labels: np.ndarray, threads: np.ndarray) -> Optional[float]:
+    """Share of a thread's phase changes (A -> B) whose pair A -> B the thread showed before: the
+    most a predictor that learns from history can foresee, even with perfect timing. Last-phase
+    mispredicts exactly the changes, so this is also the largest cut in its mispredictions any
+    such predictor can make (None without changes)."""
+    prev, nxt = _pairs(threads)
+    seen, changes, recurring = set(), 0, 0
+    for t, a, b in zip(threads[prev].tolist(), labels[prev].tolist(), labels[nxt].tolist()):
+        if a != b:
+            changes += 1
+            recurring += (t, a, b) in seen
+            seen.add((t, a, b))
+    return _ratio(recurring, changes)
+
+
 def score(live: LabelStream, ref: LabelStream) -> dict:
     """All scores of ``live`` against ``ref`` (a JSON-serialisable dict)."""
     ref_labels = align(live, ref)
@@ -132,6 +147,7 @@ def score(live: LabelStream, ref: LabelStream) -> dict:
         "reference_phases": int(len(np.unique(ref_labels))),
         "top20_coverage": top_coverage(live.labels),
         "predictors": prediction_scores(live.labels, preds, threads),
+        "recurring_changes": recurring_changes(live.labels, threads),
     }
     if live.confidence is not None and "shown" in preds:
         conf = live.confidence[prev]
