@@ -229,45 +229,52 @@ ps_put64 (guint8 * p, guint64 v)
   *(guint64 *) p = v;
 }
 
+/* Ships the thread's counters as one record and zeroes them. One pass under the lock writes the
+ * pairs straight into the output buffer and counts them (a thread closed from another thread may
+ * still be counting: what is written is what is counted); a record that does not fit is dropped. */
 static void
 ps_cut (PsThread * t, guint32 flags)
 {
-  guint64 n = t->n_slots, i, pairs = 0, total = 0, size, os_now[PS_REC_OS_FIELDS], end_ns;
+  guint64 n = t->n_slots, i, c, pairs = 0, total = 0, os_now[PS_REC_OS_FIELDS], end_ns;
   guint64 * counts = t->counts;
-  guint8 * out = NULL;
+  guint8 * out, * p, * end;
+  gboolean fits;
 
+  end_ns = ps_now_ns ();
+  ps_os_sample (os_now);
+
+  gum_spinlock_acquire (&ps.lock);
+  out = ps.buf[ps.cur] + ps.len[ps.cur];
+  end = ps.buf[ps.cur] + ps.buf_size;
+  fits = out + PS_HEADER_SIZE <= end;
+  p = out + PS_HEADER_SIZE;
   for (i = 0; i != n; i++)
   {
-    if (counts[i] != 0)
+    c = counts[i];
+    if (c == 0)
+      continue;
+    counts[i] = 0;
+    pairs++;
+    total += c;
+    if (fits && p + PS_PAIR_SIZE <= end)
     {
-      pairs++;
-      total += counts[i];
+      ps_put64 (p, t->pcs[i]);
+      ps_put64 (p + 8, c);
+      p += PS_PAIR_SIZE;
+    }
+    else
+    {
+      fits = FALSE;
     }
   }
-  end_ns = ps_now_ns ();
   if ((flags & PS_FLAG_PARTIAL) != 0 && total == 0)
   {
+    gum_spinlock_release (&ps.lock);
     t->start_ns = end_ns;
     return;
   }
-  ps_os_sample (os_now);
-  size = PS_HEADER_SIZE + pairs * PS_PAIR_SIZE;
-
-  gum_spinlock_acquire (&ps.lock);
-  if (ps.len[ps.cur] + size <= ps.buf_size)
+  if (fits)
   {
-    out = ps.buf[ps.cur] + ps.len[ps.cur];
-    ps.len[ps.cur] += size;
-  }
-  else
-  {
-    ps.dropped_records++;
-    ps.dropped_instructions += total;
-  }
-
-  if (out != NULL)
-  {
-    guint8 * p = out + PS_HEADER_SIZE;
     *(guint32 *) (out + PS_REC_KIND) = PS_REC_INTERVAL;
     *(guint32 *) (out + PS_REC_FLAGS) = flags;
     ps_put64 (out + PS_REC_THREAD, t->tid);
@@ -278,21 +285,12 @@ ps_cut (PsThread * t, guint32 flags)
     for (i = 0; i != PS_REC_OS_FIELDS; i++)
       ps_put64 (out + PS_REC_CPU_NS + 8 * i, os_now[i] - t->os_start[i]);
     ps_put64 (out + PS_REC_NPAIRS, pairs);
-    for (i = 0; i != n; i++)
-    {
-      if (counts[i] != 0)
-      {
-        ps_put64 (p, t->pcs[i]);
-        ps_put64 (p + 8, counts[i]);
-        p += PS_PAIR_SIZE;
-        counts[i] = 0;
-      }
-    }
+    ps.len[ps.cur] += PS_HEADER_SIZE + pairs * PS_PAIR_SIZE;
   }
   else
   {
-    for (i = 0; i != n; i++)
-      counts[i] = 0;
+    ps.dropped_records++;
+    ps.dropped_instructions += total;
   }
   gum_spinlock_release (&ps.lock);
 

@@ -19,7 +19,6 @@
 'use strict';
 
 const PAGE = Process.pageSize;
-const STATE_SIZE = 256; // >= sizeof (PsThread)
 const GLOBAL_SIZE = 256; // >= sizeof (PsGlobal)
 
 let cm = null;
@@ -99,8 +98,9 @@ function follow(tid) {
   if (config.bare) { // baseline for the benchmark: Stalker without phasescope's counters
     threads.set(tid, null);
   } else {
-    // One mapping per thread: its PsThread; its counters, PCs and PC -> slot chains (links, 4096
-    // heads); then its cold code (the slow path stub and one trampoline of <= 26 bytes per block).
+    // One mapping per thread: its PsThread (the first page); its counters, PCs and PC -> slot chains
+    // (links, 4096 heads); then its cold code (the slow path stub and one trampoline of <= 26 bytes
+    // per block).
     const cap = config.slots;
     const arenaSize = roundPages(cap * 20 + 4096 * 4);
     const coldSize = roundPages(cap * 26 + PAGE);
@@ -210,7 +210,7 @@ function drain(force) {
     return;
   }
   unacked += len;
-  send(meta, buf.readByteArray(len));
+  send(meta, ArrayBuffer.wrap(buf, len)); // no JS copy: send() copies the bytes before it returns
 }
 
 function pump() {

@@ -24,8 +24,11 @@ Events, in the order the agent produced them:
   program is not traced) or ``"detached"`` (``stop()``; target left running)
 
 Flow control: the agent keeps at most ``window`` bytes of interval data in flight; the host
-acknowledges a message once :meth:`TraceSession.events` has handed out all of its intervals, so a
+acknowledges messages once :meth:`TraceSession.events` has handed out all of their intervals, so a
 slow consumer makes the agent buffer, then drop (and report) data rather than grow without bound.
+Acknowledgements go out in batches of at least an eighth of the window, which leaves the agent 7/8
+of it to send on: each ack wakes threads in the target (on the sqlite3 bench, 660 data messages,
+one ack each cost the target's other threads 0.31 s of CPU, batched 0.25 s; bare Stalker 0.10 s).
 """
 
 from __future__ import annotations
@@ -112,6 +115,8 @@ class TraceSession:
                                       bare=bare, watch=watch, trust_threshold=trust_threshold, portable=portable,
                                       locality=locality, counter_source=counter_source)
         self._pending_windows: dict = {}
+        self._ack_batch = max(1, int(window) // 8)
+        self._unacked = 0  # bytes consumed but not yet acknowledged to the agent
         self.modules = ModuleMap()
         self.pid: Optional[int] = None
         #: True when the agent counts with inline code (x86-64); False: a callout per block (slower)
@@ -312,9 +317,11 @@ class TraceSession:
                 return
 
     def _ack(self, nbytes: int) -> None:
+        self._unacked += nbytes
         script = self._script
-        if script is None:
+        if script is None or self._unacked < self._ack_batch:
             return
+        nbytes, self._unacked = self._unacked, 0
         try:
             script.post({"type": "ack", "bytes": nbytes})
         except (frida.InvalidOperationError, frida.TransportError):
