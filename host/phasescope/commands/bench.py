@@ -109,8 +109,9 @@ def _stdout_to_devnull():
 
 def _traced(session, what: str):
     """(target wall seconds, end-to-end seconds, intervals, instructions) of one traced run: the
-    target's from its resume to its exit() (as the agent reports it; else when the host learned
-    that it ended); end to end from before the spawn to after the detach."""
+    target's from just before its resume to its exit() (as the agent reports it; else when the host
+    learned that it ended); end to end from before the spawn to after the detach. (Not from when
+    start() returns: on a busy machine a short target may be done by then.)"""
     t0 = time.perf_counter()
     n = instructions = 0
     ended = None
@@ -130,7 +131,7 @@ def _traced(session, what: str):
     if ended is None or ended.how != "exited" or ended.code != 0:
         how = ended.describe() if ended else "ended without a report"
         raise PhasescopeError(f"{session.target.argv[0]} {how} under {what}")
-    return (session.final_at or t_end) - t1, t2 - t0, n, instructions
+    return (session.final_at or t_end) - (session.resumed_at or t1), t2 - t0, n, instructions
 
 
 def _valgrind(argv, interval: int) -> float:

@@ -52,6 +52,7 @@ class SampledSession:
     unload_stuck = property(lambda self: self.trace.unload_stuck)
     ended = property(lambda self: self.trace.ended)
     final_at = property(lambda self: self.trace.final_at)
+    resumed_at = property(lambda self: self.trace.resumed_at)
 
     @property
     def before_final_ack(self):

@@ -140,6 +140,8 @@ class TraceSession:
         self._errors: list = []
         self._output_handler = None
         self._final_pending = False  # the agent holds the ending thread until the final ack
+        #: time.perf_counter() just before a spawned target was resumed (None: attached)
+        self.resumed_at: Optional[float] = None
         #: time.perf_counter() when the agent said the target exits (or crashes, or execs)
         self.final_at: Optional[float] = None
         #: called from :meth:`events` when the target is about to end and the agent can still
@@ -183,6 +185,7 @@ class TraceSession:
             if before_resume is not None:
                 before_resume(self.pid)
             if spawned is not None:
+                self.resumed_at = time.perf_counter()
                 self.device.resume(spawned)
                 try:
                     self._script.exports_sync.resumed()
