@@ -3,13 +3,15 @@
  * inline code that agent/counter.c emits, and ships intervals, module maps and thread events.
  *
  * RPC: init(options) -> {arch, platform, pid, fast}; start(mainTid or null) -> [tid];
- *      resumed() after a spawned process was resumed; stop().
+ *      resumed() after a spawned process was resumed; stop();
+ *      burst(tid) -> bool (watch mode: follow the thread for one exact interval, see startBurst).
  * Messages to the host (send(meta[, data])), see host/phasescope/wire.py:
  *   {type: 'modules', modules: [[name, base, size, path]]}  full module map (start)
  *   {type: 'module-added', module: [...]} / {type: 'module-removed', base}
  *   {type: 'data', started: [tid], exited: [tid], forked: [pid], dropped_records, dropped_instructions,
  *    bytes} + binary interval records (none when bytes is 0; their layout: wire.RECORD);
- *    threads in `exited` have their last (partial) interval in this or an earlier message
+ *    threads in `exited` have their last (partial) interval in this or an earlier message.
+ *    In watch mode the only records are bursts' (one complete interval each, never partial).
  *   {type: 'exit', status} (exit/_exit) / {type: 'crash', signal, address} /
  *   {type: 'exec', path} (execve: the program is about to be replaced)
  * Host -> agent: {type: 'ack', bytes} after it consumed a 'data' message (flow control);
@@ -27,6 +29,10 @@ let api = null;
 let globals = null;
 let config = null;
 const threads = new Map(); // tid -> {state, arena}
+const bursts = new Map(); // watch mode: tid -> [region, Date.now() at start] of threads followed for one interval
+const MAX_BURSTS = 1; // at a time: each costs its thread a Stalker code cache and exact-mode speed
+const BURST_POLL_MS = 5; // drain period while a burst runs: its thread leaves Stalker soon after its interval
+const BURST_MAX_MS = 2000; // a burst whose thread ran too little for a whole interval is given up
 const retired = []; // [time, region]: kept until the exited thread can no longer touch them
 const started = []; // thread ids followed / closed since the last data message
 const exited = [];
@@ -74,6 +80,8 @@ function setup(opts) {
     threadClose: new NativeFunction(cm.ps_thread_close, 'void', ['pointer']),
     threadFlush: new NativeFunction(cm.ps_thread_flush, 'void', ['pointer']),
     threadHot: new NativeFunction(cm.ps_thread_hot, 'uint64', ['pointer', 'pointer', 'uint64']),
+    threadLimit: new NativeFunction(cm.ps_thread_limit, 'void', ['pointer', 'uint64']),
+    threadDone: new NativeFunction(cm.ps_thread_done, 'uint64', ['pointer']),
     drain: new NativeFunction(cm.ps_drain, 'pointer', ['pointer']),
     stats: new NativeFunction(cm.ps_stats, 'uint64', ['int']),
     getpid: new NativeFunction(Module.getGlobalExportByName('getpid'), 'int', []),
@@ -84,6 +92,33 @@ function setup(opts) {
   globals.buffers = [Memory.alloc(bufSize), Memory.alloc(bufSize)];
   globals.lenOut = Memory.alloc(8);
   api.configure(uint64(opts.interval), globals.buffers[0], globals.buffers[1], uint64(bufSize));
+}
+
+// One thread's counting state, as the transform's `data`: one mapping with its PsThread (the first
+// page); its counters, PCs and PC -> slot chains (links, 4096 heads); then its cold code (the slow
+// path stub and one trampoline of <= 26 bytes per block).
+function newRegion(tid) {
+  const cap = config.slots;
+  const arenaSize = roundPages(cap * 20 + 4096 * 4);
+  const coldSize = roundPages(cap * 26 + PAGE);
+  // --locality (inline path only): the window buffer, the memory slots' table and recorders.
+  const loc = config.locality && transformFn === cm.transform ? config.locality : null;
+  const mcap = loc === null ? 0 : loc.slots;
+  const recSize = roundPages(mcap * 96);
+  const tableSize = roundPages(mcap * 12);
+  const winSize = loc === null ? 0 : roundPages(loc.window * 8);
+  const region = Memory.alloc(PAGE + arenaSize + coldSize + recSize + tableSize + winSize);
+  const arena = region.add(PAGE);
+  const cold = arena.add(arenaSize);
+  Memory.protect(cold, coldSize + recSize, 'rwx');
+  api.threadInit(region, uint64(tid), arena, uint64(cap), cold, uint64(coldSize));
+  if (loc !== null) {
+    const rec = cold.add(coldSize);
+    const table = rec.add(recSize);
+    api.threadLocality(region, table.add(tableSize), uint64(loc.window), uint64(loc.every), table,
+        table.add(mcap * 8), uint64(mcap), rec, uint64(recSize));
+  }
+  return region;
 }
 
 function follow(tid) {
@@ -98,29 +133,7 @@ function follow(tid) {
   if (config.bare) { // baseline for the benchmark: Stalker without phasescope's counters
     threads.set(tid, null);
   } else {
-    // One mapping per thread: its PsThread (the first page); its counters, PCs and PC -> slot chains
-    // (links, 4096 heads); then its cold code (the slow path stub and one trampoline of <= 26 bytes
-    // per block).
-    const cap = config.slots;
-    const arenaSize = roundPages(cap * 20 + 4096 * 4);
-    const coldSize = roundPages(cap * 26 + PAGE);
-    // --locality (inline path only): the window buffer, the memory slots' table and recorders.
-    const loc = config.locality && transformFn === cm.transform ? config.locality : null;
-    const mcap = loc === null ? 0 : loc.slots;
-    const recSize = roundPages(mcap * 96);
-    const tableSize = roundPages(mcap * 12);
-    const winSize = loc === null ? 0 : roundPages(loc.window * 8);
-    const region = Memory.alloc(PAGE + arenaSize + coldSize + recSize + tableSize + winSize);
-    const arena = region.add(PAGE);
-    const cold = arena.add(arenaSize);
-    Memory.protect(cold, coldSize + recSize, 'rwx');
-    api.threadInit(region, uint64(tid), arena, uint64(cap), cold, uint64(coldSize));
-    if (loc !== null) {
-      const rec = cold.add(coldSize);
-      const table = rec.add(recSize);
-      api.threadLocality(region, table.add(tableSize), uint64(loc.window), uint64(loc.every), table,
-          table.add(mcap * 8), uint64(mcap), rec, uint64(recSize));
-    }
+    const region = newRegion(tid);
     threads.set(tid, region);
     options = { transform: transformFn, data: region };
   }
@@ -180,6 +193,54 @@ function close(tid, unfollow) {
   gcUntil = Date.now() + 2000;
 }
 
+// Watch mode: follows one of the program's threads with the counting transform until it has cut
+// one complete interval (the C side then ships nothing more from it); the drain ends it. False
+// when the thread is not the program's, already bursting, or MAX_BURSTS run.
+function startBurst(tid) {
+  if (!config.watch || stopping || finished || !threads.has(tid) || bursts.has(tid) || bursts.size >= MAX_BURSTS)
+    return false;
+  const region = newRegion(tid);
+  api.threadLimit(region, uint64(1));
+  try {
+    Stalker.follow(tid, { transform: transformFn, data: region });
+  } catch (e) {
+    return false; // the thread is gone
+  }
+  bursts.set(tid, [region, Date.now()]);
+  if (drainTimer !== null) { // end it soon after its interval: drain at the burst's pace
+    clearTimeout(drainTimer);
+    drainTimer = setTimeout(pump, BURST_POLL_MS);
+  }
+  return true;
+}
+
+// Unfollows a bursting thread (complete, given up, exiting or stopped). Its region stays allocated
+// while the thread may still run instrumented code; what it counted after its interval is never
+// shipped. `exiting`: the thread is going away (on itself, or its code no longer matters).
+function endBurst(tid, exiting) {
+  const entry = bursts.get(tid);
+  if (entry === undefined)
+    return;
+  bursts.delete(tid);
+  if (tid === Process.getCurrentThreadId()) {
+    Stalker.unfollow();
+  } else {
+    Stalker.unfollow(tid);
+    if (!exiting)
+      releaseHotLoop(tid, entry[0]);
+  }
+  retired.push([Date.now(), entry[0]]);
+  gcUntil = Date.now() + 2000;
+}
+
+function checkBursts() {
+  const now = Date.now();
+  for (const [tid, [region, since]] of Array.from(bursts)) {
+    if (api.threadDone(region).toNumber() !== 0 || now - since > BURST_MAX_MS)
+      endBurst(tid, false);
+  }
+}
+
 function drain(force) {
   const now = Date.now();
   // Stalker frees an unfollowed thread's context only in garbageCollect(), once the thread has
@@ -214,8 +275,9 @@ function drain(force) {
 }
 
 function pump() {
+  checkBursts();
   drain(false);
-  drainTimer = setTimeout(pump, config.drainMs);
+  drainTimer = setTimeout(pump, bursts.size > 0 ? BURST_POLL_MS : config.drainMs);
 }
 
 function onAck(message) {
@@ -247,6 +309,7 @@ function installHooks() {
       follow(thread.id);
     },
     onRemoved(thread) {
+      endBurst(thread.id, true);
       const self = thread.id === Process.getCurrentThreadId();
       close(thread.id, !self);
       if (self)
@@ -271,6 +334,10 @@ function installHooks() {
   // (Frida 17.26); so fork() runs unfollowed and the parent thread is followed again after it.
   observers.push(Interceptor.attach(Module.getGlobalExportByName('fork'), {
     onEnter() {
+      if (config.watch) { // watch mode follows only bursting threads: a burst ends here for good
+        endBurst(Process.getCurrentThreadId(), false);
+        return;
+      }
       this.region = threads.get(Process.getCurrentThreadId());
       if (this.region !== undefined)
         Stalker.unfollow();
@@ -417,6 +484,9 @@ rpc.exports = {
     pump();
     return Array.from(threads.keys());
   },
+  burst(tid) {
+    return startBurst(tid);
+  },
   resumed() {
     // Without init code to hook, follow the main thread by id now that it runs; with it, only if
     // the hooks have not fired within a second.
@@ -435,6 +505,8 @@ rpc.exports = {
     }
     for (const [tid, region] of threads)
       releaseHotLoop(tid, region);
+    for (const tid of Array.from(bursts.keys()))
+      endBurst(tid, false);
     Stalker.flush();
     Stalker.garbageCollect();
     return new Promise(resolve => {

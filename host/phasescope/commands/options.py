@@ -17,6 +17,8 @@ _T = TrackerConfig(**PRESETS["default"])
 DEFAULT_RATE = 10**9 // DEFAULT_PERIOD_NS
 _P = PredictorConfig()
 _UNSET = object()  # --bits not given (None means --full-precision)
+#: --bursts in sampled mode when not given (README: what bursts cost)
+DEFAULT_BURSTS = True
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:
@@ -151,6 +153,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help=f"sampled mode: samples per second of each thread's CPU time (default {DEFAULT_RATE})")
     s.add_argument("--window", type=int, default=DEFAULT_WINDOW_SAMPLES, metavar="SAMPLES",
                    help=f"sampled mode: samples per interval (default {DEFAULT_WINDOW_SAMPLES})")
+    s.add_argument("--bursts", action=argparse.BooleanOptionalAction, default=None,
+                   help="sampled mode: follow a thread with Stalker for one exact interval when it enters a new "
+                        "phase (summary phases[].burst: instructions, blocks, top code; at most one per phase, "
+                        f"one at a time; default {'on' if DEFAULT_BURSTS else 'off'})")
     s.add_argument("--locality", action="store_true",
                    help="exact mode: sample windows of memory addresses (loads and stores) and report each "
                         "phase's reuse distances and LRU miss-rate curve (summary phases[].locality, a dashboard column)")
@@ -217,6 +223,8 @@ def validate_run_options(args: argparse.Namespace) -> None:
         raise InputError(f"--status-every must be positive (got {args.status_every})")
     if not 0 < args.refresh <= 60:
         raise InputError(f"--refresh must be in (0, 60] (got {args.refresh})")
+    if args.bursts and args.mode != "sampled":
+        raise InputError("--bursts needs --mode sampled (exact mode follows every interval already)")
     if getattr(args, "locality", False):
         from phasescope.engine.locality import CACHE_BYTES
         if args.mode != "exact":
