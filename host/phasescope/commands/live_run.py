@@ -155,7 +155,6 @@ class LiveRun:
             phase = self.bursts.finished(event.interval) if self.bursts is not None else None
             if phase is not None:
                 self.engine.add_burst(phase, event.interval)
-                self.sinks.on_burst(phase, event.interval)
                 self._request_hot_code([self.engine.stats.phases[phase]])
         elif isinstance(event, (ThreadStarted, ThreadExited)):
             self.state.threads_followed = len(self.session.threads)

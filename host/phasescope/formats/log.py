@@ -27,11 +27,6 @@ Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instr
   ``majflt``, ``nvcsw``, ``nivcsw``), null when unknown.
 - ``blocks`` (array): the sparse basic-block vector, ``[[stable_key, instructions], ...]``, so
   a log replays under any tracker setting. Stable keys are described in :mod:`phasescope.target.modules`.
-
-A sampled run with exact bursts also logs each burst, after the interval whose new phase asked
-for it, as a record with ``"kind": "burst"``: ``phase`` (the new phase's ID), ``thread``,
-``mode`` (``exact``), ``instructions``, ``start_ns``, ``end_ns``, ``os`` and ``blocks`` as above.
-Bursts are never classified: the reader skips them, so a replay sees the sampled windows only.
 """
 
 from __future__ import annotations
@@ -71,13 +66,6 @@ def to_record(iv: Interval, r: IntervalResult) -> dict:
         "os": iv.os,
         "blocks": np.column_stack((iv.keys, iv.counts)).tolist(),
     }
-
-
-def burst_record(phase: int, iv: Interval) -> dict:
-    """The log record of an exact burst of a sampled run, attached to new phase ``phase``."""
-    return {"kind": "burst", "phase": phase, "thread": iv.thread, "mode": iv.mode, "instructions": iv.instructions,
-            "start_ns": iv.start_ns, "end_ns": iv.end_ns, "os": iv.os,
-            "blocks": np.column_stack((iv.keys, iv.counts)).tolist()}
 
 
 def dumps(record: dict) -> str:
@@ -128,10 +116,7 @@ def load_record(line: str, where: str) -> dict:
 
 def parse_record(line: str, where: str) -> Interval:
     """The interval of one log line; ``where`` (``FILE:LINE``) prefixes any error."""
-    return _interval(load_record(line, where), where)
-
-
-def _interval(rec: dict, where: str) -> Interval:
+    rec = load_record(line, where)
     for name in ("thread", "thread_seq", "instructions", "blocks"):
         if name not in rec:
             raise InputError(f"{where}: missing field {name!r}")
@@ -165,10 +150,7 @@ def _interval(rec: dict, where: str) -> Interval:
 
 
 def read_log(path: str) -> Iterator[Interval]:
-    """Intervals of a phasescope log, in file order; blank lines and burst records are skipped."""
+    """Intervals of a phasescope log, in file order; blank lines are skipped."""
     for lineno, line in numbered_lines(path):
         if line.strip():
-            where = f"{path}:{lineno}"
-            rec = load_record(line, where)
-            if rec.get("kind") != "burst":
-                yield _interval(rec, where)
+            yield parse_record(line, f"{path}:{lineno}")

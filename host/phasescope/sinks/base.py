@@ -1,8 +1,7 @@
 """The sink protocol: where classified intervals go, and the file helpers every file sink shares.
 
 A sink is told, in order: :meth:`Sink.on_start` once the target runs (what is traced, how),
-:meth:`Sink.on_interval` for every classified interval (and :meth:`Sink.on_burst` for every exact
-burst of a sampled run), :meth:`Sink.on_checkpoint` with the
+:meth:`Sink.on_interval` for every classified interval, :meth:`Sink.on_checkpoint` with the
 run's summary every few seconds, :meth:`Sink.on_end` with the final summary on every exit path,
 then :meth:`Sink.close`. Each method may be left as the base's no-op. A file sink opens its file
 in its constructor, so an unwritable path fails (InputError, exit 2) before the target is touched;
@@ -33,9 +32,6 @@ class Sink:
     def on_interval(self, result: IntervalResult, interval: Interval) -> None:
         """One classified interval."""
 
-    def on_burst(self, phase: int, interval: Interval) -> None:
-        """Sampled mode: one exact interval (never classified) of a thread that just entered new phase ``phase``."""
-
     def on_checkpoint(self, summary: dict) -> None:
         """The summary so far (every few seconds of a live run)."""
 
@@ -63,10 +59,6 @@ class Sinks(Sink):
     def on_interval(self, result: IntervalResult, interval: Interval) -> None:
         for s in self.sinks:
             s.on_interval(result, interval)
-
-    def on_burst(self, phase: int, interval: Interval) -> None:
-        for s in self.sinks:
-            s.on_burst(phase, interval)
 
     def on_checkpoint(self, summary: dict) -> None:
         for s in self.sinks:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from phasescope.engine import Interval, IntervalResult
-from phasescope.formats.log import burst_record, dumps, to_record
+from phasescope.formats.log import dumps, to_record
 from phasescope.sinks.base import Sink, close_file, open_write, write_failed
 
 class JsonlLog(Sink):
@@ -15,13 +15,7 @@ class JsonlLog(Sink):
 
     def on_interval(self, result: IntervalResult, iv: Interval) -> None:
         """Append the record of a classified interval."""
-        self._write(to_record(iv, result))
-
-    def on_burst(self, phase: int, iv: Interval) -> None:
-        """Append the record of a sampled run's exact burst."""
-        self._write(burst_record(phase, iv))
-
-    def _write(self, rec: dict) -> None:
+        rec = to_record(iv, result)
         try:
             self._f.write(dumps(rec) + "\n")
             self._f.flush()
