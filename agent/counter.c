@@ -464,6 +464,40 @@ ps_thread_hot (PsThread * t, guint64 * out, guint64 max)
   return n;
 }
 
+/* Copies to `out` the branch PCs of the (at most `max`, up to 32) slots that counted the most
+ * instructions since the last call, hottest first, ending with 0 when fewer; zeroes every count.
+ * Returns how many slots counted any. For a thread leaving Stalker after an exact burst: what it
+ * still runs of the instrumented code. The thread may be adding meanwhile: a lost count is harmless. */
+guint64
+ps_thread_recent (PsThread * t, guint64 * out, guint64 max)
+{
+  guint64 top[32], i, j, k = 0, ran = 0, c;
+  if (max > 32)
+    max = 32;
+  for (i = 0; i < t->n_slots; i++)
+  {
+    c = t->counts[i];
+    if (c == 0)
+      continue;
+    t->counts[i] = 0;
+    ran++;
+    if (t->pcs[i] == 0 || max == 0 || (k == max && c <= top[k - 1]))
+      continue;
+    if (k < max)
+      k++;
+    for (j = k - 1; j > 0 && top[j - 1] < c; j--)
+    {
+      top[j] = top[j - 1];
+      out[j] = out[j - 1];
+    }
+    top[j] = c;
+    out[j] = t->pcs[i];
+  }
+  if (k < max)
+    out[k] = 0;
+  return ran;
+}
+
 /* Ships the thread's interval so far as a partial one and keeps counting (before an exec). */
 void
 ps_thread_flush (PsThread * t)
