@@ -14,7 +14,7 @@ from typing import List, Optional
 
 from phasescope import __version__
 from phasescope.commands.live_run import LiveRun
-from phasescope.commands.options import (DEFAULT_BURSTS, add_device_options, add_run_options, add_target_options,
+from phasescope.commands.options import (add_device_options, add_run_options, add_target_options,
                                          engine_config_from_args, policy_sinks,
                                          locality_options, validate_run_options)
 from phasescope.commands.runner import Command, usage_error
@@ -102,7 +102,7 @@ class MonitorCommand(Command):
                 if args.mode == "sampled":
                     session = SampledSession(device, target, stdio=stdio, rate_hz=args.rate,
                                              window_samples=args.window,
-                                             bursts=DEFAULT_BURSTS if args.bursts is None else args.bursts)
+                                             bursts=args.bursts)
                 else:
                     session = TraceSession(device, target, interval=config.tracker.interval, stdio=stdio,
                                            locality=locality_options(args))

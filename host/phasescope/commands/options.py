@@ -17,8 +17,6 @@ _T = TrackerConfig(**PRESETS["default"])
 DEFAULT_RATE = 10**9 // DEFAULT_PERIOD_NS
 _P = PredictorConfig()
 _UNSET = object()  # --bits not given (None means --full-precision)
-#: --bursts in sampled mode when not given (README: what bursts cost)
-DEFAULT_BURSTS = True
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:
@@ -153,10 +151,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help=f"sampled mode: samples per second of each thread's CPU time (default {DEFAULT_RATE})")
     s.add_argument("--window", type=int, default=DEFAULT_WINDOW_SAMPLES, metavar="SAMPLES",
                    help=f"sampled mode: samples per interval (default {DEFAULT_WINDOW_SAMPLES})")
-    s.add_argument("--bursts", action=argparse.BooleanOptionalAction, default=None,
+    s.add_argument("--bursts", action=argparse.BooleanOptionalAction, default=False,
                    help="sampled mode: follow a thread with Stalker for one exact interval when it enters a new "
                         "phase (summary phases[].burst: instructions, blocks, top code; at most one per phase, "
-                        f"one at a time; default {'on' if DEFAULT_BURSTS else 'off'})")
+                        "one at a time). Off by default: a burst costs its thread Stalker's start-up on that "
+                        "interval's code, 5-15%% of a second-long run, about 1 s per burst on a compiler")
     s.add_argument("--locality", action="store_true",
                    help="exact mode: sample windows of memory addresses (loads and stores) and report each "
                         "phase's reuse distances and LRU miss-rate curve (summary phases[].locality, a dashboard column)")
