@@ -14,6 +14,7 @@ bounded to 64 blocks per phase.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
@@ -157,7 +158,7 @@ class PhaseStats:
             "last_seen": {"seq": self.last_seq, "ns": self.last_ns},
             "top_code": self.top_code(),
             "merged_into": self.merged_into,
-            "burst": self.burst,
+            "burst": copy.deepcopy(self.burst),  # the live run names its blocks in the copy
         }
 
 
