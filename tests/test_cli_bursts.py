@@ -106,3 +106,8 @@ def test_detach_mid_burst_leaves_the_target_running(build, tmp_path):
         proc.kill()
         proc.wait()
     assert (tmp_path / "out").read_bytes() == native
+
+
+def test_bursts_need_sampled_mode():
+    r = run_cli("--bursts", "--no-dashboard", "-f", "/bin/true")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--mode sampled" in r.stderr, r.stderr
