@@ -77,6 +77,7 @@ struct _PsThread
   guint64 carry;             /* instructions of a block cut before its counter was placed */
   guint64 closed;
   guint64 fresh;             /* no block ran yet: the first slow path starts the first interval */
+  guint64 limit;             /* intervals to cut, then count on unshipped (an exact burst); 0: no limit */
   /* --locality: windows of sampled memory addresses (see "memory access windows" below) */
   guint64 * win_ptr;         /* next free entry of the open window (written by the recorders) */
   gint64 win_left;           /* accesses left in the window: a recorder calls the stub at 0 */
@@ -176,9 +177,25 @@ ps_thread_init (PsThread * t, guint64 tid, guint64 * arena, guint64 capacity, gu
   t->carry = 0;
   t->closed = 0;
   t->fresh = 1;
+  t->limit = 0;
   t->start_ns = ps_now_ns ();
   /* The first block takes the slow path, which samples the OS counters on the thread itself. */
   ps_fill_budgets (t, 0);
+}
+
+/* Exact bursts: the thread ships `n` complete intervals, then no more records (not even a
+ * partial one on close). Call before the thread is followed. */
+void
+ps_thread_limit (PsThread * t, guint64 n)
+{
+  t->limit = n;
+}
+
+/* Whether the thread has cut all the intervals its limit allows. */
+guint64
+ps_thread_done (PsThread * t)
+{
+  return t->limit != 0 && t->seq >= t->limit;
 }
 
 static void ps_win_full (PsThread * t);
@@ -212,9 +229,11 @@ ps_slow (PsThread * t)
       ps_win_open (t);
     return;
   }
-  if (left > 0)
+  if (left > 0 || ps_thread_done (t))
   {
-    ps_fill_budgets (t, left);
+    /* Past its limit the thread counts on (its hot blocks tell the agent where it runs) but
+     * never ships again, so no remainder passes for an interval. */
+    ps_fill_budgets (t, left > 0 ? left : (gint64) ps.interval);
     return;
   }
   ps_cut (t, 0);
@@ -421,6 +440,8 @@ ps_thread_close (PsThread * t)
   if (t->closed)
     return;
   t->closed = 1;
+  if (t->limit != 0)
+    return; /* a burst ships complete intervals only */
   if (t->win_open)
   {
     ps_win_ship (t);
@@ -441,6 +462,40 @@ ps_thread_hot (PsThread * t, guint64 * out, guint64 max)
       out[n++] = t->pcs[i];
   }
   return n;
+}
+
+/* Copies to `out` the branch PCs of the (at most `max`, up to 32) slots that counted the most
+ * instructions since the last call, hottest first, ending with 0 when fewer; zeroes every count.
+ * Returns how many slots counted any. For a thread leaving Stalker after an exact burst: what it
+ * still runs of the instrumented code. The thread may be adding meanwhile: a lost count is harmless. */
+guint64
+ps_thread_recent (PsThread * t, guint64 * out, guint64 max)
+{
+  guint64 top[32], i, j, k = 0, ran = 0, c;
+  if (max > 32)
+    max = 32;
+  for (i = 0; i < t->n_slots; i++)
+  {
+    c = t->counts[i];
+    if (c == 0)
+      continue;
+    t->counts[i] = 0;
+    ran++;
+    if (t->pcs[i] == 0 || max == 0 || (k == max && c <= top[k - 1]))
+      continue;
+    if (k < max)
+      k++;
+    for (j = k - 1; j > 0 && top[j - 1] < c; j--)
+    {
+      top[j] = top[j - 1];
+      out[j] = out[j - 1];
+    }
+    top[j] = c;
+    out[j] = t->pcs[i];
+  }
+  if (k < max)
+    out[k] = 0;
+  return ran;
 }
 
 /* Ships the thread's interval so far as a partial one and keeps counting (before an exec). */

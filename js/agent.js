@@ -3,13 +3,15 @@
  * inline code that agent/counter.c emits, and ships intervals, module maps and thread events.
  *
  * RPC: init(options) -> {arch, platform, pid, fast}; start(mainTid or null) -> [tid];
- *      resumed() after a spawned process was resumed; stop().
+ *      resumed() after a spawned process was resumed; stop();
+ *      burst(tid) -> bool (watch mode: follow the thread for one exact interval, see startBurst).
  * Messages to the host (send(meta[, data])), see host/phasescope/wire.py:
  *   {type: 'modules', modules: [[name, base, size, path]]}  full module map (start)
  *   {type: 'module-added', module: [...]} / {type: 'module-removed', base}
  *   {type: 'data', started: [tid], exited: [tid], forked: [pid], dropped_records, dropped_instructions,
  *    bytes} + binary interval records (none when bytes is 0; their layout: wire.RECORD);
- *    threads in `exited` have their last (partial) interval in this or an earlier message
+ *    threads in `exited` have their last (partial) interval in this or an earlier message.
+ *    In watch mode the only records are bursts' (one complete interval each, never partial).
  *   {type: 'exit', status} (exit/_exit) / {type: 'crash', signal, address} /
  *   {type: 'exec', path} (execve: the program is about to be replaced)
  * Host -> agent: {type: 'ack', bytes} after it consumed a 'data' message (flow control);
@@ -27,6 +29,14 @@ let api = null;
 let globals = null;
 let config = null;
 const threads = new Map(); // tid -> {state, arena}
+// Watch mode: tid -> {region, since (Date.now()), leaving, quiet} of threads followed for one
+// exact interval (see startBurst), until they have left Stalker's code.
+const bursts = new Map();
+const MAX_BURSTS = 1; // followed at a time: each costs its thread a Stalker code cache and exact-mode speed
+const BURST_POLL_MS = 5; // drain period while a burst runs or leaves
+const BURST_MAX_MS = 2000; // a burst whose thread ran too little for a whole interval is given up
+const RELEASE_BLOCKS = 4; // hottest blocks after which a leaving thread's code is invalidated, per drain
+const LEFT_TICKS = 2; // clock ticks of user time with no block counted: the thread runs natively
 const retired = []; // [time, region]: kept until the exited thread can no longer touch them
 const started = []; // thread ids followed / closed since the last data message
 const exited = [];
@@ -74,6 +84,9 @@ function setup(opts) {
     threadClose: new NativeFunction(cm.ps_thread_close, 'void', ['pointer']),
     threadFlush: new NativeFunction(cm.ps_thread_flush, 'void', ['pointer']),
     threadHot: new NativeFunction(cm.ps_thread_hot, 'uint64', ['pointer', 'pointer', 'uint64']),
+    threadLimit: new NativeFunction(cm.ps_thread_limit, 'void', ['pointer', 'uint64']),
+    threadDone: new NativeFunction(cm.ps_thread_done, 'uint64', ['pointer']),
+    threadRecent: new NativeFunction(cm.ps_thread_recent, 'uint64', ['pointer', 'pointer', 'uint64']),
     drain: new NativeFunction(cm.ps_drain, 'pointer', ['pointer']),
     stats: new NativeFunction(cm.ps_stats, 'uint64', ['int']),
     getpid: new NativeFunction(Module.getGlobalExportByName('getpid'), 'int', []),
@@ -83,7 +96,35 @@ function setup(opts) {
   const bufSize = roundPages(opts.bufferBytes);
   globals.buffers = [Memory.alloc(bufSize), Memory.alloc(bufSize)];
   globals.lenOut = Memory.alloc(8);
+  globals.recent = Memory.alloc(RELEASE_BLOCKS * 8);
   api.configure(uint64(opts.interval), globals.buffers[0], globals.buffers[1], uint64(bufSize));
+}
+
+// One thread's counting state, as the transform's `data`: one mapping with its PsThread (the first
+// page); its counters, PCs and PC -> slot chains (links, 4096 heads); then its cold code (the slow
+// path stub and one trampoline of <= 26 bytes per block).
+function newRegion(tid) {
+  const cap = config.slots;
+  const arenaSize = roundPages(cap * 20 + 4096 * 4);
+  const coldSize = roundPages(cap * 26 + PAGE);
+  // --locality (inline path only): the window buffer, the memory slots' table and recorders.
+  const loc = config.locality && transformFn === cm.transform ? config.locality : null;
+  const mcap = loc === null ? 0 : loc.slots;
+  const recSize = roundPages(mcap * 96);
+  const tableSize = roundPages(mcap * 12);
+  const winSize = loc === null ? 0 : roundPages(loc.window * 8);
+  const region = Memory.alloc(PAGE + arenaSize + coldSize + recSize + tableSize + winSize);
+  const arena = region.add(PAGE);
+  const cold = arena.add(arenaSize);
+  Memory.protect(cold, coldSize + recSize, 'rwx');
+  api.threadInit(region, uint64(tid), arena, uint64(cap), cold, uint64(coldSize));
+  if (loc !== null) {
+    const rec = cold.add(coldSize);
+    const table = rec.add(recSize);
+    api.threadLocality(region, table.add(tableSize), uint64(loc.window), uint64(loc.every), table,
+        table.add(mcap * 8), uint64(mcap), rec, uint64(recSize));
+  }
+  return region;
 }
 
 function follow(tid) {
@@ -98,29 +139,7 @@ function follow(tid) {
   if (config.bare) { // baseline for the benchmark: Stalker without phasescope's counters
     threads.set(tid, null);
   } else {
-    // One mapping per thread: its PsThread (the first page); its counters, PCs and PC -> slot chains
-    // (links, 4096 heads); then its cold code (the slow path stub and one trampoline of <= 26 bytes
-    // per block).
-    const cap = config.slots;
-    const arenaSize = roundPages(cap * 20 + 4096 * 4);
-    const coldSize = roundPages(cap * 26 + PAGE);
-    // --locality (inline path only): the window buffer, the memory slots' table and recorders.
-    const loc = config.locality && transformFn === cm.transform ? config.locality : null;
-    const mcap = loc === null ? 0 : loc.slots;
-    const recSize = roundPages(mcap * 96);
-    const tableSize = roundPages(mcap * 12);
-    const winSize = loc === null ? 0 : roundPages(loc.window * 8);
-    const region = Memory.alloc(PAGE + arenaSize + coldSize + recSize + tableSize + winSize);
-    const arena = region.add(PAGE);
-    const cold = arena.add(arenaSize);
-    Memory.protect(cold, coldSize + recSize, 'rwx');
-    api.threadInit(region, uint64(tid), arena, uint64(cap), cold, uint64(coldSize));
-    if (loc !== null) {
-      const rec = cold.add(coldSize);
-      const table = rec.add(recSize);
-      api.threadLocality(region, table.add(tableSize), uint64(loc.window), uint64(loc.every), table,
-          table.add(mcap * 8), uint64(mcap), rec, uint64(recSize));
-    }
+    const region = newRegion(tid);
     threads.set(tid, region);
     options = { transform: transformFn, data: region };
   }
@@ -139,13 +158,21 @@ function follow(tid) {
 const HOT_MAX = 1024;
 
 function releaseHotLoop(tid, region) {
-  if (region === null || Process.arch !== 'x64')
+  if (region === null)
     return;
   const out = Memory.alloc(HOT_MAX * 8);
-  const n = api.threadHot(region, out, uint64(HOT_MAX)).toNumber();
+  invalidateAfter(tid, out, api.threadHot(region, out, uint64(HOT_MAX)).toNumber());
+}
+
+// Invalidates, for thread `tid`, the blocks after the `n` branch PCs at `out` (up to a 0).
+function invalidateAfter(tid, out, n) {
+  if (Process.arch !== 'x64')
+    return;
   const starts = new Set();
   for (let i = 0; i < n; i++) {
     const pc = out.add(i * 8).readPointer();
+    if (pc.isNull())
+      break;
     try {
       const insn = Instruction.parse(pc);
       starts.add(insn.next.toString());
@@ -178,6 +205,85 @@ function close(tid, unfollow) {
   }
   exited.push(tid);
   gcUntil = Date.now() + 2000;
+}
+
+// Watch mode: follows one of the program's threads with the counting transform until it has cut
+// one complete interval (the C side then ships nothing more from it; the drain unfollows it).
+// False when the thread is not the program's, already bursting, or MAX_BURSTS are followed.
+function startBurst(tid) {
+  const following = Array.from(bursts.values()).filter(b => !b.leaving).length;
+  if (!config.watch || stopping || finished || !threads.has(tid) || bursts.has(tid) || following >= MAX_BURSTS)
+    return false;
+  const region = newRegion(tid);
+  api.threadLimit(region, uint64(1));
+  try {
+    Stalker.follow(tid, { transform: transformFn, data: region });
+  } catch (e) {
+    return false; // the thread is gone
+  }
+  bursts.set(tid, { region, since: Date.now(), leaving: false, quiet: 0 });
+  if (drainTimer !== null) { // end it soon after its interval: drain at the burst's pace
+    clearTimeout(drainTimer);
+    drainTimer = setTimeout(pump, BURST_POLL_MS);
+  }
+  return true;
+}
+
+// User CPU time of one of our threads, in clock ticks (null once it is gone).
+function userTicks(tid) {
+  try {
+    const stat = File.readAllText(`/proc/self/task/${tid}/stat`);
+    return parseInt(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[11], 10);
+  } catch (e) {
+    return null;
+  }
+}
+
+function unfollowBurst(tid, b) {
+  if (b.leaving)
+    return;
+  b.leaving = true;
+  b.quiet = userTicks(tid) || 0;
+  api.threadRecent(b.region, globals.recent, uint64(0)); // what ran so far no longer matters
+  if (tid === Process.getCurrentThreadId())
+    Stalker.unfollow();
+  else
+    Stalker.unfollow(tid);
+}
+
+// Its region stays allocated a while longer (see drain), as after any thread's end.
+function retireBurst(tid, b) {
+  bursts.delete(tid);
+  retired.push([Date.now(), b.region]);
+  gcUntil = Date.now() + 2000;
+}
+
+// An unfollowed thread leaves Stalker's code at its next pass through the dispatcher, which a loop
+// of linked blocks never makes (see releaseHotLoop). Invalidating a block stops the thread (about
+// 3 ms here; all 1,458 blocks sqlite3 ran after its interval cost it a third of a second), and
+// most threads pass the dispatcher by themselves within a drain period (indirect branches). So
+// each drain after the unfollow invalidates only the blocks after the RELEASE_BLOCKS hottest the
+// thread ran since the last drain, if any, until it has run LEFT_TICKS of user time without
+// counting a block: it runs natively, and its region is retired.
+function nudge(tid, b) {
+  const ran = api.threadRecent(b.region, globals.recent, uint64(RELEASE_BLOCKS)).toNumber();
+  const ticks = userTicks(tid);
+  if (ran > 0) {
+    invalidateAfter(tid, globals.recent, RELEASE_BLOCKS);
+    b.quiet = ticks || 0;
+  } else if (ticks === null || ticks - b.quiet >= LEFT_TICKS) {
+    retireBurst(tid, b);
+  }
+}
+
+function checkBursts() {
+  const now = Date.now();
+  for (const [tid, b] of Array.from(bursts)) {
+    if (b.leaving)
+      nudge(tid, b);
+    else if (api.threadDone(b.region).toNumber() !== 0 || now - b.since > BURST_MAX_MS)
+      unfollowBurst(tid, b);
+  }
 }
 
 function drain(force) {
@@ -214,8 +320,9 @@ function drain(force) {
 }
 
 function pump() {
+  checkBursts();
   drain(false);
-  drainTimer = setTimeout(pump, config.drainMs);
+  drainTimer = setTimeout(pump, bursts.size > 0 ? BURST_POLL_MS : config.drainMs);
 }
 
 function onAck(message) {
@@ -247,6 +354,11 @@ function installHooks() {
       follow(thread.id);
     },
     onRemoved(thread) {
+      const b = bursts.get(thread.id);
+      if (b !== undefined) {
+        unfollowBurst(thread.id, b);
+        retireBurst(thread.id, b);
+      }
       const self = thread.id === Process.getCurrentThreadId();
       close(thread.id, !self);
       if (self)
@@ -271,6 +383,12 @@ function installHooks() {
   // (Frida 17.26); so fork() runs unfollowed and the parent thread is followed again after it.
   observers.push(Interceptor.attach(Module.getGlobalExportByName('fork'), {
     onEnter() {
+      if (config.watch) { // watch mode follows only bursting threads: a burst ends here for good
+        const b = bursts.get(Process.getCurrentThreadId());
+        if (b !== undefined)
+          unfollowBurst(Process.getCurrentThreadId(), b);
+        return;
+      }
       this.region = threads.get(Process.getCurrentThreadId());
       if (this.region !== undefined)
         Stalker.unfollow();
@@ -417,6 +535,9 @@ rpc.exports = {
     pump();
     return Array.from(threads.keys());
   },
+  burst(tid) {
+    return startBurst(tid);
+  },
   resumed() {
     // Without init code to hook, follow the main thread by id now that it runs; with it, only if
     // the hooks have not fired within a second.
@@ -435,6 +556,11 @@ rpc.exports = {
     }
     for (const [tid, region] of threads)
       releaseHotLoop(tid, region);
+    for (const [tid, b] of Array.from(bursts)) {
+      unfollowBurst(tid, b);
+      releaseHotLoop(tid, b.region);
+      retireBurst(tid, b);
+    }
     Stalker.flush();
     Stalker.garbageCollect();
     return new Promise(resolve => {

@@ -10,7 +10,9 @@ the same machine load, and reports the minimum wall time of each:
 * ``end-to-end``  -- the traced run including spawn, injection and agent start-up
 * ``exp-bbv``     -- ``valgrind --tool=exp-bbv`` with the same interval, when valgrind is installed
 * ``sampled``     -- with ``--mode sampled``, instead of the three above: kernel CPU-clock sampling
-                     with the watch-only agent (no Stalker)
+                     with the watch-only agent (no Stalker), its windows classified by the phase engine
+* ``bursts``      -- with ``--mode sampled --bursts``, also: the same with exact bursts (each new phase
+                     has its thread followed by Stalker for one exact interval)
 
 ``bare`` and ``traced`` time the target from the moment it is resumed with every thread followed
 until the host learns that it exited.
@@ -31,12 +33,14 @@ from typing import Optional
 
 from phasescope.commands.options import DEFAULT_RATE
 from phasescope.commands.runner import Command
-from phasescope.engine.tracker import TrackerConfig
+from phasescope.engine import EngineConfig, PhaseEngine
+from phasescope.engine.bursts import BurstPlanner
+from phasescope.engine.tracker import TrackerConfig, preset
 from phasescope.errors import InputError, PhasescopeError
 from phasescope.target.sampled_session import SampledSession
 from phasescope.target.sampler import DEFAULT_WINDOW_SAMPLES
 from phasescope.target.session import TraceSession
-from phasescope.target.events import Ended, IntervalEvent
+from phasescope.target.events import BurstEvent, Ended, IntervalEvent
 from phasescope.target.device import resolve_device, resolve_target
 
 
@@ -62,6 +66,8 @@ class BenchCommand(Command):
                        help=f"sampled mode: samples per second (default {DEFAULT_RATE})")
         p.add_argument("--window", type=int, default=DEFAULT_WINDOW_SAMPLES, metavar="SAMPLES",
                        help=f"sampled mode: samples per interval (default {DEFAULT_WINDOW_SAMPLES})")
+        p.add_argument("--bursts", action="store_true",
+                       help="sampled mode: also measure exact bursts (one Stalker-followed interval per new phase)")
         p.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
 
     def run(self, args) -> int:
@@ -71,7 +77,10 @@ class BenchCommand(Command):
         if not command:
             raise InputError("no program given: phasescope bench [options] -- PROGRAM [ARGS...]")
         interval = TrackerConfig(interval=args.interval).interval  # the one check of an interval
-        sampled = None if args.mode == "exact" else {"rate_hz": args.rate, "window_samples": args.window}
+        if args.bursts and args.mode != "sampled":
+            raise InputError("--bursts needs --mode sampled")
+        sampled = None if args.mode == "exact" else {"rate_hz": args.rate, "window_samples": args.window,
+                                                     "bursts": args.bursts}
         result = measure(command, runs=args.runs, interval=interval, valgrind=not args.no_valgrind,
                          bare=not args.no_bare, sampled=sampled, trust_threshold=args.trust_threshold)
         print(json.dumps(result) if args.json else format_report(result))
@@ -108,13 +117,19 @@ def _stdout_to_devnull():
 
 
 def _traced(session, what: str):
-    """(target wall seconds, end-to-end seconds, intervals, instructions) of one traced run: the
-    target's from just before its resume to its exit() (as the agent reports it; else when the host
-    learned that it ended); end to end from before the spawn to after the detach. (Not from when
-    start() returns: on a busy machine a short target may be done by then.)"""
+    """(target wall seconds, end-to-end seconds, intervals, instructions, bursts) of one traced run:
+    the target's from just before its resume to its exit() (as the agent reports it; else when the
+    host learned that it ended); end to end from before the spawn to after the detach. (Not from
+    when start() returns: on a busy machine a short target may be done by then.) A sampled run's
+    windows go through the phase engine as in a live run, so that new phases ask for bursts when
+    enabled."""
     t0 = time.perf_counter()
-    n = instructions = 0
+    n = instructions = bursts = 0
     ended = None
+    engine = PhaseEngine(EngineConfig(tracker=preset("sampled"))) if session.mode == "sampled" else None
+    planner = BurstPlanner(session.burst) if getattr(session, "bursts", False) else None
+    if planner is not None:
+        engine.subscribe(planner.on_interval)
     with _stdout_to_devnull():
         session.start()
         t1 = t_end = time.perf_counter()
@@ -123,6 +138,10 @@ def _traced(session, what: str):
                 if isinstance(event, IntervalEvent):
                     n += 1
                     instructions += event.interval.instructions or 0
+                    if engine is not None:
+                        engine.feed(event.interval)
+                elif isinstance(event, BurstEvent):
+                    bursts += 1
                 elif isinstance(event, Ended):
                     ended, t_end = event, time.perf_counter()
         finally:
@@ -131,7 +150,7 @@ def _traced(session, what: str):
     if ended is None or ended.how != "exited" or ended.code != 0:
         how = ended.describe() if ended else "ended without a report"
         raise PhasescopeError(f"{session.target.argv[0]} {how} under {what}")
-    return (session.final_at or t_end) - (session.resumed_at or t1), t2 - t0, n, instructions
+    return (session.final_at or t_end) - (session.resumed_at or t1), t2 - t0, n, instructions, bursts
 
 
 def _valgrind(argv, interval: int) -> float:
@@ -166,10 +185,12 @@ def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = Tr
         times["bare"] = []
     if use_valgrind:
         times["exp-bbv"] = []
-    intervals = instructions = 0
+    intervals = instructions = bursts = 0
     if sampled is not None:
         use_valgrind = valgrind = bare = False
         times = {"native": [], "sampled": [], "end-to-end": []}
+        if sampled.get("bursts"):
+            times["bursts"] = []
     for _ in range(runs):
         times["native"].append(_native(argv))
         if bare:
@@ -177,12 +198,18 @@ def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = Tr
                                                       trust_threshold=trust_threshold),
                                          "bare Stalker")[0])
         if sampled is not None:
-            wall, e2e, intervals, instructions = _traced(SampledSession(device, target, stdio="inherit", **sampled),
-                                                         "sampled mode")
+            options = dict(sampled, bursts=False)
+            wall, e2e, intervals, instructions, _ = _traced(SampledSession(device, target, stdio="inherit", **options),
+                                                            "sampled mode")
             times["sampled"].append(wall)
             times["end-to-end"].append(e2e)
+            if "bursts" in times:
+                options["bursts"] = True
+                wall, _, _, _, bursts = _traced(SampledSession(device, target, stdio="inherit", **options),
+                                                "sampled mode with bursts")
+                times["bursts"].append(wall)
             continue
-        wall, e2e, intervals, instructions = _traced(
+        wall, e2e, intervals, instructions, _ = _traced(
             TraceSession(device, target, interval=interval, stdio="inherit", trust_threshold=trust_threshold),
             "phasescope")
         times["traced"].append(wall)
@@ -193,6 +220,8 @@ def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = Tr
     ratios = {k: best[k] / best["native"] for k in best if k != "native"}
     if bare:
         ratios["traced/bare"] = best["traced"] / best["bare"]
+    if "bursts" in best:
+        ratios["bursts/sampled"] = best["bursts"] / best["sampled"]
     return {
         "command": argv,
         "mode": "exact" if sampled is None else "sampled",
@@ -203,6 +232,7 @@ def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = Tr
         "interval": interval,
         "intervals": intervals,
         "instructions": instructions,
+        "bursts": bursts,
         "seconds": best,
         "ratios": ratios,
     }
@@ -215,13 +245,16 @@ def format_report(result: dict) -> str:
     ]
     if result["mode"] == "sampled":
         s = result["sampled"]
-        lines.append(f"sampled     {s['rate_hz']} Hz, {result['intervals']} intervals of {s['window_samples']} samples")
+        lines.append(f"sampled     {s['rate_hz']} Hz, {result['intervals']} intervals of {s['window_samples']} samples"
+                     + (f", {result['bursts']} exact bursts" if s.get("bursts") else ""))
     else:
         lines.append(f"traced      {result['instructions']:,} instructions in {result['intervals']} intervals "
                      f"of {result['interval']:,}")
     for name, secs in result["seconds"].items():
         ratio = "" if name == "native" else f"  {result['ratios'][name]:6.2f}x native"
         lines.append(f"{name:<11} {secs:8.3f} s{ratio}")
+    if "bursts/sampled" in result["ratios"]:
+        lines.append(f"bursts/sampled {result['ratios']['bursts/sampled']:5.3f}x")
     if "traced/bare" in result["ratios"]:
         lines.append(f"traced/bare {result['ratios']['traced/bare']:8.2f}x")
     if result["valgrind"] == "not installed":

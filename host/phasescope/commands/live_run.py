@@ -16,12 +16,13 @@ import frida
 from phasescope import __version__
 from phasescope.commands.runner import EXIT_FAILED, EXIT_KILLED, EXIT_OK, StopRequest
 from phasescope.engine import EngineConfig, PhaseEngine
+from phasescope.engine.bursts import BurstPlanner
 from phasescope.engine.segments import Segmenter
 from phasescope.errors import PhasescopeError
 from phasescope.sinks.base import Sink, Sinks
 from phasescope.target.calls import QUERY_TIMEOUT
-from phasescope.target.events import (AgentError, Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output,
-                                      ThreadExited, ThreadStarted)
+from phasescope.target.events import (AgentError, BurstEvent, Dropped, Ended, Forked, IntervalEvent, ModulesChanged,
+                                      Output, ThreadExited, ThreadStarted)
 from phasescope.target.output import OutputRelay
 from phasescope.target.symbols import Symbolizer
 from phasescope.view.plain import PlainView
@@ -59,6 +60,10 @@ class LiveRun:
         self.sinks.prepare(self.engine)
         self.engine.subscribe(self.sinks.on_interval)
         self.engine.subscribe(self._on_interval)
+        #: sampled mode with bursts: new phases get one exact interval each
+        self.bursts = BurstPlanner(session.burst) if getattr(session, "bursts", False) else None
+        if self.bursts is not None:
+            self.engine.subscribe(self.bursts.on_interval)
         self.output = OutputRelay(hold=session.stdio == "pipe" and dashboard)
         self.ended: Optional[Ended] = None
         self.stop_reason: Optional[str] = None
@@ -131,6 +136,7 @@ class LiveRun:
         """(top block pcs, hottest block pc of each phase) of the main phases, or of ``phases``."""
         phases = self.engine.stats.by_share()[:HOT_PHASES] if phases is None else phases
         tops = [p.top_code(TOP_BLOCKS) for p in phases]
+        tops += [p.burst["top_code"] for p in phases if p.burst is not None]
         names = [b["pc"] for top in tops for b in top if b["pc"] is not None]
         hottest = [top[0]["pc"] for top in tops if top and top[0]["pc"] is not None]
         return names, hottest
@@ -145,6 +151,11 @@ class LiveRun:
         if isinstance(event, IntervalEvent):
             for iv in self.segmenter.push(event.interval):
                 self.engine.feed(iv)
+        elif isinstance(event, BurstEvent):
+            phase = self.bursts.finished(event.interval) if self.bursts is not None else None
+            if phase is not None:
+                self.engine.add_burst(phase, event.interval)
+                self._request_hot_code([self.engine.stats.phases[phase]])
         elif isinstance(event, (ThreadStarted, ThreadExited)):
             self.state.threads_followed = len(self.session.threads)
         elif isinstance(event, Dropped):
@@ -186,7 +197,7 @@ class LiveRun:
             "agent_errors": self.agent_errors,
         }
         for p in s["phases"]:
-            for block in p["top_code"]:
+            for block in p["top_code"] + (p["burst"]["top_code"] if p["burst"] else []):
                 block["symbol"] = None if block["pc"] is None else self.symbols.describe(block["pc"])
             hottest = p["top_code"][0] if p["top_code"] else None
             if hottest is not None and hottest["pc"] is not None:

@@ -101,7 +101,8 @@ class MonitorCommand(Command):
                 stdio = args.stdio or ("pipe" if dashboard else "inherit")
                 if args.mode == "sampled":
                     session = SampledSession(device, target, stdio=stdio, rate_hz=args.rate,
-                                             window_samples=args.window)
+                                             window_samples=args.window,
+                                             bursts=args.bursts)
                 else:
                     session = TraceSession(device, target, interval=config.tracker.interval, stdio=stdio,
                                            locality=locality_options(args))

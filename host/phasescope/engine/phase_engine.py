@@ -15,6 +15,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
+from phasescope.engine.bursts import burst_summary
 from phasescope.engine.interval import Interval
 from phasescope.engine.predict import PREDICTORS, PRIMARY, PredictorConfig, Scoreboard, ThreadPredictors
 from phasescope.engine.segments import SegmentConfig
@@ -148,6 +149,12 @@ class PhaseEngine:
             for fn in self._subscribers:
                 fn(r, iv)
         return results
+
+    def add_burst(self, phase: int, interval: Interval) -> None:
+        """Attach an exact interval of ``phase`` (sampled mode's burst) to its statistics; it is
+        never classified (exact and sampled vectors do not mix in one tracker)."""
+        if phase in self.stats.phases:
+            self.stats.phases[phase].burst = burst_summary(interval)
 
     def summary(self) -> dict:
         """JSON-serialisable summary: config, whole run, phases, threads, predictor scores, table."""

@@ -14,6 +14,7 @@ bounded to 64 blocks per phase.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
@@ -114,6 +115,7 @@ class PhaseStats:
         self.last_seq, self.last_ns = seq, ns
         self.top: Dict[int, List[int]] = {}  # key -> [instructions, raw pc or -1]
         self.merged_into: Optional[int] = None  # the phase the tracker folded this one into
+        self.burst: Optional[dict] = None  # sampled mode: one exact interval of it (engine/bursts.py)
 
     @property
     def mean_run(self) -> float:
@@ -156,6 +158,7 @@ class PhaseStats:
             "last_seen": {"seq": self.last_seq, "ns": self.last_ns},
             "top_code": self.top_code(),
             "merged_into": self.merged_into,
+            "burst": copy.deepcopy(self.burst),  # the live run names its blocks in the copy
         }
 
 

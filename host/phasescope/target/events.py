@@ -15,6 +15,14 @@ class IntervalEvent:
 
 
 @dataclass
+class BurstEvent:
+    """Sampled mode: one exact interval (``interval.mode == "exact"``) of a thread Stalker followed
+    briefly on request (:meth:`phasescope.target.sampled_session.SampledSession.burst`)."""
+
+    interval: Interval
+
+
+@dataclass
 class ModulesChanged:
     added: list = field(default_factory=list)
     removed: list = field(default_factory=list)

@@ -4,6 +4,10 @@ names), the threads (which ones are the program's own, not Frida's) and how the 
 
 :class:`SampledSession` has the interface of :class:`~phasescope.target.session.TraceSession`
 that the live loop uses, so the engine, sinks, dashboard and report run unchanged.
+
+Exact bursts (``bursts=True``): :meth:`SampledSession.burst` has the agent follow one thread with
+Stalker for one exact interval; its record comes out as a :class:`BurstEvent`, never as a sampled
+window (the two kinds of vector never meet in one tracker).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Dict, Iterator, List, Optional
 from phasescope.errors import InputError
 from phasescope.engine.interval import Interval
 from phasescope.target.device import Target, is_local
-from phasescope.target.events import Dropped, Ended, IntervalEvent, ThreadStarted
+from phasescope.target.events import BurstEvent, Dropped, Ended, IntervalEvent, ThreadStarted
 from phasescope.target.sampler import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler, check_sampling
 from phasescope.target.session import TraceSession
 
@@ -22,12 +26,13 @@ POLL = 0.02  # seconds between reads of the sample rings while the agent is quie
 
 class SampledSession:
     """One sampled process. ``rate_hz``: samples per second of a thread's CPU time;
-    ``window_samples``: samples per interval (so an interval is window/rate seconds of CPU)."""
+    ``window_samples``: samples per interval (so an interval is window/rate seconds of CPU);
+    ``bursts``: allow :meth:`burst`."""
 
     mode = "sampled"
 
     def __init__(self, device, target: Target, stdio: str = "inherit", rate_hz: int = 10**9 // DEFAULT_PERIOD_NS,
-                 window_samples: int = DEFAULT_WINDOW_SAMPLES):
+                 window_samples: int = DEFAULT_WINDOW_SAMPLES, bursts: bool = False):
         if not is_local(device):
             raise InputError(f"--mode sampled needs the local device: the kernel samples processes of this machine "
                              f"only, and {device.name} is remote; use --mode exact")
@@ -40,6 +45,8 @@ class SampledSession:
         self._known: set = set()  # the program's threads, as the agent reports them
         self._held: Dict[int, List[Interval]] = {}  # windows of threads not (yet) known to be the program's
         self.foreign_windows = 0  # windows of threads that never turned out to be the program's (Frida's)
+        self.bursts = bursts
+        self.bursts_started = self.bursts_done = 0
 
     # the parts of a trace session the live loop reads
     device = property(lambda self: self.trace.device)
@@ -76,13 +83,23 @@ class SampledSession:
         return {"mode": "sampled", "rate_hz": self.rate_hz, "period_ns": self.period_ns,
                 "window_samples": self.window_samples, "interval": None,
                 "samples": s.samples if s else 0, "lost_samples": s.lost if s else 0,
-                "foreign_windows": self.foreign_windows}
+                "foreign_windows": self.foreign_windows,
+                "bursts": {"enabled": self.bursts, "started": self.bursts_started, "completed": self.bursts_done}}
 
     def symbolize(self, pcs) -> list:
         return self.trace.symbolize(pcs)
 
     def read_code(self, address: int, size: int):
         return self.trace.read_code(address, size)
+
+    def burst(self, tid: int) -> bool:
+        """Follow thread ``tid`` for one exact interval (a :class:`BurstEvent` once it completes);
+        False when bursts are off, another one runs, or the thread is not the program's. A burst
+        whose thread exits, blocks for long or is detached first yields nothing."""
+        if not self.bursts or not self.trace.burst(tid):
+            return False
+        self.bursts_started += 1
+        return True
 
     def start(self) -> "SampledSession":
         """Attach or spawn with the watching agent; sampling starts before a spawned target runs."""
@@ -108,6 +125,9 @@ class SampledSession:
                 yield event
                 return
             yield from self._windows(self.sampler.poll(0))
+            if isinstance(event, IntervalEvent):  # the watching agent's only intervals are bursts'
+                self.bursts_done += 1
+                event = BurstEvent(event.interval)
             yield event
 
     def _windows(self, windows: List[Interval], final: bool = False) -> Iterator[IntervalEvent]:

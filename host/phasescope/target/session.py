@@ -342,6 +342,18 @@ class TraceSession:
         except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException, TimeoutError):
             return [None] * len(pcs)
 
+    def burst(self, tid: int) -> bool:
+        """Watch mode: have the agent follow thread ``tid`` for one exact interval (its record arrives
+        as an :class:`IntervalEvent`). False when it cannot: not the program's thread, a burst already
+        running, or the session gone."""
+        script = self._script
+        if script is None:
+            return False
+        try:
+            return bool(self._query(script.exports_sync.burst, tid))
+        except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException, TimeoutError):
+            return False
+
     def read_code(self, address: int, size: int) -> Optional[bytes]:
         """``size`` bytes of the target's memory at ``address``, None if unreadable or detached."""
         script = self._script

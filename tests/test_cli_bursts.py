@@ -1,0 +1,113 @@
+"""Exact bursts in sampled mode (`--bursts`): each new phase gets one exact interval of the thread
+that entered it; a thread that exits mid-burst and a detach mid-burst leave the target running
+correctly; the target's output is untouched."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+from conftest import run_cli
+
+from phasescope.target.device import resolve_device, resolve_target
+from phasescope.target.events import BurstEvent, Ended, Output, ThreadExited, ThreadStarted
+from phasescope.target.sampled_session import SampledSession
+
+INTERVAL = 10_000_000  # the agent's exact interval
+
+
+def test_each_phase_gets_a_burst_of_its_own_code(build, tmp_path):
+    exe = build("phased.c")
+    native = subprocess.run([exe, "2", "100"], capture_output=True, text=True, check=True).stdout
+    summary = tmp_path / "s.json"
+    r = run_cli("--mode", "sampled", "--bursts", "--no-dashboard", "--summary", str(summary), "-f", exe, "2", "100")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == native  # byte-identical to the untraced run
+    s = json.loads(summary.read_text())
+    assert s["session"]["bursts"]["enabled"] and s["session"]["bursts"]["completed"] >= 3
+    main = {p["top_code"][0]["symbol"].split("!")[-1]: p for p in s["phases"] if p["share"] > 0.15}
+    assert set(main) == {"hash_phase", "float_phase", "chase_phase"}, main.keys()
+    for name, p in main.items():
+        b = p["burst"]
+        assert b is not None, name
+        assert INTERVAL <= b["instructions"] <= INTERVAL + 64, b["instructions"]  # one exact interval
+        assert b["blocks"] >= 1 and b["top_code"][0]["symbol"].split("!")[-1] == name, (name, b["top_code"])
+
+
+def _spawn(build, ms: int) -> SampledSession:
+    device = resolve_device()
+    target = resolve_target(device, argv=[build("burst_slow.c", "-pthread"), str(ms)])
+    return SampledSession(device, target, stdio="pipe", bursts=True).start()
+
+
+def test_a_thread_exiting_mid_burst_yields_nothing_and_frees_the_slot(build):
+    session = _spawn(build, 300)
+    out, bursts, worker, asked_main = b"", [], None, False
+    deadline = time.monotonic() + 60
+    try:
+        for event in session.events(timeout=1):
+            assert time.monotonic() < deadline, "the target stalled"
+            if isinstance(event, ThreadStarted) and event.tid != session.pid and worker is None:
+                worker = event.tid
+                assert session.burst(worker)  # it sleeps between bits of work: 10M instructions take minutes
+                assert not session.burst(session.pid)  # one burst at a time
+            elif isinstance(event, ThreadExited) and event.tid == worker:
+                asked_main = session.burst(session.pid)  # the main thread now computes for a second
+            elif isinstance(event, BurstEvent):
+                bursts.append(event.interval)
+            elif isinstance(event, Output):
+                out += event.data
+            elif isinstance(event, Ended):
+                break
+    finally:
+        session.stop()
+    assert session.ended.how == "exited" and session.ended.code == 0
+    assert worker is not None and asked_main
+    assert [b.thread for b in bursts] == [session.pid]  # none of the worker's partial interval
+    assert bursts[0].mode == "exact" and INTERVAL <= bursts[0].instructions <= INTERVAL + 64
+    native = subprocess.run([build("burst_slow.c", "-pthread"), "300"], capture_output=True, check=True).stdout
+    assert out == native
+
+
+#: attaches to PID (argv[1]), starts a burst of its thread other than the main one, lets it run
+#: under Stalker for half a second, far from the end of its interval, and detaches. A separate
+#: process: Frida attached from the target's own parent (pytest) leaves it a SIGTRAP on detach.
+DETACH_MID_BURST = """
+import sys, time
+from phasescope.target.device import resolve_device, resolve_target
+from phasescope.target.sampled_session import SampledSession
+pid = int(sys.argv[1])
+d = resolve_device()
+s = SampledSession(d, resolve_target(d, pid=pid), bursts=True).start()
+worker = next(t for t in s.threads if t != pid)
+assert s.burst(worker)
+time.sleep(0.5)
+s.stop()
+s.sampler.stop()
+assert s.ended.how == "detached" and not s.abandoned and not s.unload_stuck, (s.ended, s.abandoned, s.unload_stuck)
+"""
+
+
+def test_detach_mid_burst_leaves_the_target_running(build, tmp_path):
+    exe = build("burst_slow.c", "-pthread")
+    native = subprocess.run([exe, "2000"], capture_output=True, check=True).stdout
+    with open(tmp_path / "out", "wb") as f:
+        proc = subprocess.Popen([exe, "2000"], stdout=f)
+    try:
+        time.sleep(0.3)  # the worker runs
+        r = subprocess.run([sys.executable, "-c", DETACH_MID_BURST, str(proc.pid)], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert proc.poll() is None  # detached before the worker's 2 s are over
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (tmp_path / "out").read_bytes() == native
+
+
+def test_bursts_need_sampled_mode():
+    r = run_cli("--bursts", "--no-dashboard", "-f", "/bin/true")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--mode sampled" in r.stderr, r.stderr
