@@ -37,7 +37,9 @@ def test_detach_ships_partial_intervals_and_leaves_the_target_running(build):
                 partial.append(event.interval.partial)
             elif isinstance(event, Ended):
                 assert event.how == "detached"
-        assert any(partial), "detach shipped no partial interval"
+        assert any(partial), (f"detach shipped no partial interval ({len(partial)} intervals after stop; "
+                              f"abandoned: {session.abandoned}; unload stuck: {session.unload_stuck}; "
+                              f"{session.dropped})")
         out, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

@@ -25,7 +25,8 @@ def test_detach_from_a_long_hot_loop_unloads_the_agent(build, tmp_path):
         assert r.returncode == 0, r.stderr
         assert "could not be unloaded" not in r.stderr and "detached" in r.stderr, r.stderr
         assert took < 8 + 5, took  # the unload did not wait out its 10 s bound
-        assert target.poll() is None  # and the target runs on
+        # and the target runs on (seen once under heavy load: SIGSEGV; what phasescope said then)
+        assert target.poll() is None, f"target ended ({target.returncode}) after the detach:\n{r.stderr[-3000:]}"
         with open(f"/proc/{target.pid}/status") as f:
             threads = int(next(line for line in f if line.startswith("Threads:")).split()[1])
         assert threads == 1, threads  # the agent's threads are gone with it
