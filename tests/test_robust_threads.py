@@ -110,7 +110,8 @@ def test_churn_through_cli(build, tmp_path):
     per_thread = collections.defaultdict(list)
     for rec in records:
         per_thread[rec["thread"]].append(rec["thread_seq"])
-    assert len(per_thread) == 301
+    # 281 of 301 once, in a CI run on a heavily loaded machine (cause unknown): say what was seen
+    assert len(per_thread) == 301, (len(per_thread), s["session"], s.get("end"), r.stderr[-2000:])
     assert all(seqs == list(range(len(seqs))) for seqs in per_thread.values())
     assert s["whole"]["instructions"] == sum(rec["instructions"] for rec in records)
     assert s["session"]["threads_followed"] == 0  # every thread closed at exit
