@@ -77,3 +77,28 @@ def test_sampled_mode_refuses_a_remote_device():
 def test_sampled_mode_bad_rate_is_one_line():
     r = run_cli("--mode", "sampled", "--rate", "0", "--no-dashboard", "-f", "/bin/true")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--rate" in r.stderr, r.stderr
+
+
+def test_kernel_samples_show_system_time_as_one_key(tmp_path):
+    """dd with 64-byte blocks spends most of its CPU time in read/write syscalls: with
+    --kernel-samples that time is one key named [kernel] and leads the phase; without it the
+    kernel drops those ticks and the user code around the syscalls is all there is."""
+    argv = ["-f", "/bin/dd", "if=/dev/zero", "of=/dev/null", "bs=64", "count=1000000"]
+    seen = {}
+    for flag in ([], ["--kernel-samples"]):
+        summary = tmp_path / f"s{len(flag)}.json"
+        r = run_cli("--mode", "sampled", "--no-dashboard", *flag, "--summary", str(summary), *argv)
+        assert r.returncode == 0, r.stderr
+        s = json.loads(summary.read_text())
+        top = {c["symbol"]: c["share"] for p in s["phases"] for c in p["top_code"]}
+        seen[bool(flag)] = (s["session"], top)
+    session, top = seen[False]
+    assert session["kernel"] is False and session["kernel_samples"] == 0 and "[kernel]" not in top
+    session, top = seen[True]
+    assert session["kernel"] is True and session["kernel_samples"] > 0.3 * session["samples"], session
+    assert top["[kernel]"] > 0.3, top
+
+
+def test_kernel_samples_need_sampled_mode():
+    r = run_cli("--kernel-samples", "--no-dashboard", "-f", "/bin/true")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--mode sampled" in r.stderr, r.stderr

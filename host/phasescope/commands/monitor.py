@@ -102,7 +102,7 @@ class MonitorCommand(Command):
                 if args.mode == "sampled":
                     session = SampledSession(device, target, stdio=stdio, rate_hz=args.rate,
                                              window_samples=args.window,
-                                             bursts=args.bursts)
+                                             bursts=args.bursts, kernel=args.kernel_samples)
                 else:
                     session = TraceSession(device, target, interval=config.tracker.interval, stdio=stdio,
                                            locality=locality_options(args))

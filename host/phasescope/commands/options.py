@@ -151,6 +151,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help=f"sampled mode: samples per second of each thread's CPU time (default {DEFAULT_RATE})")
     s.add_argument("--window", type=int, default=DEFAULT_WINDOW_SAMPLES, metavar="SAMPLES",
                    help=f"sampled mode: samples per interval (default {DEFAULT_WINDOW_SAMPLES})")
+    s.add_argument("--kernel-samples", action="store_true",
+                   help="sampled mode: keep the samples that hit kernel mode (the target's system time), all "
+                        "as one key named [kernel], so syscall-heavy phases show as such (default: user code "
+                        "only; the kernel drops those ticks)")
     s.add_argument("--bursts", action=argparse.BooleanOptionalAction, default=False,
                    help="sampled mode: follow a thread with Stalker for one exact interval when it enters a new "
                         "phase (summary phases[].burst: instructions, blocks, top code; at most one per phase, "
@@ -222,6 +226,8 @@ def validate_run_options(args: argparse.Namespace) -> None:
         raise InputError(f"--status-every must be positive (got {args.status_every})")
     if not 0 < args.refresh <= 60:
         raise InputError(f"--refresh must be in (0, 60] (got {args.refresh})")
+    if args.kernel_samples and args.mode != "sampled":
+        raise InputError("--kernel-samples needs --mode sampled (exact mode follows user code only)")
     if args.bursts and args.mode != "sampled":
         raise InputError("--bursts needs --mode sampled (exact mode follows every interval already)")
     if getattr(args, "locality", False):

@@ -14,6 +14,11 @@ import numpy as np
 
 _MASK32 = 0xFFFFFFFF
 
+#: Key and PC of every kernel-mode sample (sampled mode, ``--kernel-samples``): above every user
+#: address and module key; named :data:`KERNEL_NAME`.
+KERNEL_KEY = 0xFFFF_FFFF_FFFF_FFFF
+KERNEL_NAME = "[kernel]"
+
 
 def fnv1a32(text: str) -> int:
     """32-bit FNV-1a of a UTF-8 string."""

@@ -27,12 +27,13 @@ POLL = 0.02  # seconds between reads of the sample rings while the agent is quie
 class SampledSession:
     """One sampled process. ``rate_hz``: samples per second of a thread's CPU time;
     ``window_samples``: samples per interval (so an interval is window/rate seconds of CPU);
-    ``bursts``: allow :meth:`burst`."""
+    ``bursts``: allow :meth:`burst`; ``kernel``: keep the ticks that hit kernel mode (system time),
+    all as one key (:data:`~phasescope.target.modules.KERNEL_KEY`)."""
 
     mode = "sampled"
 
     def __init__(self, device, target: Target, stdio: str = "inherit", rate_hz: int = 10**9 // DEFAULT_PERIOD_NS,
-                 window_samples: int = DEFAULT_WINDOW_SAMPLES, bursts: bool = False):
+                 window_samples: int = DEFAULT_WINDOW_SAMPLES, bursts: bool = False, kernel: bool = False):
         if not is_local(device):
             raise InputError(f"--mode sampled needs the local device: the kernel samples processes of this machine "
                              f"only, and {device.name} is remote; use --mode exact")
@@ -41,6 +42,7 @@ class SampledSession:
         self.period_ns = 10**9 // rate_hz
         self.rate_hz = rate_hz
         self.window_samples = window_samples
+        self.kernel = kernel
         self.sampler: Optional[Sampler] = None
         self._known: set = set()  # the program's threads, as the agent reports them
         self._held: Dict[int, List[Interval]] = {}  # windows of threads not (yet) known to be the program's
@@ -83,6 +85,7 @@ class SampledSession:
         return {"mode": "sampled", "rate_hz": self.rate_hz, "period_ns": self.period_ns,
                 "window_samples": self.window_samples, "interval": None,
                 "samples": s.samples if s else 0, "lost_samples": s.lost if s else 0,
+                "kernel": self.kernel, "kernel_samples": s.kernel_samples if s else 0,
                 "foreign_windows": self.foreign_windows,
                 "bursts": {"enabled": self.bursts, "started": self.bursts_started, "completed": self.bursts_done}}
 
@@ -109,7 +112,7 @@ class SampledSession:
 
     def _start_sampler(self, pid: int) -> None:
         self.sampler = Sampler(pid, period_ns=self.period_ns, window_samples=self.window_samples,
-                               modules=self.trace.modules).start()
+                               kernel=self.kernel, modules=self.trace.modules).start()
 
     def stop(self) -> None:
         """Detach: the agent unloads; the sampler's last windows come before the Ended event."""

@@ -17,6 +17,7 @@ import time
 from typing import Dict, Iterable, List
 
 from phasescope.target.disassembly import Instruction, block_ending_at
+from phasescope.target.modules import KERNEL_KEY, KERNEL_NAME
 
 
 class Symbolizer:
@@ -27,6 +28,7 @@ class Symbolizer:
         self.arch = arch
         self._names: Dict[int, str] = {}
         self._blocks: Dict[int, List[Instruction]] = {}
+        self._forget()
         self._lock = threading.Lock()  # one lookup at a time: the worker's and resolve()'s
         self._todo: "queue.Queue" = queue.Queue()
         self._worker = threading.Thread(target=self._work, name="phasescope-symbols", daemon=True)
@@ -71,8 +73,12 @@ class Symbolizer:
     def invalidate(self) -> None:
         """Forget everything after the module map changed (code may have moved)."""
         with self._lock:
-            self._names.clear()
-            self._blocks.clear()
+            self._forget()
+
+    def _forget(self) -> None:
+        self._names.clear()
+        self._blocks.clear()
+        self._names[KERNEL_KEY], self._blocks[KERNEL_KEY] = KERNEL_NAME, []  # kernel samples: one key, no code
 
     def settle(self, timeout: float) -> None:
         """Wait up to ``timeout`` s for the queued lookups (the end of a run, before the summary)."""
