@@ -109,7 +109,7 @@ struct _PsGlobal
 
 extern PsGlobal ps;
 
-static void ps_cut (PsThread * t, guint32 flags);
+static void ps_cut (PsThread * t, guint32 flags, gboolean empty_too);
 
 /* ---- interval bookkeeping (slow path, on the owning thread) ---- */
 
@@ -236,7 +236,7 @@ ps_slow (PsThread * t)
     ps_fill_budgets (t, left > 0 ? left : (gint64) ps.interval);
     return;
   }
-  ps_cut (t, 0);
+  ps_cut (t, 0, FALSE);
   ps_fill_budgets (t, (gint64) ps.interval);
   if (t->win_size != 0 && t->seq % t->win_every == 0)
     ps_win_open (t);
@@ -250,9 +250,11 @@ ps_put64 (guint8 * p, guint64 v)
 
 /* Ships the thread's counters as one record and zeroes them. One pass under the lock writes the
  * pairs straight into the output buffer and counts them (a thread closed from another thread may
- * still be counting: what is written is what is counted); a record that does not fit is dropped. */
+ * still be counting: what is written is what is counted); a record that does not fit is dropped.
+ * An empty interval is shipped only when `empty_too` (a thread's close: its last record, partial,
+ * says the stream of that thread ended even when it ended right after a cut). */
 static void
-ps_cut (PsThread * t, guint32 flags)
+ps_cut (PsThread * t, guint32 flags, gboolean empty_too)
 {
   guint64 n = t->n_slots, i, c, pairs = 0, total = 0, os_now[PS_REC_OS_FIELDS], end_ns;
   guint64 * counts = t->counts;
@@ -286,7 +288,7 @@ ps_cut (PsThread * t, guint32 flags)
       fits = FALSE;
     }
   }
-  if ((flags & PS_FLAG_PARTIAL) != 0 && total == 0)
+  if (total == 0 && !empty_too)
   {
     gum_spinlock_release (&ps.lock);
     t->start_ns = end_ns;
@@ -447,7 +449,7 @@ ps_thread_close (PsThread * t)
     ps_win_ship (t);
     t->win_ship = 0;
   }
-  ps_cut (t, PS_FLAG_PARTIAL);
+  ps_cut (t, PS_FLAG_PARTIAL, TRUE); /* even empty: a thread's last record is always partial */
 }
 
 /* Copies to `out` (at most `max`) the branch PCs of the blocks that ran in the thread's current
@@ -503,7 +505,7 @@ void
 ps_thread_flush (PsThread * t)
 {
   if (!t->closed)
-    ps_cut (t, PS_FLAG_PARTIAL);
+    ps_cut (t, PS_FLAG_PARTIAL, FALSE);
 }
 
 void
