@@ -22,6 +22,7 @@
 
 const PAGE = Process.pageSize;
 const GLOBAL_SIZE = 256; // >= sizeof (PsGlobal)
+const EXCLUSIVE = { scheduling: 'exclusive' }; // the JS lock stays held during the native call
 
 let cm = null;
 let transformFn = null;
@@ -86,8 +87,12 @@ function setup(opts) {
     threadHot: new NativeFunction(cm.ps_thread_hot, 'uint64', ['pointer', 'pointer', 'uint64']),
     threadLimit: new NativeFunction(cm.ps_thread_limit, 'void', ['pointer', 'uint64']),
     threadDone: new NativeFunction(cm.ps_thread_done, 'uint64', ['pointer']),
-    threadRecent: new NativeFunction(cm.ps_thread_recent, 'uint64', ['pointer', 'pointer', 'uint64']),
-    drain: new NativeFunction(cm.ps_drain, 'pointer', ['pointer']),
+    // Exclusive: these two fill memory shared by every caller (globals.lenOut and the drained
+    // buffer, globals.recent). A cooperative call lets another thread's JavaScript run meanwhile
+    // (a crashing or exiting thread flushing in finish()), and two interleaved drains swapped the
+    // buffers under each other: records shipped out of order, or with a stale length.
+    threadRecent: new NativeFunction(cm.ps_thread_recent, 'uint64', ['pointer', 'pointer', 'uint64'], EXCLUSIVE),
+    drain: new NativeFunction(cm.ps_drain, 'pointer', ['pointer'], EXCLUSIVE),
     stats: new NativeFunction(cm.ps_stats, 'uint64', ['int']),
     getpid: new NativeFunction(Module.getGlobalExportByName('getpid'), 'int', []),
   };
