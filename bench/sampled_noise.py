@@ -77,10 +77,7 @@ def sample(argv, period_ns, stdin=b"go\n"):
     s = Sampler(p.pid, period_ns=period_ns, window_samples=min(SIZES)).start()
     p.stdin.write(stdin)
     p.stdin.close()
-    wins = []
-    while s.alive:
-        wins += s.poll(0.1)
-    wins += s.stop()
+    wins = s.run_out(0.1)
     out = p.stdout.read().decode()
     p.wait()
     return [w for w in wins if not w.partial], out

@@ -43,10 +43,7 @@ def _run_sampled(argv, go: bytes = b"go\n", **kw):
         mods = s.modules
         p.stdin.write(go)
         p.stdin.close()
-        windows = []
-        while s.alive:
-            windows += s.poll(0.05)
-        windows += s.stop()
+        windows = s.run_out()
         out = head + p.stdout.read()
     finally:
         p.kill() if p.poll() is None else None

@@ -266,6 +266,13 @@ class Sampler:
                     break
         return self._drain(final=False)
 
+    def run_out(self, poll: float = 0.05) -> List[Interval]:
+        """Every window until the target's threads have all exited, then :meth:`stop`'s."""
+        windows = []
+        while self.alive:
+            windows += self.poll(poll)
+        return windows + self.stop()
+
     def stop(self) -> List[Interval]:
         """Read what is left, close every descriptor and return the remaining (partial) windows."""
         if not self._started or self._stopped:
