@@ -4,9 +4,16 @@ summary are well-formed and replay; threads created after attach are seen; refus
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
+
+import numpy as np
 
 from conftest import cli_command, run_cli
+from phasescope.quality.metrics import adjusted_rand_index
+
+PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
 
 
 def _records(path):
@@ -32,7 +39,7 @@ def test_spawn_sampled_log_summary_and_replay(build, tmp_path):
     assert s["session"]["mode"] == "sampled" and s["session"]["rate_hz"] == 1000
     assert s["whole"]["instructions"] is None and s["whole"]["unit"] == "cpu_ns"
     assert s["whole"]["cpu_ns"] == sum(rec["cpu_ns"] for rec in records)
-    assert s["config"]["tracker"]["noise_z"] > 0  # the sampled preset
+    assert s["config"]["tracker"]["method"] == "pages"  # the sampled preset
     # The two phases are told apart and named from the binary's symbols.
     names = {p["top_code"][0]["symbol"].split("!")[-1] for p in s["phases"] if p["share"] > 0.2}
     assert names == {"phase_a", "phase_b"}, names
@@ -102,3 +109,31 @@ def test_kernel_samples_show_system_time_as_one_key(tmp_path):
 def test_kernel_samples_need_sampled_mode():
     r = run_cli("--kernel-samples", "--no-dashboard", "-f", "/bin/true")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--mode sampled" in r.stderr, r.stderr
+
+
+def test_sampled_mode_tells_real_library_activities_apart_live(tmp_path):
+    """python3 driving zlib, OpenSSL, expat and liblzma for 0.8 s of CPU each, twice: four phases
+    live, each activity its own, the second round recognised (issue 15: one phase before)."""
+    truth, log, summary = tmp_path / "truth.txt", tmp_path / "s.jsonl", tmp_path / "s.json"
+    r = run_cli("--mode", "sampled", "--no-dashboard", "--log", str(log), "--summary", str(summary),
+                "-f", sys.executable, "--", os.path.join(PROGRAMS, "libs.py"), str(truth), "0.8")
+    assert r.returncode == 0, r.stderr
+    segments = [(name, int(a), int(b)) for name, a, b in (line.split() for line in truth.read_text().splitlines())]
+    records = [rec for rec in _records(log)]
+    main = max({rec["thread"] for rec in records}, key=lambda t: sum(x["cpu_ns"] for x in records if x["thread"] == t))
+    records = [rec for rec in records if rec["thread"] == main]
+    end = np.cumsum([rec["cpu_ns"] for rec in records], dtype=np.float64)
+    end *= segments[-1][2] / end[-1]  # sampled CPU time onto the truth's clock (they differ by ~1%)
+    mid = end - np.array([rec["cpu_ns"] for rec in records]) * segments[-1][2] / end[-1] / 2
+    which = np.searchsorted([a for _, a, _ in segments], mid, side="right") - 1
+    inside = which >= 0
+    names = np.array([segments[i][0] for i in which[inside]])
+    phases = np.array([rec["phase"] for rec in records])[inside]
+    main_phase = {n: np.bincount(phases[names == n]).argmax() for n in set(names)}
+    assert len(set(main_phase.values())) == 4, main_phase
+    seg = which[inside]
+    for k, (name, _, _) in enumerate(segments):  # both rounds: each run of an activity gets its phase
+        assert np.bincount(phases[seg == k]).argmax() == main_phase[name], (name, phases[seg == k])
+    assert adjusted_rand_index(phases, names) > 0.6  # windows 8 per run: a window's lag costs 0.1
+    s = json.loads(summary.read_text())
+    assert len([p for p in s["phases"] if p["share"] > 0.1]) >= 4

@@ -27,15 +27,16 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                    help="preset: 'paper' is ISCA 2003 exactly (6-bit footprints, threshold 0.1, 64-entry LRU "
                         "table); 'default' keeps full-precision footprints, threshold 0.3, mean representatives, 16 entries "
                         "that fold their two closest phases together when full (chosen on bench/quality/run.py); 'sampled' (the default in sampled "
-                        "mode) grows a 0.2 threshold with the sampling noise (see --noise-z, --test)")
+                        "mode) is the page tracker: code-page vectors, per-thread hysteresis, thresholds each phase "
+                        "calibrates on its own windows up to --threshold 0.9 (chosen on bench/truth/run.py)")
     g.add_argument("--test", choices=TESTS, default=None,
-                   help="sampled windows: manhattan (the threshold, grown by --noise-z times the expected "
-                        "sampling noise; the sampled default) or multinomial (the G statistic against each "
+                   help="the table tracker on sampled windows: manhattan (the threshold, grown by --noise-z times "
+                        "the expected sampling noise; the default) or multinomial (the G statistic against each "
                         "representative, within --noise-z sd)")
     g.add_argument("--noise-z", type=float, default=None, metavar="Z",
-                   help="sampled windows: manhattan test, add Z times the expected sampling noise to the threshold; "
-                        "multinomial test, match when the fit is within Z sd of the representative's own windows "
-                        f"(default {PRESETS['sampled']['noise_z']} in sampled mode, 0 otherwise)")
+                   help="the table tracker on sampled windows: manhattan test, add Z times the expected sampling "
+                        "noise to the threshold; multinomial test, match when the fit is within Z sd of the "
+                        "representative's own windows (default 0)")
     g.add_argument("--buckets", type=int, default=None, metavar="N",
                    help=f"accumulator buckets, i.e. footprint dimensions (default {_T.buckets})")
     bits = g.add_mutually_exclusive_group()

@@ -20,6 +20,7 @@ from phasescope.engine.interval import Interval
 from phasescope.engine.predict import PREDICTORS, PRIMARY, PredictorConfig, Scoreboard, ThreadPredictors
 from phasescope.engine.segments import SegmentConfig
 from phasescope.engine.stats import Stats
+from phasescope.engine.page_tracker import PageTracker
 from phasescope.engine.tracker import Tracker, TrackerConfig, preset
 
 BATCH = 1024
@@ -75,6 +76,11 @@ class IntervalResult:
         return self.previous_phase is not None and self.previous_phase != self.phase
 
 
+def make_tracker(config: TrackerConfig):
+    """The tracker ``config.method`` names: the paper's table, or the page tracker."""
+    return PageTracker(config) if config.method == "pages" else Tracker(config)
+
+
 class PhaseEngine:
     """Classify intervals into phases, predict each thread's next phase, keep statistics.
 
@@ -84,7 +90,7 @@ class PhaseEngine:
 
     def __init__(self, config: Optional[EngineConfig] = None, recent: int = 256):
         self.config = config or EngineConfig()
-        self.tracker = Tracker(self.config.tracker)
+        self.tracker = make_tracker(self.config.tracker)
         self.stats = Stats()
         self.scoreboard = Scoreboard(PREDICTORS)
         self.recent: deque = deque(maxlen=recent)  # latest IntervalResults (footprints for a heat map)
@@ -132,16 +138,17 @@ class PhaseEngine:
         for iv, fp, m in zip(batch, fps, matches):
             predictors = self._predictors.get(iv.thread)
             if predictors is None:
-                predictors = self._predictors[iv.thread] = ThreadPredictors(self.config.predictors)
+                predictors = self._predictors[iv.thread] = ThreadPredictors(
+                    self.config.predictors, leaving=self.config.tracker.method == "pages")
             predicted = self.scoreboard.score(iv.thread, m.phase)
             if m.merged is not None:
                 self.stats.merged(*m.merged)
             previous = self.stats.add(iv, m.phase, self._seq)
-            predictions = predictors.observe(m.phase)
+            predictions = predictors.observe(m.phase, m.held)
             self.scoreboard.expect(iv.thread, m.phase, predictions)
             self.stats.threads[iv.thread].predictions = predictions
             r = IntervalResult(self._seq, iv.thread, iv.seq, iv.instructions, m.phase, m.distance, m.new_phase,
-                               m.evicted, previous, predictions, fp, predicted, predictors.prediction,
+                               m.evicted, previous, predictions, self.tracker.display(fp), predicted, predictors.prediction,
                                predictors.confidence, predictors.expected_remaining, m.merged)
             self._seq += 1
             self.recent.append(r)
@@ -163,7 +170,7 @@ class PhaseEngine:
             rep = self.tracker.representative(p["phase"])
             p["in_table"] = rep is not None
             p["known"] = p["phase"] in self.tracker.known
-            p["representative"] = None if rep is None else rep.tolist()
+            p["representative"] = rep.tolist() if isinstance(rep, np.ndarray) else rep
         return {
             "version": SUMMARY_VERSION,
             "config": self.config.to_dict(),

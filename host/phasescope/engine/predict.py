@@ -162,9 +162,16 @@ class ThreadPredictors:
     the saturating counter of that prediction's context, :class:`phasescope.engine.predictors.Confidence`)
     and ``expected_remaining`` (further intervals expected in the current phase: 0 when a change
     is predicted, the duration predictor's estimate otherwise, None when unknown).
+
+    ``leaving`` (the page tracker's streams): the hybrid shows the phase that followed the current
+    one before (the duration predictor's) once the run has reached the shortest of its recent
+    lengths, or after an interval the tracker held. Sampled windows cut an activity of fixed CPU
+    time into runs that vary by a window, which the confidence of an exact-length context never
+    trusts (bench/truth/run.py: changes foretold on the fixed cycles 0-30% -> 65-82%).
     """
 
-    def __init__(self, config: PredictorConfig):
+    def __init__(self, config: PredictorConfig, leaving: bool = False):
+        self.leaving = leaving  # the page tracker's: show the next phase when a change is due or held
         self.predictors = {
             "rle_markov": RleMarkov(config.rle_entries),
             "last_phase": LastPhase(),
@@ -178,20 +185,26 @@ class ThreadPredictors:
         self.hybrid = Hybrid(self.confidences, HYBRID_MEMBERS)
         self.gated = Gated(self.confidences)
         self._contexts: Dict[str, tuple] = {}
+        self._leaving: Optional[int] = None
         self.prediction: Optional[int] = None
         self.confidence: Optional[float] = None
         self.expected_remaining: Optional[int] = None
 
-    def observe(self, phase: int) -> Dict[str, int]:
-        """Feed one phase; returns each predictor's prediction of the next one."""
+    def observe(self, phase: int, held: bool = False) -> Dict[str, int]:
+        """Feed one phase; returns each predictor's prediction of the next one. ``held``: the
+        tracker held this interval (:class:`~phasescope.engine.tracker.Match`)."""
         for ctx in self._contexts.values():
             self.confidences.update(ctx, ctx[2] == phase)
+        if self._leaving is not None:
+            self.confidences.update(("leaving", self._leaving), self._leaving == phase)
         out = {}
         for name, p in self.predictors.items():
             p.observe(phase)
             out[name] = p.predict()
         self._contexts = {n: context_of(n, p, out[n]) for n, p in self.predictors.items()}
-        chosen, out["hybrid"], hybrid_confidence = self.hybrid.choose(out, self._contexts)
+        duration = self.predictors["duration"]
+        self._leaving = duration.next_different() if self.leaving and (held or duration.due()) else None
+        chosen, out["hybrid"], hybrid_confidence = self.hybrid.choose(out, self._contexts, self._leaving)
         out["gated"], gated_confidence = self.gated.choose(phase, out[GATED_MEMBER], self._contexts[GATED_MEMBER])
         self.prediction = out[PRIMARY]
         own = {"hybrid": hybrid_confidence, "gated": gated_confidence}

@@ -22,7 +22,8 @@ least-recently-used entry (:class:`LruTable`). A table miss predicts the last ph
 - :class:`Confidence`: a 3-bit saturating counter per (predictor, context, predicted phase),
   +1 when such a prediction was right, -2 when wrong; confidence = counter / 7.
 - :class:`Hybrid` (``hybrid``): each interval shows the prediction of whichever predictor has
-  the highest confidence at its current context (ties: the order given).
+  the highest confidence at its current context (ties: the order given), or the phase it is given
+  as ``leaving_to`` (see :class:`phasescope.engine.predict.ThreadPredictors`).
 - :class:`Gated` (``gated``): a member's prediction of a *change* is passed on only when its
   confidence counter at that context has risen above the start value (the same prediction in the
   same context has been right before, and not wrong since); otherwise the last phase. A program
@@ -135,6 +136,11 @@ class DurationPredictor:
         e = self._entry()
         return None if e is None else e[0]
 
+    def due(self) -> bool:
+        """The run has reached the shortest of its context's last run lengths: a change may come next."""
+        e = self._entry()
+        return e is not None and self.run >= min(e[1])
+
     def predict(self) -> int:
         e = self._entry()
         return e[0] if e is not None and self.run >= self._expected(e) else self.last
@@ -199,8 +205,13 @@ class Hybrid:
         self.conf, self.order = confidence, list(order)
         self.choice: Optional[str] = None
 
-    def choose(self, predictions: Dict[str, int], contexts: Dict[str, Hashable]) -> Tuple[str, int, float]:
-        """(member, its prediction, its confidence); ``contexts``: each member's :func:`context_of`."""
+    def choose(self, predictions: Dict[str, int], contexts: Dict[str, Hashable],
+               leaving_to: Optional[int] = None) -> Tuple[str, int, float]:
+        """(member, its prediction, its confidence); ``contexts``: each member's :func:`context_of`;
+        ``leaving_to``: the phase expected next after a held interval (it is shown)."""
+        if leaving_to is not None:
+            self.choice = "leaving"
+            return "leaving", leaving_to, self.conf.confidence(("leaving", leaving_to))
         best = None
         for name in self.order:
             c = self.conf.confidence(contexts[name])

@@ -72,6 +72,7 @@ MIN_INTERVAL = 1000
 FULL_POLICIES = ("evict", "nearest", "merge")
 EVICT_POLICIES = ("lru", "lfu")
 TESTS = ("manhattan", "multinomial")
+METHODS = ("table", "pages")
 TRANSITION = 0  # the transition phase's ID when ``transition`` is on
 _TEMP_ELEMENTS = 1 << 21
 
@@ -111,6 +112,10 @@ class TrackerConfig:
     noise_z: float = 0.0
     stay: float = 0.0
     test: str = "manhattan"
+    #: ``table``: this module's tracker; ``pages``: :mod:`phasescope.engine.page_tracker` (page
+    #: vectors hashed into ``buckets``, per-thread hysteresis, self-calibrated thresholds capped
+    #: at ``threshold``; it uses ``table_size`` and ``evict_policy``, and no other option)
+    method: str = "table"
 
     def __post_init__(self):
         _require(isinstance(self.buckets, int) and 1 <= self.buckets <= 1 << 20,
@@ -138,12 +143,17 @@ class TrackerConfig:
         _require(isinstance(self.stay, (int, float)) and (self.stay == 0 or 1 <= self.stay <= 10),
                  f"stay must be 0 (off) or a factor from 1 to 10 (got {self.stay!r})")
         _require(self.test in TESTS, f"test must be one of {', '.join(TESTS)} (got {self.test!r})")
+        _require(self.method in METHODS, f"method must be one of {', '.join(METHODS)} (got {self.method!r})")
+        _require(self.method == "table" or (self.bits is None and self.buckets % 32 == 0),
+                 "the page tracker keeps full-precision vectors in a multiple of 32 buckets (no --bits)")
         _require(self.test == "manhattan" or self.bits is None,
                  "the multinomial test needs full-precision footprints (counts), not --bits")
 
     @property
     def scale(self) -> float:
-        """M: footprint units per interval (sum of a full-precision footprint)."""
+        """M: footprint units per interval (sum of a full-precision footprint; 1 for page vectors)."""
+        if self.method == "pages":
+            return 1.0
         if self.bits is None:
             return float(self.buckets)
         k = int(np.floor(np.log2(((1 << self.bits) - 1) / self.buckets)))
@@ -170,13 +180,12 @@ PRESETS = {
                   evict_policy="lru", transition=False, confirm=2, candidates=16, adaptive=False),
     "default": dict(buckets=32, bits=None, threshold=0.30, table_size=16, update_policy="mean", full_policy="merge",
                     evict_policy="lfu", transition=False, confirm=2, candidates=16, adaptive=False),
-    # Sampled mode (windows of 100 samples): the default, with the threshold grown by noise_z times
-    # the sampling noise expected between two windows of one phase (the README's sweep: two sampled
-    # runs of a three-phase program, 0.2 and 2.0 gave 3 and 5 phases at ARI 0.81). The multinomial
-    # test (test="multinomial", 64 buckets, z 12) found repeatable structure on no system program
-    # and did worse on that program (ARI 0.60-0.67 against 0.74 on the same runs): an option.
-    "sampled": dict(buckets=32, bits=None, threshold=0.20, table_size=256, update_policy="mean", full_policy="evict",
-                    evict_policy="lfu", transition=False, confirm=2, candidates=16, adaptive=False, noise_z=2.0),
+    # Sampled mode: the page tracker (engine/page_tracker.py), chosen on bench/truth/run.py's
+    # tuning half against constructed truth; the table's thresholds saw one phase in long python3
+    # and sqlite3 runs (issue 15). 1024 buckets of code pages; 0.9 caps each phase's match threshold.
+    "sampled": dict(method="pages", buckets=1024, bits=None, threshold=0.9, table_size=128, update_policy="mean",
+                    full_policy="evict", evict_policy="lfu", transition=False, confirm=2, candidates=16,
+                    adaptive=False),
 }
 
 
@@ -198,7 +207,9 @@ class Match:
     representative before this interval was added, None when the table was empty; ``evicted`` is
     the phase ID dropped from the table to make room, if any; ``transition``: the interval got the
     transition ID (it matched no stable phase); ``merged``: (gone, kept) when the ``merge`` policy
-    folded phase ``gone`` into phase ``kept`` to make room (``gone`` is never used again)."""
+    folded phase ``gone`` into phase ``kept`` to make room (``gone`` is never used again); ``held``:
+    the interval fitted no phase and kept its thread's current one for now (the page tracker), a
+    sign that the thread is leaving that phase."""
 
     phase: int
     distance: Optional[float]
@@ -206,6 +217,7 @@ class Match:
     evicted: Optional[int] = None
     transition: bool = False
     merged: Optional[Tuple[int, int]] = None
+    held: bool = False
 
 
 def manhattan(footprints: np.ndarray, reps: np.ndarray) -> np.ndarray:
@@ -484,6 +496,10 @@ class Tracker:
         self.next_id = max(self.next_id, int(next_id), max(self.known, default=-1) + 1)
 
     # -- read access --------------------------------------------------------------------------
+    def display(self, footprint: np.ndarray) -> np.ndarray:
+        """The footprint as the dashboard and plots show it (this tracker's own)."""
+        return footprint
+
     def table(self) -> List[dict]:
         """Current phase table, one dict per representative (phase, hits, representative)."""
         return [

@@ -17,7 +17,9 @@ Format (JSON)::
      "representatives": [{"phase": 0, "footprint": [...], "intervals": 40, "instructions": ...,
                           "first_seen_run": 1, "last_seen_run": 2, "top_code": [key, ...]}, ...]}
 
-``runs`` counts the runs saved into it; ``first_seen_run``/``last_seen_run`` are run numbers.
+``runs`` counts the runs saved into it; ``first_seen_run``/``last_seen_run`` are run numbers. The
+page tracker's (``"method": "pages"``, sampled mode) representatives are sparse,
+``[[bucket, weight], ...]``, and ``code_shift`` keeps the code granularity it chose.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from phasescope.sinks.base import Sink, write_json_atomically
 
 FORMAT = "phasescope-phase-db"
 VERSION = 1
-SETTINGS = ("buckets", "bits", "scale", "threshold", "interval", "update_policy")
+SETTINGS = ("buckets", "bits", "scale", "threshold", "interval", "update_policy", "method")
 
 
 def settings_of(config: EngineConfig) -> dict:
@@ -82,7 +84,7 @@ class PhaseDb(Sink):
         if why:
             raise InputError(f"{bad} ({why}); left unchanged")
         def differs(k, v):  # a replay keeping the recorded intervals (None) fits any interval
-            old = db["settings"].get(k)
+            old = db["settings"].get(k, "table" if k == "method" else None)  # before the page tracker
             return old != v and not (k == "interval" and (old is None or v is None))
         diff = ", ".join(f"{k} {db['settings'].get(k)!r} (now {v!r})" for k, v in self.settings.items() if differs(k, v))
         if diff:
@@ -108,21 +110,32 @@ class PhaseDb(Sink):
         for i, r in enumerate(reps):
             if not isinstance(r, dict) or not isinstance(r.get("phase"), int) or r["phase"] < 0:
                 return f"representative {i}: bad phase"
-            fp = r.get("footprint")
-            if (not isinstance(fp, list) or len(fp) != self.settings["buckets"]
-                    or not all(isinstance(x, (int, float)) and math.isfinite(x) for x in fp)):
+            if not self._valid_footprint(r.get("footprint")):
                 return f"representative {i}: bad footprint"
             if r["phase"] in seen or r["phase"] >= db["next_id"]:
                 return f"representative {i}: duplicate phase or phase >= next_id"
             seen.add(r["phase"])
         return None
 
+    def _valid_footprint(self, fp) -> bool:
+        """A table tracker's footprint is ``buckets`` numbers; the page tracker's is sparse,
+        ``[[bucket, weight], ...]``."""
+        n = self.settings["buckets"]
+        number = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+        if not isinstance(fp, list):
+            return False
+        if self.settings["method"] == "pages":
+            return all(isinstance(e, list) and len(e) == 2 and isinstance(e[0], int) and 0 <= e[0] < n
+                       and number(e[1]) for e in fp)
+        return len(fp) == n and all(number(x) for x in fp)
+
     # -- the sink -----------------------------------------------------------------------------------
 
     def prepare(self, engine) -> None:
         self.engine = engine
         reps = sorted(self.db["representatives"], key=lambda r: (-r.get("intervals", 0), r["phase"]))
-        engine.tracker.preload([(r["phase"], r["footprint"]) for r in reps], self.db["next_id"])
+        pages = {"shift": self.db.get("code_shift")} if self.settings["method"] == "pages" else {}
+        engine.tracker.preload([(r["phase"], r["footprint"]) for r in reps], self.db["next_id"], **pages)
 
     def on_end(self, summary: dict) -> None:
         if self.engine is None:
@@ -140,12 +153,14 @@ class PhaseDb(Sink):
                 r = by_phase[phase] = {"phase": phase, "intervals": 0, "instructions": 0, "first_seen_run": run}
             r["footprint"] = entry["representative"]
             r["intervals"] = r.get("intervals", 0) + p["intervals"]
-            r["instructions"] = r.get("instructions", 0) + p["instructions"]
+            r["instructions"] = r.get("instructions", 0) + (p["instructions"] or 0)  # None: sampled
             r["last_seen_run"] = run
             r["top_code"] = [b["key"] for b in p.get("top_code", [])[:8]]
         self.db = {"format": FORMAT, "version": VERSION, "settings": self.settings, "runs": run,
                    "next_id": max(self.db["next_id"], self.engine.tracker.next_id),
                    "representatives": sorted(by_phase.values(), key=lambda r: r["phase"])}
+        if self.settings["method"] == "pages":  # the page tracker's code granularity, kept for the next run
+            self.db["code_shift"] = self.engine.tracker.shift
         self._save()
 
     def _save(self) -> None:

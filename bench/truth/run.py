@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Sampled mode against constructed truth: long workloads whose activities are known (issue 15).
+
+Each workload (bench/truth/workloads.py) drives real code: python3 calling this system's libraries
+(SQLite, liblzma, libbz2, zlib, OpenSSL, expat, libmpdec, ...) or the parts of the interpreter, and
+the sqlite3 shell running statements of several kinds, for 0.6-3 s of CPU per activity, in a random
+order or a fixed cycle, logging which activity ran when in the thread's user CPU time. Each is run
+once under ``phasescope --mode sampled --log``; the log is then classified again, offline, by the
+phase engine with the sampled defaults (or the tracker options given after ``--``), and by the
+20-line page leader-follower of issue 15 (``baseline``: 4 KiB pages, first window kept as the
+representative, L1 under 1.0), and both are scored against the truth (bench/truth/truth_score.py).
+
+    python3 bench/truth/run.py [--dir DIR] [--reuse] [--split tune|held-out|all] [--only NAME,...]
+                               [--window N] [--rate HZ] [-- REPLAY OPTIONS]
+
+``tune`` workloads chose the defaults; ``held-out`` ones are reported only (marked * in the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "host"))
+sys.path.insert(0, HERE)
+from phasescope.commands.options import add_engine_options, engine_config_from_args  # noqa: E402
+from phasescope.engine import PhaseEngine  # noqa: E402
+from phasescope.engine.segments import merge  # noqa: E402
+from phasescope.formats.log import read_log  # noqa: E402
+from truth_score import read_truth, score_stream  # noqa: E402
+from workloads import WORKLOADS  # noqa: E402
+
+COLUMNS = ("ari", "v_measure", "detected", "false_per_10s", "recur_same", "distinct", "foretold")
+
+
+def record(w, out_dir: str, rate: int, window: int) -> str:
+    """Run the workload under sampled mode; returns its log path."""
+    argv = w.prepare(out_dir)
+    log = os.path.join(out_dir, w.name + ".jsonl")
+    stdout = os.path.join(out_dir, w.name + ".stdout")
+    with open(stdout, "w") as f:
+        subprocess.run([sys.executable, "-m", "phasescope.cli", "--mode", "sampled", "--no-dashboard",
+                        "--rate", str(rate), "--window", str(window), "--log", log,
+                        "-o", os.path.join(out_dir, w.name + ".phasescope.txt"), "-f", argv[0], "--", *argv[1:]],
+                       stdout=f, check=True)
+    w.finish(out_dir, stdout)
+    return log
+
+
+def main_thread(intervals):
+    """The intervals of the thread with the most CPU time (the workloads run on one thread)."""
+    cpu = Counter()
+    for iv in intervals:
+        cpu[iv.thread] += iv.weight
+    main = cpu.most_common(1)[0][0]
+    return [iv for iv in intervals if iv.thread == main]
+
+
+def classify(intervals, config):
+    engine = PhaseEngine(config)
+    results = engine.feed_many(intervals)
+    return np.array([r.phase for r in results]), np.array([-1 if r.prediction is None else r.prediction
+                                                           for r in results])
+
+
+def baseline(intervals, threshold: float = 1.0):
+    """Issue 15's 20-line page leader-follower: the floor to beat."""
+    reps, phases = [], []
+    for iv in intervals:
+        pages = Counter()
+        for k, c in zip(iv.keys.tolist(), iv.counts.tolist()):
+            pages[k >> 12] += c
+        total = sum(pages.values())
+        v = {p: c / total for p, c in pages.items()}
+        best, dist = -1, 3.0
+        for i, r in enumerate(reps):
+            d = sum(abs(x - r.get(p, 0.0)) for p, x in v.items()) + sum(x for p, x in r.items() if p not in v)
+            if d < dist:
+                best, dist = i, d
+        if dist >= threshold:
+            reps.append(v)
+            best = len(reps) - 1
+        phases.append(best)
+    return np.array(phases), np.full(len(phases), -1)
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    replay = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[:argv.index("--")] if "--" in argv else argv
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dir", help="keep logs and truth here (default: a temporary folder)")
+    ap.add_argument("--reuse", action="store_true", help="score the logs already in --dir")
+    ap.add_argument("--split", choices=("tune", "held-out", "all"), default="all")
+    ap.add_argument("--only", help="comma-separated workload names")
+    ap.add_argument("--rate", type=int, default=1000)
+    ap.add_argument("--window", type=int, default=100)
+    ap.add_argument("--merge", type=int, default=1, metavar="K",
+                    help="score windows of K recorded windows (a log recorded with small windows stands for larger ones)")
+    args = ap.parse_args(argv)
+    rp = argparse.ArgumentParser(prog="replay options")
+    add_engine_options(rp)
+    config = engine_config_from_args(rp.parse_args(replay), interval_default=None, preset_default="sampled")
+    out_dir = args.dir or tempfile.mkdtemp(prefix="phasescope-truth-")
+    os.makedirs(out_dir, exist_ok=True)
+    chosen = [w for w in WORKLOADS if (args.split == "all" or w.split == args.split)
+              and (not args.only or w.name in args.only.split(","))]
+    print(f"# {len(chosen)} workloads, logs in {out_dir}; sampled mode at {args.rate} Hz, {args.window}-sample "
+          f"windows; * = held out (defaults not tuned on it)")
+    print(f"{'workload':14s} {'who':9s} {'act':>3s} {'ph':>3s} " + " ".join(f"{c[:8]:>8s}" for c in COLUMNS))
+    rows = {"phasescope": [], "baseline": []}
+    for w in chosen:
+        log = os.path.join(out_dir, w.name + ".jsonl")
+        if not (args.reuse and os.path.exists(log) and os.path.exists(w.truth(out_dir))):
+            record(w, out_dir, args.rate, args.window)
+        intervals = main_thread(list(read_log(log)))
+        intervals = [merge(intervals[i:i + args.merge], i // args.merge) for i in range(0, len(intervals), args.merge)]
+        cpu = np.array([iv.cpu_ns for iv in intervals], dtype=np.float64)
+        truth = read_truth(w.truth(out_dir))
+        for who, (phases, preds) in (("phasescope", classify(intervals, config)), ("baseline", baseline(intervals))):
+            s = score_stream(cpu, phases, preds, truth)
+            rows[who].append(s)
+            name = w.name + ("*" if w.split == "held-out" else "")
+            print(f"{name:14s} {who:9s} {s['activities']:3d} {s['phases']:3d} "
+                  + " ".join("       -" if s[c] is None else f"{s[c]:8.2f}" for c in COLUMNS), flush=True)
+    for who, ss in rows.items():
+        for split in ("tune", "held-out"):
+            sel = [s for s, w in zip(ss, chosen) if w.split == split]
+            if sel:
+                print(f"{'mean ' + split:14s} {who:9s}         " + " ".join(
+                    f"{np.mean([s[c] for s in sel if s[c] is not None]):8.2f}"
+                    if any(s[c] is not None for s in sel) else "       -" for c in COLUMNS))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

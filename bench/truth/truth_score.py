@@ -1,0 +1,84 @@
+"""Scores of a sampled phase stream against a workload's truth (bench/truth/run.py).
+
+Windows are placed on the thread's CPU time axis by their sampled CPU time (``cpu_ns``, summed in
+order), the clock the truth is written in, stretched to the truth's total (they differ by about 1%:
+samples lost, and the shell's timer granularity). A window's true activity is the one running at its
+midpoint; windows before the first activity (interpreter start-up) are left out. Scores:
+
+- ``ari``, ``v_measure``: of the live phases against the true activities (scikit-learn);
+- ``detected``: share of true activity changes with a live phase change at a window boundary no
+  earlier than one window before it and no later than ``LATENCY_NS`` of CPU after it;
+- ``false_per_10s``: live phase changes that are near no true change, per 10 s of CPU;
+- ``recur_same``: share of an activity's later occurrences whose main phase is its first
+  occurrence's main phase;
+- ``distinct``: share of activities whose main phase is no other activity's main phase;
+- ``foretold``: share of the live phase changes near a true change that the prediction shown
+  after the previous window named.
+"""
+
+import json
+from typing import List
+
+import numpy as np
+
+LATENCY_NS = 300_000_000
+
+
+def read_truth(path: str) -> List[tuple]:
+    with open(path) as f:
+        return [(r["activity"], r["start_ns"], r["end_ns"]) for r in map(json.loads, f) if r["end_ns"] > r["start_ns"]]
+
+
+def score_stream(cpu_ns: np.ndarray, phases: np.ndarray, predictions: np.ndarray, truth: List[tuple]) -> dict:
+    """``cpu_ns``, ``phases``, ``predictions``: per window of one thread, in order."""
+    from sklearn.metrics import adjusted_rand_score, v_measure_score
+    end = np.cumsum(cpu_ns, dtype=np.float64)
+    if len(end) and 0.9 < truth[-1][2] / end[-1] < 1.1:
+        end *= truth[-1][2] / end[-1]  # samples lost or rounded: stretch onto the truth's clock
+    start = end - np.diff(end, prepend=0.0)
+    mid = (start + end) / 2
+    starts = np.array([s for _, s, _ in truth], dtype=np.float64)
+    seg = np.searchsorted(starts, mid, side="right") - 1
+    keep = (seg >= 0) & (mid <= truth[-1][2])
+    names = np.array([truth[i][0] if i >= 0 else "" for i in seg])
+    labels, ph = names[keep], phases[keep]
+    out = {"windows": int(keep.sum()), "activities": len(set(labels)), "segments": len(truth),
+           "phases": len(set(ph.tolist())),
+           "ari": float(adjusted_rand_score(labels, ph)), "v_measure": float(v_measure_score(labels, ph))}
+    # changes: true boundaries (activity differs) vs live changes at window boundaries
+    bounds = np.array([truth[i][1] for i in range(1, len(truth)) if truth[i][0] != truth[i - 1][0]], np.float64)
+    change_at = start[1:][phases[1:] != phases[:-1]]  # CPU position of each live change
+    changed_to = np.nonzero(phases[1:] != phases[:-1])[0] + 1
+    window = float(np.median(np.diff(end, prepend=0.0))) if len(cpu_ns) else 0.0
+    near = lambda t: np.any((t >= bounds - window) & (t <= bounds + LATENCY_NS)) if len(bounds) else False
+    detected = sum(1 for b in bounds if np.any((change_at >= b - window) & (change_at <= b + LATENCY_NS)))
+    true_changes = [i for i, t in zip(changed_to, change_at) if near(t)]
+    false = len(change_at) - len(true_changes)
+    span = truth[-1][2] - truth[0][1]
+    out.update(detected=detected / len(bounds) if len(bounds) else None, true_changes=len(bounds),
+               false_per_10s=false / (span / 1e10), live_changes=len(change_at))
+    out["foretold"] = (sum(1 for i in true_changes if predictions[i - 1] == phases[i]) / len(true_changes)
+                       if true_changes else None)
+    # occurrences
+    occ_main = []  # (activity, main phase) per truth segment, in order
+    for k, (name, s, e) in enumerate(truth):
+        inside = (mid >= s) & (mid < e)
+        if inside.any():
+            vals, cnt = np.unique(phases[inside], return_counts=True)
+            occ_main.append((name, int(vals[cnt.argmax()])))
+    first = {}
+    later, same = 0, 0
+    for name, p in occ_main:
+        if name in first:
+            later += 1
+            same += p == first[name]
+        else:
+            first[name] = p
+    out["recur_same"] = same / later if later else None
+    overall = {}
+    for name in set(labels):
+        vals, cnt = np.unique(ph[labels == name], return_counts=True)
+        overall[name] = int(vals[cnt.argmax()])
+    mains = list(overall.values())
+    out["distinct"] = sum(1 for p in mains if mains.count(p) == 1) / len(mains) if mains else None
+    return out

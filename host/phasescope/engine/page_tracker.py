@@ -1,0 +1,235 @@
+"""The page tracker: phases of sampled windows (``--tracker pages``, the sampled-mode default).
+
+The paper's tracker (:mod:`phasescope.engine.tracker`) compares one interval with a representative
+under one fixed threshold. A window of 100 CPU-clock samples is too noisy for that: two windows of
+one activity spread over many code pages differ by 0.5-1.0 of L1, the threshold that covers this
+covers neighbouring activities too, and a representative that averages in every match drifts
+until one phase holds the whole run (issue 15). This tracker keeps the paper's shape (a bounded
+table of representatives shared by a process's threads, a leader-follower that is online and
+O(table) per window) and changes four things:
+
+- **Vector.** Samples per 4 KiB code page (``key >> 12``: the stable keys of
+  :mod:`phasescope.target.modules` keep a module's pages apart across runs), hashed into
+  ``buckets`` (1024) and normalised to sum 1. Distances are L1, 0..2, as fractions of the window.
+  A small program, whose first window falls in at most ``SMALL_PAGES`` pages, is measured in
+  64-byte lines instead (its phases may be functions that share a page); the choice is made once
+  per tracker (:attr:`PageTracker.shift`) and kept in the phase database.
+- **Hysteresis per thread.** A window stays in its thread's current phase while it is within that
+  phase's *stay* threshold; it moves to another phase only when it is within that phase's *match*
+  threshold. Each phase calibrates both from the distances of its own first ``CALIBRATION``
+  matches (mean + ``Z`` sd), clamped to [``STAY_FLOOR``, ``STAY_CAP``] and [``MATCH_FLOOR``,
+  ``threshold``], then freezes them: an allowance never grows past its cap, whatever the phase
+  absorbs later.
+- **Evidence for new phases.** A window that fits no phase is held (it keeps the current phase) and
+  a new phase is made only when the next window agrees with it (L1 under ``STAY_CAP``), from the
+  mean of the two: a window that straddles two activities makes no phase of its own. A window
+  further than ``JUMP`` from every phase (it shares under 20% of its samples with any) is new
+  code beyond doubt and starts its phase at once.
+- **Representatives that do not blur.** A match moves the representative by 1/min(n, ``MEMORY``)
+  (the running mean of its first ``MEMORY`` windows, then an exponential average that follows slow
+  drift): a run of windows of another activity cannot match in the first place.
+
+Full table: the least often (``lfu``) or least recently (``lru``) matched phase is dropped; IDs are
+never reused. Chosen on bench/truth/run.py's tuning half (see the README's Sampled mode section).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from phasescope.engine.tracker import Match, bucket_index
+
+PAGE_SHIFT = 12
+LINE_SHIFT = 6
+SMALL_PAGES = 8
+STAY_FLOOR, STAY_CAP = 0.3, 0.8
+MATCH_FLOOR = 0.5
+Z = 2.0
+CALIBRATION = 50
+JUMP = 1.6
+MEMORY = 40
+_SETTLED = 5  # matches before a phase's own thresholds replace the caps
+DISPLAY_BUCKETS = 32
+
+
+class PageTracker:
+    """Sparse code-page vectors, per-thread hysteresis and self-calibrated thresholds (module
+    docstring). The same interface as :class:`~phasescope.engine.tracker.Tracker`; one per process."""
+
+    def __init__(self, config):
+        self.config = config
+        c = config
+        self._reps = np.zeros((c.table_size, c.buckets))
+        self._ids = np.full(c.table_size, -1, dtype=np.int64)
+        self._hits = np.zeros(c.table_size, dtype=np.int64)
+        self._last_used = np.zeros(c.table_size, dtype=np.int64)
+        self._cal = np.zeros((c.table_size, 3))  # calibration: matches, sum, sum of squares of distances
+        self._used = 0
+        self._clock = 0
+        self._current: Dict[int, int] = {}  # thread -> slot of its current phase
+        self._held: Dict[int, np.ndarray] = {}  # thread -> the window that fitted no phase
+        self.next_id = 0
+        self.evictions = 0
+        self.merges = 0
+        self.known: set = set()
+        #: code granularity, log2 bytes: PAGE_SHIFT, or LINE_SHIFT for a small program (None: not
+        #: chosen yet; the first window chooses)
+        self.shift: Optional[int] = None
+
+    # -- vectors ------------------------------------------------------------------------------
+    def footprints(self, keys: Sequence[np.ndarray], counts: Sequence[np.ndarray]):
+        """Page vectors of many windows: shape (n, buckets), rows summing to 1, and each total."""
+        n, nb = len(keys), self.config.buckets
+        if self.shift is None:
+            first = next((np.asarray(k, dtype=np.uint64) for k in keys if len(k)), None)
+            if first is not None:
+                pages = len(np.unique(np.right_shift(first, np.uint64(PAGE_SHIFT))))
+                self.shift = LINE_SHIFT if pages <= SMALL_PAGES else PAGE_SHIFT
+        lens = np.fromiter((len(k) for k in keys), dtype=np.int64, count=n)
+        flat = np.concatenate(keys) if n else np.zeros(0, np.uint64)
+        idx = bucket_index(np.right_shift(flat.astype(np.uint64), np.uint64(self.shift or PAGE_SHIFT)), nb)
+        idx += np.repeat(np.arange(n, dtype=np.int64) * nb, lens)
+        weights = np.concatenate(counts) if n else np.zeros(0)
+        acc = np.bincount(idx, weights=weights, minlength=n * nb).reshape(n, nb)
+        total = acc.sum(axis=1)
+        np.divide(acc, total[:, None], out=acc, where=total[:, None] > 0)
+        return acc, total
+
+    def display(self, footprint: np.ndarray) -> np.ndarray:
+        """A footprint folded to 32 buckets summing to 32 (the dashboard's Figure 3 units)."""
+        nb = self.config.buckets
+        fold = footprint.reshape(DISPLAY_BUCKETS, nb // DISPLAY_BUCKETS) if nb % DISPLAY_BUCKETS == 0 else None
+        return DISPLAY_BUCKETS * (fold.sum(axis=1) if fold is not None else footprint[:DISPLAY_BUCKETS])
+
+    # -- classification -----------------------------------------------------------------------
+    def classify_many(self, footprints: np.ndarray, samples=None, threads=None) -> List[Match]:
+        """Classify page vectors in order; ``threads``: each one's thread (None: all one thread)."""
+        out = []
+        for i, v in enumerate(np.asarray(footprints, dtype=np.float64)):
+            self._clock += 1
+            out.append(self._classify(v, 0 if threads is None else int(threads[i])))
+        return out
+
+    def classify(self, footprint: np.ndarray, thread: int = 0) -> Match:
+        """Classify one page vector of ``thread``."""
+        self._clock += 1
+        return self._classify(np.asarray(footprint, dtype=np.float64), thread)
+
+    def _distances(self, v: np.ndarray) -> np.ndarray:
+        """L1 distance (0..2) of a normalised vector to every representative: 2 - 2 x overlap."""
+        nz = np.flatnonzero(v)
+        overlap = np.minimum(self._reps[: self._used][:, nz], v[nz]).sum(axis=1)
+        return np.maximum(2.0 - 2.0 * overlap, 0.0)
+
+    def _threshold(self, slots, floor: float, cap: float) -> np.ndarray:
+        n, s, sq = self._cal[slots].T
+        settled = n >= _SETTLED
+        nn = np.maximum(n, 1)
+        mean = s / nn
+        sd = np.sqrt(np.maximum(sq / nn - mean**2, 0.0))
+        return np.where(settled, np.clip(mean + Z * sd, floor, cap), cap)
+
+    def _classify(self, v: np.ndarray, thread: int) -> Match:
+        d = self._distances(v)
+        cur = self._current.get(thread)
+        nearest = float(d.min()) if len(d) else None
+        if cur is not None and self._ids[cur] < 0:
+            cur = None  # its phase was evicted
+        if not len(d) or nearest > JUMP:
+            return self._new(v, thread, nearest)
+        if cur is not None and d[cur] < self._threshold([cur], STAY_FLOOR, STAY_CAP)[0]:
+            self._held.pop(thread, None)
+            return self._match(cur, v, d[cur], thread)
+        rel = d / self._threshold(np.arange(self._used), MATCH_FLOOR, self.config.threshold)
+        best = int(rel.argmin())
+        if rel[best] < 1 and best != cur:
+            self._held.pop(thread, None)
+            return self._match(best, v, d[best], thread)
+        held = self._held.pop(thread, None)
+        if held is not None and float(np.abs(held - v).sum()) < STAY_CAP:
+            both = (held + v) / 2
+            d2 = self._distances(both)
+            rel2 = d2 / self._threshold(np.arange(self._used), MATCH_FLOOR, self.config.threshold)
+            best = int(rel2.argmin())
+            if rel2[best] < 1:
+                return self._match(best, both, d2[best], thread, distance=nearest)
+            return self._new(both, thread, nearest)
+        self._held[thread] = v
+        if cur is None:  # nothing to keep: start a phase now
+            return self._new(v, thread, nearest)
+        self._hits[cur] += 1
+        self._last_used[cur] = self._clock
+        return Match(int(self._ids[cur]), nearest, False, held=True)
+
+    def _match(self, slot: int, v: np.ndarray, dist: float, thread: int, distance=None) -> Match:
+        self._hits[slot] += 1
+        self._last_used[slot] = self._clock
+        if self._cal[slot, 0] < CALIBRATION:
+            self._cal[slot] += (1.0, dist, dist * dist)
+        self._reps[slot] += (v - self._reps[slot]) / min(self._hits[slot], MEMORY)
+        self._current[thread] = slot
+        return Match(int(self._ids[slot]), float(dist if distance is None else distance), False)
+
+    def _new(self, v: np.ndarray, thread: int, nearest: Optional[float]) -> Match:
+        evicted = None
+        if self._used < self.config.table_size:
+            slot = self._used
+            self._used += 1
+        else:
+            slot = self._victim()
+            evicted = int(self._ids[slot])
+            self.evictions += 1
+            for t, s in list(self._current.items()):
+                if s == slot:
+                    del self._current[t]
+        phase = self.next_id
+        self.next_id += 1
+        self._place(slot, phase, v)
+        self._current[thread] = slot
+        self._held.pop(thread, None)
+        return Match(phase, nearest, True, evicted)
+
+    def _place(self, slot: int, phase: int, v: np.ndarray) -> None:
+        self._reps[slot] = v
+        self._ids[slot] = phase
+        self._hits[slot] = 1
+        self._cal[slot] = 0.0
+        self._last_used[slot] = self._clock
+
+    def _victim(self) -> int:
+        if self.config.evict_policy == "lfu":
+            return int(np.lexsort((self._last_used[: self._used], self._hits[: self._used]))[0])
+        return int(self._last_used[: self._used].argmin())
+
+    # -- the phase database and read access ---------------------------------------------------
+    def preload(self, representatives: Sequence[tuple], next_id: int, shift: Optional[int] = None) -> None:
+        """Start from earlier runs' ``(phase, representative)`` pairs, the representative sparse
+        (``[[bucket, weight], ...]``, as :meth:`table` gives it), measured at granularity ``shift``
+        (None: choose on the first window); see Tracker.preload."""
+        if self._used:
+            raise ValueError("preload needs an empty phase table")
+        self.shift = shift
+        for phase, rep in list(representatives)[: self.config.table_size]:
+            v = np.zeros(self.config.buckets)
+            for b, w in rep:
+                v[int(b)] = float(w)
+            self._place(self._used, int(phase), v)
+            self._used += 1
+            self.known.add(int(phase))
+        self.next_id = max(self.next_id, int(next_id), max(self.known, default=-1) + 1)
+
+    def _sparse(self, slot: int) -> list:
+        nz = np.flatnonzero(self._reps[slot] > 1e-6)
+        return [[int(b), round(float(self._reps[slot, b]), 6)] for b in nz]
+
+    def table(self) -> List[dict]:
+        """Current phase table; each representative sparse, ``[[bucket, weight], ...]``."""
+        return [{"phase": int(self._ids[s]), "hits": int(self._hits[s]), "last_used": int(self._last_used[s]),
+                 "representative": self._sparse(s)} for s in range(self._used)]
+
+    def representative(self, phase: int) -> Optional[list]:
+        """The sparse representative of ``phase``, None if not (or no longer) in the table."""
+        hit = np.nonzero(self._ids[: self._used] == phase)[0]
+        return self._sparse(int(hit[0])) if len(hit) else None
