@@ -15,7 +15,8 @@ O(table) per window) and changes four things:
   64-byte lines instead (its phases may be functions that share a page); the choice is made once
   per tracker (:attr:`PageTracker.shift`) and kept in the phase database.
 - **Hysteresis per thread.** A window stays in its thread's current phase while it is within that
-  phase's *stay* threshold; it moves to another phase only when it is within that phase's *match*
+  phase's *stay* threshold (unless another phase is nearer by ``SWITCH_MARGIN`` and within its
+  match threshold); it moves to another phase only when it is within that phase's *match*
   threshold. Each phase calibrates both from the distances of its own first ``CALIBRATION``
   matches (mean + ``Z`` sd), clamped to [``STAY_FLOOR``, ``STAY_CAP``] and [``MATCH_FLOOR``,
   ``threshold``], then freezes them: an allowance never grows past its cap, whatever the phase
@@ -44,8 +45,9 @@ from phasescope.engine.tracker import Match, bucket_index
 PAGE_SHIFT = 12
 LINE_SHIFT = 6
 SMALL_PAGES = 8
-STAY_FLOOR, STAY_CAP = 0.3, 0.8
+STAY_FLOOR, STAY_CAP = 0.4, 0.8
 MATCH_FLOOR = 0.5
+SWITCH_MARGIN = 0.2
 Z = 2.0
 CALIBRATION = 50
 JUMP = 1.6
@@ -139,11 +141,12 @@ class PageTracker:
             cur = None  # its phase was evicted
         if not len(d) or nearest > JUMP:
             return self._new(v, thread, nearest)
-        if cur is not None and d[cur] < self._threshold([cur], STAY_FLOOR, STAY_CAP)[0]:
-            self._held.pop(thread, None)
-            return self._match(cur, v, d[cur], thread)
         rel = d / self._threshold(np.arange(self._used), MATCH_FLOOR, self.config.threshold)
         best = int(rel.argmin())
+        if cur is not None and d[cur] < self._threshold([cur], STAY_FLOOR, STAY_CAP)[0] and not (
+                best != cur and rel[best] < 1 and d[best] < d[cur] - SWITCH_MARGIN):
+            self._held.pop(thread, None)
+            return self._match(cur, v, d[cur], thread)
         if rel[best] < 1 and best != cur:
             self._held.pop(thread, None)
             return self._match(best, v, d[best], thread)
