@@ -169,7 +169,7 @@ class PageTracker:
     def _match(self, slot: int, v: np.ndarray, dist: float, thread: int, distance=None) -> Match:
         self._hits[slot] += 1
         self._last_used[slot] = self._clock
-        if self._cal[slot, 0] < CALIBRATION:
+        if self._hits[slot] > _SETTLED and self._cal[slot, 0] < CALIBRATION:  # against a settled centre
             self._cal[slot] += (1.0, dist, dist * dist)
         self._reps[slot] += (v - self._reps[slot]) / min(self._hits[slot], MEMORY)
         self._current[thread] = slot
