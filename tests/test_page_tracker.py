@@ -164,3 +164,13 @@ def test_a_phase_database_gives_a_sampled_run_the_ids_of_the_last(tmp_path):
     first, second = ids
     assert second[-1] == first[0] and second[15] == first[-1]  # A and B keep their IDs
     assert second[5] not in first  # C is new
+
+
+def test_table_tracker_options_are_refused_with_the_page_tracker(tmp_path):
+    from conftest import run_cli
+    log = tmp_path / "s.jsonl"
+    log.write_text("")
+    for option in (["--stay", "2"], ["--transition"], ["--bits", "6"], ["--noise-z", "1"]):
+        r = run_cli("replay", str(log), "--tracker", "sampled", *option)
+        assert r.returncode == 2 and "not of the page tracker" in r.stderr, (option, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1

@@ -102,6 +102,7 @@ def main() -> int:
     ap.add_argument("--only", help="comma-separated workload names")
     ap.add_argument("--rate", type=int, default=1000)
     ap.add_argument("--window", type=int, default=100)
+    ap.add_argument("--markdown", action="store_true", help="print the table as the README has it")
     ap.add_argument("--merge", type=int, default=1, metavar="K",
                     help="score windows of K recorded windows (a log recorded with small windows stands for larger ones)")
     args = ap.parse_args(argv)
@@ -114,7 +115,11 @@ def main() -> int:
               and (not args.only or w.name in args.only.split(","))]
     print(f"# {len(chosen)} workloads, logs in {out_dir}; sampled mode at {args.rate} Hz, {args.window}-sample "
           f"windows; * = held out (defaults not tuned on it)")
-    print(f"{'workload':14s} {'who':9s} {'act':>3s} {'ph':>3s} " + " ".join(f"{c[:8]:>8s}" for c in COLUMNS))
+    if args.markdown:
+        print("| workload | activities | phases | ARI | V | detected | false/10s | recur | distinct | foretold "
+              "| baseline: phases, ARI, false/10s |\n" + "| --- " * 11 + "|")
+    else:
+        print(f"{'workload':14s} {'who':9s} {'act':>3s} {'ph':>3s} " + " ".join(f"{c[:8]:>8s}" for c in COLUMNS))
     rows = {"phasescope": [], "baseline": []}
     for w in chosen:
         log = os.path.join(out_dir, w.name + ".jsonl")
@@ -124,19 +129,31 @@ def main() -> int:
         intervals = [merge(intervals[i:i + args.merge], i // args.merge) for i in range(0, len(intervals), args.merge)]
         cpu = np.array([iv.cpu_ns for iv in intervals], dtype=np.float64)
         truth = read_truth(w.truth(out_dir))
+        name = w.name + ("*" if w.split == "held-out" else "")
         for who, (phases, preds) in (("phasescope", classify(intervals, config)), ("baseline", baseline(intervals))):
             s = score_stream(cpu, phases, preds, truth)
             rows[who].append(s)
-            name = w.name + ("*" if w.split == "held-out" else "")
-            print(f"{name:14s} {who:9s} {s['activities']:3d} {s['phases']:3d} "
-                  + " ".join("       -" if s[c] is None else f"{s[c]:8.2f}" for c in COLUMNS), flush=True)
-    for who, ss in rows.items():
-        for split in ("tune", "held-out"):
-            sel = [s for s, w in zip(ss, chosen) if w.split == split]
-            if sel:
-                print(f"{'mean ' + split:14s} {who:9s}         " + " ".join(
-                    f"{np.mean([s[c] for s in sel if s[c] is not None]):8.2f}"
-                    if any(s[c] is not None for s in sel) else "       -" for c in COLUMNS))
+            if not args.markdown:
+                print(f"{name:14s} {who:9s} {s['activities']:3d} {s['phases']:3d} "
+                      + " ".join("       -" if s[c] is None else f"{s[c]:8.2f}" for c in COLUMNS), flush=True)
+        if args.markdown:
+            p, b = rows["phasescope"][-1], rows["baseline"][-1]
+            print(f"| {name} | {p['activities']} | {p['phases']} | " + " | ".join(
+                "-" if p[c] is None else f"{p[c]:.2f}" for c in COLUMNS)
+                + f" | {b['phases']}, {b['ari']:.2f}, {b['false_per_10s']:.2f} |", flush=True)
+    mean = lambda sel, c: (f"{np.mean([s[c] for s in sel if s[c] is not None]):.2f}"
+                           if any(s[c] is not None for s in sel) else "-")
+    for split in ("tune", "held-out"):
+        sel = {who: [s for s, w in zip(ss, chosen) if w.split == split] for who, ss in rows.items()}
+        if not sel["phasescope"]:
+            continue
+        if args.markdown:
+            p, b = sel["phasescope"], sel["baseline"]
+            print(f"| mean, {split} | | | " + " | ".join(mean(p, c) for c in COLUMNS)
+                  + f" | {mean(b, 'ari')}, {mean(b, 'false_per_10s')} |")
+        else:
+            for who, ss in sel.items():
+                print(f"{'mean ' + split:14s} {who:9s}         " + " ".join(f"{mean(ss, c):>8s}" for c in COLUMNS))
     return 0
 
 

@@ -15,7 +15,7 @@ PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.execu
 @dataclass(frozen=True)
 class Workload:
     name: str
-    kind: str  # python | sqlite
+    kind: str  # python | sqlite | perl
     split: str  # tune | held-out
     activities: str
     order: str  # random | cycle
@@ -28,6 +28,9 @@ class Workload:
         if self.kind == "python":
             return [PYTHON, os.path.join(HERE, "pylibs.py"), self.truth(out_dir), "--activities", self.activities,
                     *common]
+        if self.kind == "perl":
+            return ["perl", os.path.join(HERE, "perlwork.pl"), self.truth(out_dir), self.activities, self.order,
+                    str(self.seconds), str(self.seed)]
         script = os.path.join(out_dir, self.name + ".sql")
         subprocess.run([sys.executable, os.path.join(HERE, "sqlshell.py"), "script", script, "--kinds",
                         self.activities, *common], check=True)
@@ -53,4 +56,6 @@ WORKLOADS = [
     Workload("sql-random-B", "sqlite", "held-out", "strings,join,index,window,math,blob", "random", 2),
     Workload("py-db-B", "python", "held-out", "sq_point,sq_range,sq_insert,sq_group,sq_update", "cycle", 2),
     Workload("sql-cycle-B", "sqlite", "held-out", "cte,json,sort,window", "cycle", 3),
+    Workload("perl-random-B", "perl", "held-out", "sha,deflate,regex,sort,hash,sprintf,math", "random", 4),
+    Workload("perl-cycle-B", "perl", "held-out", "sha,regex,hash,math", "cycle", 5),
 ]

@@ -17,6 +17,8 @@ _T = TrackerConfig(**PRESETS["default"])
 DEFAULT_RATE = 10**9 // DEFAULT_PERIOD_NS
 _P = PredictorConfig()
 _UNSET = object()  # --bits not given (None means --full-precision)
+#: options the page tracker (engine/page_tracker.py) has no use for
+TABLE_ONLY = ("update_policy", "full_policy", "transition", "confirm", "adaptive", "noise_z", "stay", "test")
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:
@@ -113,6 +115,13 @@ def engine_config_from_args(args: argparse.Namespace, interval_default: Optional
             preset[name] = value
     if getattr(args, "bits", _UNSET) is not _UNSET:
         preset["bits"] = args.bits
+    if preset.get("method") == "pages":
+        given = [f"--{name.replace('_', '-')}" for name in TABLE_ONLY if getattr(args, name, None) is not None]
+        if getattr(args, "bits", _UNSET) is not _UNSET:
+            given.append("--bits/--full-precision")
+        if given:
+            raise InputError(f"{', '.join(given)}: an option of the table tracker (--tracker paper or default), "
+                             "not of the page tracker (--tracker sampled, the sampled-mode default)")
     tracker = TrackerConfig(interval=interval_default if args.interval is None else args.interval, **preset)
     segments = SegmentConfig(getattr(args, "segment_mode", "fixed"), getattr(args, "segment_threshold", 0.5),
                              getattr(args, "segment_min", 3), getattr(args, "segment_max", 100))
