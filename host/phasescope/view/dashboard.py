@@ -48,17 +48,26 @@ def _pct(x: Optional[float]) -> str:
     return "-" if x is None else f"{100 * x:.0f}%"
 
 
-def _header(s: Snapshot) -> Text:
-    t = Text()
-    t.append("phasescope ", style="bold cyan")
-    t.append(f"{s.target} ", style="bold")
-    t.append(f"pid {s.pid}  ", style="dim")
-    t.append(f"{s.status}  ", style="green" if s.status == "tracing" else "yellow")
-    t.append(f"{s.mode}  ", style="bold magenta")
+def _header(s: Snapshot, width: int) -> Text:
+    """One line from 110 columns, else two; only the target's name is shortened, never a figure."""
     work = f"instr {_human(s.weight)}" if s.unit == "instructions" else f"cpu {s.weight / 1e9:.1f}s"
-    t.append(f"threads {s.threads_followed}  {work}  intervals {s.intervals} ({s.rate:.1f}/s)  ")
-    t.append(f"dropped {s.dropped}", style="bold red" if s.dropped else "dim")
-    t.append(f"  {s.elapsed:.0f}s", style="dim")
+    fields = [(f"pid {s.pid}  ", "dim"), (f"{s.status}  ", "green" if s.status == "tracing" else "yellow"),
+              (f"{s.mode}  ", "bold magenta")]
+    figures = [(f"threads {s.threads_followed}  {work}  intervals {s.intervals} ({s.rate:.1f}/s)  ", ""),
+               (f"dropped {s.dropped}", "bold red" if s.dropped else "dim"), (f"  {s.elapsed:.0f}s", "dim")]
+    one_line = width >= 110
+    first = fields + (figures if one_line else [])
+    room = width - len("phasescope ") - sum(len(text) for text, _ in first) - 1
+    target = s.target if len(s.target) <= room else s.target[:max(1, room - 1)] + "…"
+    t = Text(no_wrap=True, overflow="crop")
+    t.append("phasescope ", style="bold cyan")
+    t.append(f"{target} ", style="bold")
+    for text, style in first:
+        t.append(text, style=style)
+    if not one_line:
+        t.append("\n")
+        for text, style in figures:
+            t.append(text, style=style)
     return t
 
 
@@ -139,13 +148,14 @@ def _phases(s: Snapshot, max_rows: int) -> Table:
     return table
 
 
-def _scores(s: Snapshot) -> Table:
+def _scores(s: Snapshot, rows: int, width: int) -> Table:
+    """Predictor accuracies (the snapshot lists the shown one, marked *, then last phase, first); the
+    names give way (…), never the figures."""
     table = Table(box=None, pad_edge=False, expand=True, header_style="bold")
-    table.add_column("predictor", no_wrap=True)
-    table.add_column("all", justify="right", no_wrap=True)
-    table.add_column("chg", justify="right", no_wrap=True)
-    table.add_column("steady", justify="right", no_wrap=True)
-    for r in s.scores:
+    table.add_column("predictor", no_wrap=True, overflow="ellipsis", max_width=max(4, width - 3 * 6))
+    for name in ("all", "chg", "stdy"):
+        table.add_column(name, justify="right", no_wrap=True, min_width=4)
+    for r in s.scores[:max(1, rows)]:
         table.add_row(r.name, _pct(r.overall), _pct(r.at_changes), _pct(r.steady))
     return table
 
@@ -164,8 +174,25 @@ def _changes(s: Snapshot, max_rows: int) -> Text:
     return t
 
 
+#: the smallest terminal that holds every panel
+MIN_WIDTH, MIN_HEIGHT = 80, 24
+
+
+def _too_small(s: Snapshot, width: int, height: int) -> Layout:
+    """Below 80x24: the header, the threads and a line saying what is not shown."""
+    root = Layout()
+    note = Text(f"terminal {width}x{height}: below {MIN_WIDTH}x{MIN_HEIGHT}, threads only",
+                style="yellow", no_wrap=True, overflow="ellipsis")
+    header = _header(s, width)
+    root.split_column(Layout(header, size=2 if width < 110 else 1), Layout(note, size=1),
+                      Layout(_threads(s, max(1, height - 5), max(10, width - 34))))
+    return root
+
+
 def render(s: Snapshot, width: int, height: int) -> Layout:
     """Lay the snapshot out for a ``width`` x ``height`` terminal."""
+    if width < MIN_WIDTH or height < MIN_HEIGHT:
+        return _too_small(s, width, height)
     thread_rows = max(1, min(len(s.threads) or 1, 2 if height < 30 else 6))
     heat_rows = 4 if height < 30 else 8 if height < 44 else 16
     strip_width = max(10, width - 34)
@@ -175,7 +202,7 @@ def render(s: Snapshot, width: int, height: int) -> Layout:
 
     root = Layout()
     root.split_column(
-        Layout(_header(s), name="header", size=header_rows),
+        Layout(_header(s, width), name="header", size=header_rows),
         Layout(Panel(_threads(s, thread_rows, strip_width), title="threads", title_align="left",
                      padding=(0, 1)), name="threads", size=thread_rows + 3),
         Layout(Panel(_heatmap(s, heat_rows, heat_width), title="footprints (buckets x intervals)",
@@ -183,7 +210,10 @@ def render(s: Snapshot, width: int, height: int) -> Layout:
         Layout(name="bottom", size=bottom_rows),
     )
     table_rows = max(1, bottom_rows - 3)
-    right = Group(_scores(s), Text(""), _changes(s, max(1, bottom_rows - 9)))
+    inner = bottom_rows - 2  # the panel's borders
+    score_rows = min(len(s.scores), max(2, inner - 5))  # leave the last changes at least three rows
+    right_width = width * 2 // 5 - 4
+    right = Group(_scores(s, score_rows, right_width), Text(""), _changes(s, max(1, inner - score_rows - 2)))
     root["bottom"].split_row(
         Layout(Panel(_phases(s, table_rows), title="phases", title_align="left", padding=(0, 1)), ratio=3),
         Layout(Panel(right, title="prediction / changes", title_align="left", padding=(0, 1)), ratio=2),

@@ -27,6 +27,23 @@ def _console(file: Optional[TextIO]) -> Console:
     return Console(file=file, width=None if file.isatty() else 120)
 
 
+#: columns of the phase table given up, in this order, when the console is too narrow for all
+_DROP_ORDER = ("ns/insn", "next", "ms/interval", "run mean/max")
+
+
+def _fitting(columns, rows, width: int) -> list:
+    """Indices of the columns to show: all when they fit ``width`` whole (a rich table with borders
+    takes 3 characters a column and 1 more), else without the least needed ones; a column that is
+    empty ("-") in every row goes first."""
+    need = [max(len(c[0]), *(len(r[i]) for r in rows)) + 3 for i, c in enumerate(columns)]
+    keep = [i for i in range(len(columns)) if any(r[i] not in ("-", "") for r in rows) or i == 0]
+    for name in _DROP_ORDER:
+        if sum(need[i] for i in keep) + 1 <= width:
+            break
+        keep = [i for i in keep if columns[i][0] != name]
+    return keep
+
+
 def print_report(summary: dict, top: int, file: Optional[TextIO] = None) -> None:
     """The per-phase table and the predictor scores of a summary, on ``file`` (default stdout)."""
     console = _console(file)
@@ -35,26 +52,27 @@ def print_report(summary: dict, top: int, file: Optional[TextIO] = None) -> None
             else f"{w.get('cpu_ns', 0) / 1e9:.2f} s of sampled CPU time")
     console.print(f"{w['intervals']:,} intervals, {work}, {w['threads']} thread(s), "
                   f"{w['phases']} phases, phase changes in {_pct(w['change_rate'])} of intervals")
-    t = Table(title="phases (mean (CV) per interval)", title_justify="left", header_style="bold")
-    for name, just in (("phase", "left"), ("share", "right"), ("intervals", "right"), ("runs", "right"),
-                       ("run mean/max", "right"), ("next", "left"), ("ms/interval", "right"),
-                       ("ns/insn", "right")):
-        t.add_column(name, justify=just, no_wrap=True)
+    columns = (("phase", "left"), ("share", "right"), ("intervals", "right"), ("runs", "right"),
+               ("run mean/max", "right"), ("next", "left"), ("ms/interval", "right"), ("ns/insn", "right"))
 
     def row(label, d, transitions):
         nxt = " ".join(f"{x['phase']}:{100 * x['count'] / max(1, sum(y['count'] for y in transitions)):.0f}%"
                        for x in transitions[:3])
-        t.add_row(label, _pct(d.get("share", 1.0)), f"{d['intervals']:,}", f"{d['runs']:,}",
-                  f"{d['run_length']['mean']:.1f}/{d['run_length']['max']}", nxt,
-                  _mean_cv(d["metrics"]["wall_ns"], 1e6), _mean_cv(d["metrics"]["ns_per_instruction"]))
+        return [label, _pct(d.get("share", 1.0)), f"{d['intervals']:,}", f"{d['runs']:,}",
+                f"{d['run_length']['mean']:.1f}/{d['run_length']['max']}", nxt,
+                _mean_cv(d["metrics"]["wall_ns"], 1e6), _mean_cv(d["metrics"]["ns_per_instruction"])]
 
-    row("all", w, [])
-    for p in summary["phases"][:top]:
-        row(str(p["phase"]), p, p["transitions"])
+    rows = [row("all", w, [])] + [row(str(p["phase"]), p, p["transitions"]) for p in summary["phases"][:top]]
     if len(summary["phases"]) > top:
         rest = summary["phases"][top:]
-        t.add_row(f"+{len(rest)} more", _pct(sum(p["share"] for p in rest)), f"{sum(p['intervals'] for p in rest):,}",
-                  "", "", "", "", "")
+        rows.append([f"+{len(rest)} more", _pct(sum(p["share"] for p in rest)),
+                     f"{sum(p['intervals'] for p in rest):,}", "", "", "", "", ""])
+    keep = _fitting(columns, rows, console.width)
+    t = Table(title="phases (mean (CV) per interval)", title_justify="left", header_style="bold")
+    for i in keep:
+        t.add_column(columns[i][0], justify=columns[i][1], no_wrap=True)
+    for r in rows:
+        t.add_row(*(r[i] for i in keep))
     console.print(t)
     s = Table(title="next-phase predictors (accuracy)", title_justify="left", header_style="bold")
     for name in ("predictor", "overall", "at changes", "steady"):
@@ -79,7 +97,8 @@ def print_hot_code(summary: dict, top: int, file: Optional[TextIO] = None) -> No
             console.print("hot code (the hottest block of each main phase)", style="bold")
             shown = True
         unit = "instructions" if p["instructions"] is not None else "CPU time"
+        measured = "sampled CPU time" if p["instructions"] is None else "instructions"
         console.print(f"P{p['phase']} ({100 * p['share']:.1f}% of {unit}): {hottest['symbol']}, "
-                      f"{100 * hottest['share']:.0f}% of the phase's sampled {unit}", highlight=False)
+                      f"{100 * hottest['share']:.0f}% of the phase's {measured}", highlight=False)
         for line in hottest["disassembly"]:
             console.print(f"    {line}", highlight=False, markup=False)

@@ -156,8 +156,9 @@ class LiveState:
                            None if size is None else stats.miss_rate(p.phase, size))
                   for p in stats.by_share()]
         board = e.scoreboard.to_dict()
-        scores = [ScoreRow(LABELS.get(n, n), board[n]["overall"]["accuracy"], board[n]["changes"]["accuracy"],
-                           board[n]["steady"]["accuracy"]) for n in PREDICTORS]
+        shown_first = sorted(PREDICTORS, key=lambda n: (n != PRIMARY, n != "last_phase"))  # the shown, the floor
+        scores = [ScoreRow(LABELS.get(n, n) + (" *" if n == PRIMARY else ""), board[n]["overall"]["accuracy"],
+                           board[n]["changes"]["accuracy"], board[n]["steady"]["accuracy"]) for n in shown_first]
         return Snapshot(self.target, self.pid, self.status, self.threads_followed, stats.weight, stats.unit,
                         self.mode, stats.intervals, self.rate(), self.dropped, time.monotonic() - self.started,
                         threads, fps, tuple(r.phase for r in recent), phases, scores, list(self.changes),

@@ -1,0 +1,95 @@
+"""The dashboard's layout at the sizes people use: every figure whole at 80x24, 100x30 and 160x48,
+and a terminal below 80x24 says what it leaves out. Rendered from a snapshot whose figures are
+known, so each can be looked for on the screen."""
+
+import re
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from phasescope.view.dashboard import render
+from phasescope.view.snapshot import ChangeRow, LABELS, PhaseRow, ScoreRow, Snapshot, ThreadRow
+from phasescope.engine.predict import PREDICTORS, PRIMARY
+
+
+def snapshot(locality=False):
+    scores = [ScoreRow(LABELS[n] + (" *" if n == PRIMARY else ""), 0.987, 1.0 if i % 2 else 0.456, 0.999)
+              for i, n in enumerate(sorted(PREDICTORS, key=lambda n: n != PRIMARY))]
+    phases = [PhaseRow(p, share, 12 + p, 34.5, f"libsqlite3.so.0!sqlite3VdbeExec+0x{p:x}4d2",
+                       0.425 if locality else None)
+              for p, share in enumerate((0.388, 0.366, 0.127, 0.104, 0.015))]
+    return Snapshot("/usr/bin/python3 workload.py --with a --long command line that goes on and on", 123456,
+                    "tracing", 3, 13_400_000_000, "cpu_ns", "sampled 1000 Hz", 134, 9.2, 0, 15.0,
+                    [ThreadRow(4242 + t, t, 26, 4, 0.86, 100 - t, tuple(range(5)) * 20) for t in range(3)],
+                    np.random.default_rng(0).random((60, 32)), tuple([1, 2, 3] * 20), phases, scores,
+                    [ChangeRow("03:04:12", 127 + k, 4242, k, k + 1) for k in range(6)],
+                    1 << 20 if locality else None)
+
+
+def screen(s, width, height):
+    console = Console(width=width, height=height, record=True, color_system=None, file=open("/dev/null", "w"))
+    console.print(render(s, width, height))
+    return console.export_text()
+
+
+@pytest.mark.parametrize("width,height", [(80, 24), (100, 30), (160, 48)])
+@pytest.mark.parametrize("locality", [False, True])
+def test_every_figure_is_whole(width, height, locality):
+    text = screen(snapshot(locality), width, height)
+    lines = text.splitlines()
+    assert len(lines) <= height and all(len(line) <= width for line in lines)
+    for figure in ("pid 123456", "cpu 13.4s", "intervals 134 (9.2/s)", "dropped 0", "threads 3",
+                   "38.8%", "36.6%", "12.7%", "10.4%", "34.5", "99%", "46%", "100%", "86%"):
+        assert figure in text, (figure, text)
+    if locality:
+        assert "42%" in text
+    assert "hybrid *" in text  # the shown predictor is listed first, whatever the height
+    assert "03:04:12 #132" in text  # the last phase change has room
+    assert "%…" not in text  # what gives way is text (a code name, the command line), never a figure
+
+
+def test_the_header_breaks_between_fields_not_inside_them():
+    for width in (80, 100, 109):
+        head = screen(snapshot(), width, 24).splitlines()[:2]
+        assert head[0].startswith("phasescope /usr/bin/python3") and "pid 123456" in head[0]
+        assert head[1].startswith("threads 3") and head[1].rstrip().endswith("15s")
+
+
+def test_a_small_terminal_says_what_it_leaves_out():
+    text = screen(snapshot(), 60, 12)
+    assert "terminal 60x12" in text and "80x24" in text
+    assert "4242" in text  # the threads are still shown
+
+
+def test_the_end_of_run_report_fits_80_columns(monkeypatch):
+    """Sampled and exact summaries, printed to an 80-column terminal: every share whole."""
+    import io
+    from phasescope.engine import EngineConfig, PhaseEngine
+    from phasescope.engine.interval import Interval
+    from phasescope.engine.tracker import preset
+    from phasescope.view.report import print_report
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setenv("COLUMNS", "80")
+    rng = np.random.default_rng(1)
+    for mode in ("exact", "sampled"):
+        engine = PhaseEngine(EngineConfig(tracker=preset("sampled" if mode == "sampled" else "default")))
+        for i in range(60):
+            keys = (np.arange(20, dtype=np.uint64) + 100 * (i // 20)) << np.uint64(12)
+            counts = rng.integers(1, 50, 20).astype(np.uint64)
+            engine.feed(Interval(1, i, None if mode == "sampled" else int(counts.sum()), keys, counts,
+                                 start_ns=i * 10**8, end_ns=(i + 1) * 10**8, mode=mode,
+                                 samples=int(counts.sum()) if mode == "sampled" else 0, period_ns=10**6,
+                                 os={"cpu_ns": 10**8, "minflt": 0, "majflt": 0, "nvcsw": 0, "nivcsw": 0}))
+        out = Terminal()
+        summary = engine.summary()
+        print_report(summary, 20, out)
+        text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())  # the terminal's colours
+        assert all(len(line) <= 80 for line in text.splitlines()), text
+        for p in summary["phases"][:20]:
+            assert f"{100 * p['share']:.1f}%" in text
+        assert "…" not in text
