@@ -169,3 +169,8 @@ def test_live_segments_follow_the_programs_phases(build, tmp_path, mode):
     runs = [rec["phase"] for rec in recs if rec["phase"] in main]
     runs = [p for i, p in enumerate(runs) if i == 0 or p != runs[i - 1]]
     assert [main[p] for p in runs] == ["hash_phase", "float_phase", "chase_phase"] * 3
+
+
+def test_segment_modes_without_fine_units_are_refused_live():
+    r = run_cli("--no-dashboard", "--segment-mode", "qphase", "-f", "/bin/true")
+    assert r.returncode == 2 and "--interval" in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -57,8 +57,9 @@ class MonitorCommand(Command):
 
     def __init__(self, prog: str):
         super().__init__(prog)
+        from phasescope.cli import SUBCOMMANDS  # the one list of subcommands
         self.usage = (f"{prog} [options] (-p PID | -n NAME | -f PROGRAM [ARGS...] [-- ARGS...])\n"
-                      f"       {prog} {{demo,replay,export-bbv,bench,plot}} ...")
+                      f"       {prog} {{{','.join(SUBCOMMANDS)}}} ...")
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("--version", action="version", version=f"phasescope {__version__}")

@@ -43,7 +43,8 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                    help=f"accumulator buckets, i.e. footprint dimensions (default {_T.buckets})")
     bits = g.add_mutually_exclusive_group()
     bits.add_argument("--bits", type=int, default=_UNSET, metavar="B",
-                      help=f"bits per footprint entry (default {_T.bits})")
+                      help="bits per footprint entry (default: full precision; the paper's preset: "
+                           f"{PRESETS['paper']['bits']})")
     bits.add_argument("--full-precision", action="store_const", const=None, dest="bits",
                       help="keep footprints unquantized")
     g.add_argument("--evict-policy", choices=EVICT_POLICIES, default=None,
@@ -203,8 +204,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
 def add_policy_options(o) -> None:
     """--events and --phase-db (live runs, demo and replay)."""
     o.add_argument("--events", metavar="ADDRESS",
-                   help="serve JSON Lines events (hello, interval, phase_change, prediction, phase_new, end) on "
-                        "unix:PATH or tcp:HOST:PORT, to any number of clients; no authentication")
+                   help="serve JSON Lines events (hello, interval, phase_new, phase_merge, phase_change, prediction, "
+                        "dropped, end) on unix:PATH or tcp:HOST:PORT, to any number of clients; no authentication")
     o.add_argument("--events-allow-remote", action="store_true",
                    help="let --events tcp: bind a non-loopback address (anyone who connects sees code and phases)")
     o.add_argument("--events-queue", type=int, default=4096, metavar="N",
@@ -236,6 +237,9 @@ def validate_run_options(args: argparse.Namespace) -> None:
         raise InputError(f"--status-every must be positive (got {args.status_every})")
     if not 0 < args.refresh <= 60:
         raise InputError(f"--refresh must be in (0, 60] (got {args.refresh})")
+    if args.segment_mode != "fixed" and args.mode == "exact" and args.interval is None:
+        raise InputError(f"--segment-mode {args.segment_mode} re-cuts fine units into segments: give --interval "
+                         f"(e.g. 100000; at the default {_T.interval:,} a whole run is a few segments)")
     if args.kernel_samples and args.mode != "sampled":
         raise InputError("--kernel-samples needs --mode sampled (exact mode follows user code only)")
     if args.bursts and args.mode != "sampled":

@@ -273,7 +273,8 @@ class EventServer(Sink):
     def on_interval(self, r: IntervalResult, iv: Interval) -> None:
         events = [{"event": "interval", "thread": r.thread, "seq": r.seq, "thread_seq": r.thread_seq,
                    "phase": r.phase, "distance": r.distance, "new_phase": r.new_phase,
-                   "instructions": r.instructions, "partial": iv.partial, "end_ns": iv.end_ns}]
+                   "instructions": r.instructions, "samples": iv.samples if iv.mode == "sampled" else None,
+                   "cpu_ns": iv.cpu_ns, "partial": iv.partial, "end_ns": iv.end_ns}]
         if r.merged is not None:
             events.append({"event": "phase_merge", "from": r.merged[0], "into": r.merged[1], "seq": r.seq})
         if r.new_phase:
