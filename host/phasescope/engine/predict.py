@@ -164,10 +164,13 @@ class ThreadPredictors:
     is predicted, the duration predictor's estimate otherwise, None when unknown).
 
     ``leaving`` (the page tracker's streams): the hybrid shows the phase that followed the current
-    one before (the duration predictor's) once the run has reached the shortest of its recent
-    lengths, or after an interval the tracker held. Sampled windows cut an activity of fixed CPU
-    time into runs that vary by a window, which the confidence of an exact-length context never
-    trusts (bench/truth/run.py: changes foretold on the fixed cycles 0-30% -> 65-82%).
+    one before (the duration predictor's) once the run is within a window of the shortest of its
+    recent lengths, or after an interval the tracker held, as long as successions have held: two
+    confidence counters, the thread's and the phase's, are scored once per run, when the run ends
+    (right if it ends in the phase expected), so a program whose phases follow each other in no
+    fixed order soon stops showing it. Sampled windows cut an activity of fixed CPU time into runs that
+    vary by a window, which the confidence of an exact-length context never trusts
+    (bench/truth/run.py: changes foretold on the fixed cycles 0-30% -> 74-82%).
     """
 
     def __init__(self, config: PredictorConfig, leaving: bool = False):
@@ -185,7 +188,7 @@ class ThreadPredictors:
         self.hybrid = Hybrid(self.confidences, HYBRID_MEMBERS)
         self.gated = Gated(self.confidences)
         self._contexts: Dict[str, tuple] = {}
-        self._leaving: Optional[int] = None
+        self._leaving: Optional[tuple] = None  # (phase, the phase expected after it) of the current run
         self.prediction: Optional[int] = None
         self.confidence: Optional[float] = None
         self.expected_remaining: Optional[int] = None
@@ -195,16 +198,21 @@ class ThreadPredictors:
         tracker held this interval (:class:`~phasescope.engine.tracker.Match`)."""
         for ctx in self._contexts.values():
             self.confidences.update(ctx, ctx[2] == phase)
-        if self._leaving is not None:
-            self.confidences.update(("leaving", self._leaving), self._leaving == phase)
+        if self._leaving is not None and phase != self._leaving[0]:  # the run ended: was it the succession?
+            for ctx in (("leaving",), ("leaving", self._leaving[0])):  # the thread's successions, the phase's
+                self.confidences.update(ctx, self._leaving[1] == phase)
         out = {}
         for name, p in self.predictors.items():
             p.observe(phase)
             out[name] = p.predict()
         self._contexts = {n: context_of(n, p, out[n]) for n, p in self.predictors.items()}
         duration = self.predictors["duration"]
-        self._leaving = duration.next_different() if self.leaving and (held or duration.due()) else None
-        chosen, out["hybrid"], hybrid_confidence = self.hybrid.choose(out, self._contexts, self._leaving)
+        after = duration.next_different() if self.leaving else None
+        self._leaving = None if after is None else (phase, after)
+        leaving_to = after if after is not None and (held or duration.due()) and \
+            min(self.confidences.value(("leaving",)), self.confidences.value(("leaving", phase))) >= Confidence.START \
+            else None
+        chosen, out["hybrid"], hybrid_confidence = self.hybrid.choose(out, self._contexts, leaving_to)
         out["gated"], gated_confidence = self.gated.choose(phase, out[GATED_MEMBER], self._contexts[GATED_MEMBER])
         self.prediction = out[PRIMARY]
         own = {"hybrid": hybrid_confidence, "gated": gated_confidence}

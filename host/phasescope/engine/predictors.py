@@ -137,9 +137,10 @@ class DurationPredictor:
         return None if e is None else e[0]
 
     def due(self) -> bool:
-        """The run has reached the shortest of its context's last run lengths: a change may come next."""
+        """The run is within one interval of the shortest of its context's last run lengths: a change
+        may come next (runs of sampled windows vary by one)."""
         e = self._entry()
-        return e is not None and self.run >= min(e[1])
+        return e is not None and self.run >= min(e[1]) - 1
 
     def predict(self) -> int:
         e = self._entry()
@@ -211,7 +212,7 @@ class Hybrid:
         ``leaving_to``: the phase expected next after a held interval (it is shown)."""
         if leaving_to is not None:
             self.choice = "leaving"
-            return "leaving", leaving_to, self.conf.confidence(("leaving", leaving_to))
+            return "leaving", leaving_to, self.conf.confidence(("leaving", predictions["last_phase"]))
         best = None
         for name in self.order:
             c = self.conf.confidence(contexts[name])
