@@ -76,3 +76,21 @@ def test_output_option_takes_phasescope_s_lines(tmp_path):
     text = report.read_text()
     assert "start -> P0 (new)" in text and text.rstrip().endswith("exited with code 0")
     assert os.path.getsize(report) > 0
+
+
+def test_pipe_mode_gives_the_target_our_stdin_to_the_end_and_keeps_stderr_apart(tmp_path):
+    """The dashboard's default stdio (pipe): sqlite3 and xz read stdin to end of file; their
+    stdout is byte-identical to an untraced run, and their stderr stays stderr."""
+    script = tmp_path / "q.sql"
+    script.write_text("create table t(a);\ninsert into t values (1),(2),(3);\nselect sum(a), count(*) from t;\n"
+                      "select 'done';\nselect nosuchfunction(1);\n")
+    for argv, data in ((["sqlite3", ":memory:"], script.read_bytes()), (["xz", "-c"], os.urandom(1 << 20))):
+        if shutil.which(argv[0]) is None:
+            continue
+        native = subprocess.run(argv, input=data, capture_output=True)
+        r = subprocess.run(cli_command("--stdio", "pipe", "--no-dashboard", "-f", argv[0], "--", *argv[1:]),
+                           input=data, capture_output=True, timeout=120)
+        assert r.returncode == native.returncode, r.stderr[-2000:]
+        assert r.stdout == native.stdout
+        if native.stderr:
+            assert native.stderr in r.stderr and native.stderr not in r.stdout

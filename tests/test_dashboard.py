@@ -19,7 +19,8 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 class Tmux:
     def __init__(self, width: int, height: int, command: list):
         self.name = f"psq-{uuid.uuid4().hex[:8]}"
-        shell = " ".join(shlex.quote(c) for c in command) + "; echo EXIT=$?; sleep 60"
+        # the shell outlives a Ctrl-C sent to the pane (trap), so that the exit status can be read
+        shell = "trap : INT; " + " ".join(shlex.quote(c) for c in command) + "; echo EXIT=$?; sleep 60"
         subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height),
                         "env", "-u", "COLUMNS", "-u", "LINES", "TERM=xterm-256color", "sh", "-c", shell], check=True)
 

@@ -27,8 +27,12 @@ def main(argv=None) -> int:
         (module_name, cls), prog, argv = SUBCOMMANDS[argv[0]], f"phasescope {argv[0]}", argv[1:]
     else:
         (module_name, cls), prog = DEFAULT, "phasescope"
-    command = getattr(importlib.import_module(module_name), cls)(prog)
-    return command.main(argv)
+    try:
+        command = getattr(importlib.import_module(module_name), cls)(prog)
+        return command.main(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the run installed its handlers (imports, parsing)
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from typing import List, Optional, TextIO
 
-import frida
 
 from phasescope import __version__
 from phasescope.commands.runner import EXIT_FAILED, EXIT_KILLED, EXIT_OK, StopRequest
@@ -20,7 +19,7 @@ from phasescope.engine.bursts import BurstPlanner
 from phasescope.engine.segments import Segmenter
 from phasescope.errors import PhasescopeError
 from phasescope.sinks.base import Sink, Sinks
-from phasescope.target.calls import QUERY_TIMEOUT
+from phasescope.target.calls import QUERY_TIMEOUT, kill_quietly
 from phasescope.target.events import (AgentError, BurstEvent, Dropped, Ended, Forked, IntervalEvent, ModulesChanged,
                                       Output, ThreadExited, ThreadStarted)
 from phasescope.target.output import OutputRelay
@@ -64,6 +63,7 @@ class LiveRun:
         self.bursts = BurstPlanner(session.burst) if getattr(session, "bursts", False) else None
         if self.bursts is not None:
             self.engine.subscribe(self.bursts.on_interval)
+        self.terminated = False  # a piped spawned target was terminated when phasescope detached
         self.output = OutputRelay(hold=session.stdio == "pipe" and dashboard)
         self.ended: Optional[Ended] = None
         self.stop_reason: Optional[str] = None
@@ -161,7 +161,7 @@ class LiveRun:
         elif isinstance(event, Dropped):
             self.state.dropped = event.records
         elif isinstance(event, Output):
-            self.output.write(event.data)
+            self.output.write(event.fd, event.data)
         elif isinstance(event, ModulesChanged):
             self.symbols.invalidate()
         elif isinstance(event, AgentError):
@@ -222,19 +222,20 @@ class LiveRun:
                 and self.session.stdio == "pipe"):
             # Its stdout is a pipe to us: once we exit it would die of SIGPIPE at its next write.
             self.stop_reason = (self.stop_reason or "stopped") + "; spawned target terminated, its output was piped"
-            try:
-                self.session.device.kill(self.session.pid)
-            except frida.InvalidOperationError:
-                pass  # it ended meanwhile
+            self.terminated = True
+            kill_quietly(self.session.device, self.session.pid)  # it may have ended meanwhile
         for iv in self.segmenter.flush():  # threads whose last unit never came
             self.engine.feed(iv)
         self.summary = self._summary()
         self.sinks.on_end(self.summary)
-        self.output.release()
-        for note in self.view.notes:
-            print(note, file=self.out)
-        print_report(self.summary, top=20, file=self.out)
-        print_hot_code(self.summary, top=HOT_REPORTED, file=self.out)
+        # the terminal may be gone (SIGHUP): each write that fails is skipped, not the ones after it
+        for say in (self.output.release, lambda: [print(n, file=self.out) for n in self.view.notes],
+                    lambda: print_report(self.summary, top=20, file=self.out),
+                    lambda: print_hot_code(self.summary, top=HOT_REPORTED, file=self.out)):
+            try:
+                say()
+            except OSError:
+                pass
 
     def _fork_note(self, pids: List[int]) -> str:
         pid = self.session.pid
@@ -246,10 +247,15 @@ class LiveRun:
             print(self._fork_note(self.forked), file=self.out)
         end = self.ended
         how = end.describe() if end else "ended"
+        if self.terminated:
+            how = "detached"  # and terminated, as the reason says: not left running
         msg = f"phasescope: target {self.target.describe()} (pid {self.session.pid}) {how}"
         if self.stop_reason:
             msg += f" ({self.stop_reason})"
-        print(msg, file=self.out, flush=True)
+        try:
+            print(msg, file=self.out, flush=True)
+        except OSError:
+            pass  # no terminal left to say it on
         if self.session.abandoned:
             return EXIT_FAILED  # detached without the last intervals
         if end is None or end.how in ("detached", "exec"):  # exec: it runs on, as another program

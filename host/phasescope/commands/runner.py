@@ -1,10 +1,11 @@
 """The runner every subcommand is built on, as frida-tools' ``ConsoleApplication``: it parses the
-command line (options anywhere, one-line usage errors), turns SIGINT/SIGTERM into a stop request,
-and maps every way a run can end to an exit code.
+command line (options anywhere, one-line usage errors), turns SIGINT, SIGTERM, SIGHUP (the
+terminal closed) and SIGQUIT into a stop request, and maps every way a run can end to an exit code.
 
 Exit codes: 0 normal end (a traced target exited 0, or phasescope detached on request); 1 a
 traced target exited non-zero, or a runtime failure; 2 bad input (options, pids, names, files,
-sockets, databases); 3 the target was killed or crashed; 130 a second Ctrl-C.
+sockets, databases); 3 the target was killed or crashed; 130 a second stop signal, or Ctrl-C
+before the run started.
 """
 
 from __future__ import annotations
@@ -19,8 +20,12 @@ from phasescope.errors import PhasescopeError
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_KILLED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
+#: the signals that ask a run to stop: it detaches, writes the summary, reports and exits
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
 class StopRequest:
-    """SIGINT/SIGTERM set :attr:`requested` (the signal's name); a second signal raises
+    """A stop signal sets :attr:`requested` (the signal's name); a second one raises
     KeyboardInterrupt, for a wait that must be cut short. Installed for the whole run."""
 
     def __init__(self):
@@ -28,7 +33,7 @@ class StopRequest:
         self._old = {}
 
     def __enter__(self) -> "StopRequest":
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in STOP_SIGNALS:
             self._old[sig] = signal.signal(sig, self._handle)
         return self
 

@@ -11,6 +11,15 @@ import frida
 GONE = (frida.InvalidOperationError, frida.TransportError, frida.ProcessNotFoundError, frida.core.RPCException)
 
 
+def kill_quietly(device, pid: int) -> None:
+    """Kill a process we spawned; one that has already gone (Frida says so in three ways: not
+    found, invalid operation, or its /proc entry unreadable) is not an error."""
+    try:
+        device.kill(pid)
+    except (frida.InvalidOperationError, frida.ProcessNotFoundError, frida.NotSupportedError):
+        pass
+
+
 def first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return text[0] if text else type(e).__name__

@@ -45,11 +45,13 @@ from phasescope.errors import InputError, PhasescopeError
 from phasescope.resources import read_text
 from phasescope.target import wire
 from phasescope.target.agent import agent_options
-from phasescope.target.calls import GONE, STOP_TIMEOUT, BoundedRpc, bounded, detach_session, first_line, unload
+from phasescope.target.calls import (GONE, STOP_TIMEOUT, BoundedRpc, bounded, detach_session, first_line,
+                                     kill_quietly, unload)
 from phasescope.target.device import Target, resolve_target
 from phasescope.target.events import (AgentError, Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output,
                                       ThreadExited, ThreadStarted)
 from phasescope.target.modules import Module, ModuleMap
+from phasescope.target.stdio import PipedStdio
 
 
 @dataclass
@@ -138,7 +140,7 @@ class TraceSession:
         self._pending_end: Optional[Ended] = None  # the end, held back until piped output is done
         self._open_fds: set = {1, 2} if (stdio == "pipe" and target.spawn) else set()
         self._errors: list = []
-        self._output_handler = None
+        self._stdio: Optional[PipedStdio] = None  # pipe mode: the spawned target's pipes
         self._final_pending = False  # the agent holds the ending thread until the final ack
         #: time.perf_counter() just before a spawned target was resumed (None: attached)
         self.resumed_at: Optional[float] = None
@@ -174,6 +176,8 @@ class TraceSession:
             if self.target.spawn:
                 spawned = self._spawn()
                 self.pid = spawned
+                if self._stdio is not None:
+                    self._stdio.start(self._on_output)
             else:
                 self.pid = self.target.pid if self.target.pid is not None else resolve_target(self.device, name=self.target.name).pid
             self._attach()
@@ -195,10 +199,7 @@ class TraceSession:
                 self.threads.update(int(t) for t in tids)
         except BaseException:
             if spawned is not None:
-                try:
-                    self.device.kill(spawned)
-                except (frida.InvalidOperationError, frida.ProcessNotFoundError):
-                    pass
+                kill_quietly(self.device, spawned)
             self._teardown()
             raise
         return self
@@ -208,10 +209,10 @@ class TraceSession:
 
     def _spawn(self) -> int:
         argv = self.target.argv
-        if self.stdio == "pipe":
-            self._output_handler = self._on_output
-            self.device.on("output", self._output_handler)
         try:
+            if self.stdio == "pipe":
+                self._stdio = PipedStdio()
+                return self._stdio.spawn(lambda: self.device.spawn(argv, stdio="inherit"))
             return self.device.spawn(argv, stdio=self.stdio)
         except frida.ExecutableNotFoundError:
             raise InputError(f"no such program: {argv[0]}") from None
@@ -291,9 +292,8 @@ class TraceSession:
         unload(script)
         if session is not None:
             detach_session(session)
-        if self._output_handler is not None:
-            self.device.off("output", self._output_handler)
-            self._output_handler = None
+        if self._stdio is not None:
+            self._stdio.close()
 
     # -- events ----------------------------------------------------------------------------------
 
@@ -368,9 +368,7 @@ class TraceSession:
     def ended(self) -> Optional[Ended]:
         return self._ended
 
-    def _on_output(self, pid, fd, data) -> None:
-        if pid != self.pid:
-            return
+    def _on_output(self, fd: int, data: bytes) -> None:
         if data:
             self._queue.put(Output(fd, data))
             return

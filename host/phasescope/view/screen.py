@@ -13,7 +13,8 @@ from phasescope.view.snapshot import LiveState
 
 
 class DashboardScreen:
-    """Owns the terminal while the run lasts; notes are kept and said after it closes."""
+    """Owns the terminal while the run lasts; notes are kept and said after it closes. A terminal
+    that goes away (SIGHUP: writes fail with EIO) ends the drawing, never the run."""
 
     def __init__(self, state: LiveState, hz: float):
         self.state = state
@@ -23,18 +24,25 @@ class DashboardScreen:
         self._console = Console()
         self._live = Live(console=self._console, screen=True, auto_refresh=False, redirect_stdout=False,
                           redirect_stderr=False)
+        self.gone = False  # the terminal went away
 
     def __enter__(self) -> "DashboardScreen":
         self._live.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._live.__exit__(*exc)
+        try:
+            self._live.__exit__(*exc)
+        except OSError:
+            self.gone = True
 
     def tick(self, now: float) -> None:
-        if now >= self._next:
+        if now >= self._next and not self.gone:
             c = self._console
-            self._live.update(render(self.state.snapshot(), c.width, c.height), refresh=True)
+            try:
+                self._live.update(render(self.state.snapshot(), c.width, c.height), refresh=True)
+            except OSError:
+                self.gone = True
             self._next = now + self.period
 
     def note(self, text: str) -> None:

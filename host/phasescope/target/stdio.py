@@ -1,0 +1,109 @@
+"""A spawned target's stdio in pipe mode (the dashboard owns the terminal): three real pipes.
+
+Frida's own ``stdio="pipe"`` gives no way to close the target's stdin (an empty ``input()`` is no
+end of file), so a program that reads to EOF (``sqlite3 < script``, ``xz -c < file``) waits
+forever. Instead the target is spawned with inherited stdio while phasescope's fds 0, 1 and 2 are,
+for the length of the spawn call, the ends of three pipes of our own: the target reads
+phasescope's stdin through the first (copied by a thread, then closed: end of file arrives), and
+its stdout and stderr come back separately through the others, as ``on_output(fd, data)`` calls,
+``data`` empty at end of file.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Callable, Optional
+
+CHUNK = 1 << 16
+_SPAWN_LOCK = threading.Lock()  # fds 0-2 are swapped process-wide while a spawn runs
+
+
+class PipedStdio:
+    """The pipes of one spawned target; :meth:`spawn`, then :meth:`start`, then :meth:`close`."""
+
+    def __init__(self):
+        self._threads = []
+        self._stdin_w: Optional[int] = None
+        self._reads = {}
+
+    def spawn(self, spawn: Callable[[], int]) -> int:
+        """Run ``spawn()`` (a spawn with inherited stdio) with fds 0-2 on fresh pipes; its pid."""
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        with _SPAWN_LOCK:
+            saved = [os.dup(fd) for fd in (0, 1, 2)]
+            try:
+                for fd, end in ((0, in_r), (1, out_w), (2, err_w)):
+                    os.dup2(end, fd)
+                pid = spawn()
+            except BaseException:
+                for end in (in_w, out_r, err_r):
+                    os.close(end)
+                raise
+            finally:
+                for fd, old in enumerate(saved):
+                    os.dup2(old, fd)
+                    os.close(old)
+                for end in (in_r, out_w, err_w):
+                    os.close(end)
+        self._stdin_w = in_w
+        self._reads = {1: out_r, 2: err_r}
+        return pid
+
+    def start(self, on_output: Callable[[int, bytes], None]) -> None:
+        """Relay the target's output to ``on_output`` and phasescope's stdin to the target."""
+        for fd, end in self._reads.items():
+            self._run(self._relay_out, end, fd, on_output)
+        self._run(self._relay_in)
+
+    def _run(self, fn, *args) -> None:
+        t = threading.Thread(target=fn, args=args, name=f"phasescope-stdio-{fn.__name__}", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    @staticmethod
+    def _relay_out(end: int, fd: int, on_output) -> None:
+        try:
+            while True:
+                data = os.read(end, CHUNK)
+                if not data:
+                    break
+                on_output(fd, data)
+        except OSError:
+            pass
+        finally:
+            os.close(end)
+            on_output(fd, b"")
+
+    def _relay_in(self) -> None:
+        """Copy our stdin to the target's until end of file (or the target stops reading)."""
+        end = self._stdin_w
+        try:
+            while True:
+                data = os.read(0, CHUNK)
+                if not data:
+                    break
+                os.write(end, data)  # blocks while the target does not read, as a shell pipe does
+        except OSError:  # our stdin closed or unreadable, or the target closed its end (EPIPE)
+            pass
+        finally:
+            self._close_stdin()
+
+    def _close_stdin(self) -> None:
+        end, self._stdin_w = self._stdin_w, None
+        if end is not None:
+            try:
+                os.close(end)
+            except OSError:
+                pass
+
+    def close(self, timeout: float = 1.0) -> None:
+        """Give the output relays ``timeout`` to finish (a detached target may still hold them)."""
+        for t in self._threads:
+            if t.name.endswith("_relay_out"):
+                t.join(timeout)

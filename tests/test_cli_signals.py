@@ -1,0 +1,69 @@
+"""Every way a user stops phasescope ends the same way: the summary written, the report and one end
+line, no traceback. Real processes: a compiled three-phase program, the demo in a real terminal."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import cli_command
+from test_dashboard import tmux  # noqa: F401 (the fixture)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGQUIT, signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_mid_run_keeps_the_summary_and_the_report(build, tmp_path, sig):
+    exe = build("phased.c")
+    summary, lines = tmp_path / "s.json", tmp_path / "out.txt"
+    # the target inherits stdio and is left running: phasescope's own lines go to -o
+    proc = subprocess.Popen(cli_command("--no-dashboard", "--summary", str(summary), "-o", str(lines),
+                                        "-f", exe, "0", "2"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (lines.exists() and "#0 thread" in lines.read_text()):
+            time.sleep(0.05)  # tracing: the first interval is classified
+        time.sleep(0.5)
+        proc.send_signal(sig)
+        assert proc.wait(timeout=60) == 0
+        s = json.loads(summary.read_text())
+    finally:
+        proc.kill()
+        if summary.exists():
+            subprocess.run(["kill", "-9", str(json.loads(summary.read_text())["target"]["pid"])])
+    text = lines.read_text()
+    assert "Traceback" not in text
+    assert s["end"]["how"] == "detached" and s["end"]["reason"] == f"stopped by {sig.name}"
+    assert "phases (mean (CV) per interval)" in text  # the report
+    last = text.strip().splitlines()[-1]
+    assert last.startswith("phasescope: target ") and "left running" in last and sig.name in last
+
+
+def test_ctrl_c_during_start_up_is_one_line(tmp_path):
+    for delay in (0.05, 0.3):
+        proc = subprocess.Popen(cli_command("--no-dashboard", "-f", "/bin/sleep", "5"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert "Traceback" not in err, err
+        assert proc.returncode in (0, 130), (proc.returncode, err)
+
+
+@pytest.mark.parametrize("duration", ["2", "5"])
+def test_demo_with_a_duration_in_a_real_terminal_ends_with_the_report(tmux, duration):  # noqa: F811
+    t = tmux(100, 30, cli_command("demo", "--duration", duration))
+    final = t.wait_for(r"EXIT=\d+", timeout=90)
+    assert "EXIT=0" in final and "Traceback" not in final, final
+    assert "detached" in final and f"--duration {duration}s reached" in final
+
+
+def test_ctrl_c_in_the_dashboard_ends_with_the_report(tmux):  # noqa: F811
+    t = tmux(100, 30, cli_command("demo"))
+    t.wait_for(r"intervals \d+")
+    subprocess.run(["tmux", "send-keys", "-t", t.name, "C-c"], check=True)
+    final = t.wait_for(r"EXIT=\d+", timeout=60)
+    assert "EXIT=0" in final and "Traceback" not in final, final
+    assert "stopped by SIGINT" in final
