@@ -31,7 +31,7 @@ def test_plot_png(tmp_path):
     out = tmp_path / "run.png"
     r = run_cli("plot", _log(tmp_path / "run.jsonl"), "-o", str(out), timeout=60)
     assert r.returncode == 0, r.stderr
-    assert "60 intervals, 2 phases, 2 thread(s)" in r.stdout
+    assert "60 intervals, 2 phases, 2 thread(s)" in r.stderr and r.stdout == ""  # stdout stays clean
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 20000
 
 

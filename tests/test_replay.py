@@ -199,9 +199,15 @@ def test_truncated_or_malformed_log_line(tmp_path):
     write_live_log(live)
     text = live.read_text()
     cut = tmp_path / "cut.jsonl"
-    cut.write_text(text[: len(text) // 2])  # truncated mid-record
+    cut.write_text(text[: len(text) // 2])  # truncated mid-record: a run killed while writing
     n = cut.read_text().count("\n") + 1
-    assert_input_error(cli("replay", cut), f"{cut}:{n}:", "not a JSON record")
+    summary = tmp_path / "cut.json"
+    r = cli("replay", cut, "--summary", summary)
+    assert r.returncode == 0 and f"{cut}:{n}: the last line is cut short" in r.stderr, r.stderr
+    assert json.loads(summary.read_text())["whole"]["intervals"] == n - 1
+    middle = tmp_path / "middle.jsonl"  # the same cut record with a newline after it is not a cut: an error
+    middle.write_text(text[: len(text) // 2] + "\n" + text.splitlines()[0] + "\n")
+    assert_input_error(cli("replay", middle), f"{middle}:{n}:", "not a JSON record")
     bad = tmp_path / "bad.jsonl"
     bad.write_text(text.splitlines()[0] + "\n" + '{"thread": 1, "thread_seq": 0, "instructions": 5, '
                    '"blocks": [[1, -5]]}\n')

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from itertools import chain
 
+from phasescope.errors import InputError
 from phasescope.formats.log import read_log
 from phasescope.commands.runner import Command
 from phasescope.sinks.bbv import BbvWriter
@@ -17,6 +19,8 @@ class ExportBbvCommand(Command):
     """Log -> .bb."""
 
     description = "Convert a phasescope interval log to SimPoint .bb format."
+    inputs = {"LOG": "log"}
+    outputs = {"OUT.bb": "output", "--pc-out-file": "pc_out_file"}
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("log", metavar="LOG", help="phasescope interval log (JSON Lines)")
@@ -26,11 +30,14 @@ class ExportBbvCommand(Command):
                        help="only this thread's intervals (default: every thread, in log order)")
 
     def run(self, args) -> int:
+        intervals = (iv for iv in read_log(args.log) if args.thread is None or iv.thread == args.thread)
+        first = next(intervals, None)  # an empty log (or thread) is refused before anything is written
+        if first is None:
+            raise InputError(f"{args.log}: no intervals" + (f" of thread {args.thread}" if args.thread is not None else ""))
         writer = BbvWriter(args.output, args.pc_out_file)
         try:
-            for iv in read_log(args.log):
-                if args.thread is None or iv.thread == args.thread:
-                    writer.write(iv)
+            for iv in chain([first], intervals):
+                writer.write(iv)
         finally:
             writer.close()
         print(f"{args.output}: {writer.intervals:,} intervals, {writer.blocks:,} distinct blocks", file=sys.stderr)

@@ -53,6 +53,8 @@ class MonitorCommand(Command):
               ".bb file), export-bbv (log -> SimPoint .bb), bench (tracing overhead vs native), plot (figures of a log). "
               "phasescope's own lines go to stderr (or -o FILE); the target's output is left alone.")
     intermixed = True
+    outputs = {"-o": "output", "--log": "log", "--summary": "summary", "--bbv": "bbv", "--phase-db": "phase_db",
+               "--events": "events"}
     unknown_hint = "put -- before a spawned program's arguments that start with a dash"
 
     def __init__(self, prog: str):

@@ -4,6 +4,7 @@ device's and the target's (as in frida-tools), and a live run's outputs."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Optional
 
 from phasescope.engine.phase_engine import EngineConfig
@@ -225,7 +226,10 @@ def policy_sinks(args, config) -> list:
     if args.events:
         if args.events_queue < 1:
             raise InputError(f"--events-queue must be at least 1 (got {args.events_queue})")
-        sinks.append(EventServer(args.events, allow_remote=args.events_allow_remote, queue_events=args.events_queue))
+        server = EventServer(args.events, allow_remote=args.events_allow_remote, queue_events=args.events_queue)
+        sinks.append(server)
+        if server.address != args.events:  # tcp:HOST:0: say which port clients should use
+            print(f"phasescope: serving events on {server.address}", file=sys.stderr, flush=True)
     return sinks
 
 

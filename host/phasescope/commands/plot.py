@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 
 from phasescope.commands.options import add_engine_options, engine_config_from_args
 from phasescope.commands.runner import Command
@@ -19,6 +20,8 @@ class PlotCommand(Command):
     description = ("Draw a phasescope interval log: the phase barcode per thread over time, each phase's share, "
                    "per-phase CVs against the whole run (ISCA 2003 Fig. 7) and the intervals' footprints "
                    "(Fig. 3, recomputed with the tracker options below).")
+    inputs = {"LOG": "log"}
+    outputs = {"-o": "output"}
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("log", metavar="LOG", help="phasescope interval log (--log)")
@@ -31,8 +34,13 @@ class PlotCommand(Command):
             importlib.import_module("matplotlib")
         except ImportError:
             raise InputError("plot needs matplotlib: pip install 'phasescope[plot]' (or matplotlib>=3.7)") from None
-        from phasescope.view.plot import plot_log
-        config = engine_config_from_args(args, interval_default=None)
+        from phasescope.formats.log import read_log
+        from phasescope.view.plot import check_output, plot_log
+        check_output(args.output)
+        first = next(read_log(args.log), None)
+        sampled = first is not None and first.mode == "sampled"
+        config = engine_config_from_args(args, interval_default=None, preset_default="sampled" if sampled else "default")
         info = plot_log(args.log, args.output, config, args.title)
-        print(f"{args.output}: {info['intervals']} intervals, {info['phases']} phases, {info['threads']} thread(s)")
+        print(f"{args.output}: {info['intervals']} intervals, {info['phases']} phases, {info['threads']} thread(s)",
+              file=sys.stderr)
         return 0

@@ -56,6 +56,8 @@ class ReferenceCommand(Command):
 
     description = ("Cluster a recorded stream offline as SimPoint does (random projection, k-means, k by BIC) "
                    "and write its labels.")
+    inputs = {"FILE": "file"}
+    outputs = {"-o": "output"}
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("file", metavar="FILE", help="phasescope interval log (.jsonl) or SimPoint/exp-bbv .bb file")

@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from typing import List, Optional
+from typing import Dict, List, Optional
 
+from phasescope.commands.files import check_files
 from phasescope.errors import PhasescopeError
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_KILLED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -72,6 +73,10 @@ class Command:
     intermixed = False
     #: added to an "unrecognized arguments" error
     unknown_hint: Optional[str] = None
+    #: the files this command reads and writes, ``{label: argparse dest}``: an output that is an
+    #: input or another output is refused before anything runs (:mod:`phasescope.commands.files`)
+    inputs: Dict[str, str] = {}
+    outputs: Dict[str, str] = {}
 
     def __init__(self, prog: str):
         self.prog = prog
@@ -97,6 +102,7 @@ class Command:
         """Parse, run, and turn every error into one line and an exit code."""
         args = self.parse(argv)
         try:
+            check_files(args, self.inputs, self.outputs)
             with self.stop:
                 return int(self.run(args) or EXIT_OK)
         except PhasescopeError as e:

@@ -45,6 +45,7 @@ class ScoreCommand(Command):
     """Figure 6 scores of a log against a reference."""
 
     description = "Score a phasescope log's phases and predictions against an offline reference (ISCA 2003, Figure 6)."
+    inputs = {"LOG": "log", "--reference": "reference"}
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("log", metavar="LOG", help="phasescope interval log (.jsonl)")

@@ -69,6 +69,8 @@ from phasescope.errors import InputError
 
 UPDATE_POLICIES = ("none", "mean")
 MIN_INTERVAL = 1000
+MAX_INTERVAL = 1 << 40  # instructions: about 20 minutes of one core's work
+MAX_TABLE_CELLS = 1 << 24  # table_size x buckets: a 128 MiB table
 FULL_POLICIES = ("evict", "nearest", "merge")
 EVICT_POLICIES = ("lru", "lfu")
 TESTS = ("manhattan", "multinomial")
@@ -122,12 +124,14 @@ class TrackerConfig:
                  f"buckets must be an integer from 1 to {1 << 20} (got {self.buckets!r})")
         _require(self.bits is None or (isinstance(self.bits, int) and 1 <= self.bits <= 52),
                  f"bits must be an integer from 1 to 52, or full precision (got {self.bits!r})")
-        _require(self.interval is None or (isinstance(self.interval, int) and self.interval >= MIN_INTERVAL),
-                 f"interval must be at least {MIN_INTERVAL} instructions (got {self.interval!r})")
+        _require(self.interval is None or (isinstance(self.interval, int)
+                                           and MIN_INTERVAL <= self.interval <= MAX_INTERVAL),
+                 f"interval must be from {MIN_INTERVAL} to {MAX_INTERVAL} instructions (got {self.interval!r})")
         _require(isinstance(self.threshold, (int, float)) and 0 <= self.threshold <= 2,
                  f"threshold must be a fraction of the interval from 0 to 2 (got {self.threshold!r})")
-        _require(isinstance(self.table_size, int) and self.table_size >= 1,
-                 f"table size must be at least 1 (got {self.table_size!r})")
+        _require(isinstance(self.table_size, int) and 1 <= self.table_size <= MAX_TABLE_CELLS // self.buckets,
+                 f"table size must be from 1 to {MAX_TABLE_CELLS // self.buckets} with {self.buckets} buckets "
+                 f"(got {self.table_size!r})")
         _require(self.update_policy in UPDATE_POLICIES,
                  f"update policy must be one of {', '.join(UPDATE_POLICIES)} (got {self.update_policy!r})")
         _require(self.full_policy in FULL_POLICIES,

@@ -33,7 +33,8 @@ Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instr
 from __future__ import annotations
 
 import json
-from typing import Iterator, Optional
+import sys
+from typing import Iterator, Optional, Tuple
 
 import numpy as np
 
@@ -115,9 +116,34 @@ def load_record(line: str, where: str) -> dict:
     return rec
 
 
+def log_records(path: str) -> Iterator[Tuple[str, dict]]:
+    """``(FILE:LINE, record)`` of every non-blank line of a log. A last line cut short (no newline
+    and not JSON: the run was killed while writing it) is left out with a warning on stderr; a bad
+    line anywhere else is an InputError."""
+    n = 0
+    for lineno, line in numbered_lines(path):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            rec = load_record(line, where)
+        except InputError:
+            if line.endswith("\n"):
+                raise
+            print(f"phasescope: {where}: the last line is cut short (the run ended while writing it); "
+                  f"reading the {n} records before it", file=sys.stderr)
+            return
+        n += 1
+        yield where, rec
+
+
 def parse_record(line: str, where: str) -> Interval:
     """The interval of one log line; ``where`` (``FILE:LINE``) prefixes any error."""
-    rec = load_record(line, where)
+    return interval_of(load_record(line, where), where)
+
+
+def interval_of(rec: dict, where: str) -> Interval:
+    """The interval of one log record; ``where`` (``FILE:LINE``) prefixes any error."""
     for name in ("thread", "thread_seq", "instructions", "blocks"):
         if name not in rec:
             raise InputError(f"{where}: missing field {name!r}")
@@ -151,7 +177,6 @@ def parse_record(line: str, where: str) -> Interval:
 
 
 def read_log(path: str) -> Iterator[Interval]:
-    """Intervals of a phasescope log, in file order; blank lines are skipped."""
-    for lineno, line in numbered_lines(path):
-        if line.strip():
-            yield parse_record(line, f"{path}:{lineno}")
+    """Intervals of a phasescope log, in file order (see :func:`log_records`)."""
+    for where, rec in log_records(path):
+        yield interval_of(rec, where)

@@ -17,7 +17,7 @@ import numpy as np
 
 from phasescope.errors import InputError
 from phasescope.formats.lines import numbered_lines
-from phasescope.formats.log import load_record
+from phasescope.formats.log import log_records
 
 
 @dataclass
@@ -49,11 +49,7 @@ def read_log_labels(path: str) -> LabelStream:
     shown: List[Optional[int]] = []
     conf: List[Optional[float]] = []
     n = 0
-    for lineno, line in numbered_lines(path):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        rec = load_record(line, where)
+    for where, rec in log_records(path):
         if "phase" not in rec:
             raise InputError(f"{where}: missing field 'phase' (not a classified interval log)")
         labels.append(_int_field(rec, "phase", where))

@@ -102,7 +102,8 @@ def close_file(f, path: str) -> None:
 
 def write_json_atomically(path: str, obj, prefix: str) -> None:
     """Replace ``path`` with ``obj`` as JSON: a temporary file in the same directory, then
-    ``os.replace``, so readers never see half a file and a crash keeps the old one."""
+    ``os.replace``, so readers never see half a file and a crash keeps the old one; an existing
+    file keeps its mode."""
     try:
         fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(os.path.abspath(path)))
     except OSError as e:
@@ -111,9 +112,13 @@ def write_json_atomically(path: str, obj, prefix: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(obj, f, indent=1)
             f.write("\n")
-        mask = os.umask(0o022)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it 0600; these are ordinary files
+        try:
+            mode = os.stat(path).st_mode & 0o7777  # a file replaced keeps its mode
+        except OSError:
+            mask = os.umask(0o022)
+            os.umask(mask)
+            mode = 0o666 & ~mask  # mkstemp makes it 0600; these are ordinary files
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except OSError as e:
         raise write_failed(path, e) from None

@@ -33,6 +33,7 @@ from phasescope.errors import InputError
 from phasescope.sinks.base import Sink
 
 SCHEMA = 1
+UNIX_PATH_MAX = 107  # bytes of a Unix socket path (sun_path holds 108 with the terminating NUL)
 QUEUE_EVENTS = 4096  # per client
 TOP_KEYS = 8  # blocks listed in phase_new
 SNDBUF = 64 * 1024  # kernel buffer per client: past it, events wait (bounded) in the client's queue
@@ -162,6 +163,8 @@ class EventServer(Sink):
         self.sock.listen(16)
         self.sock.settimeout(0.2)
         self.bound = self.sock.getsockname()
+        if self.kind == "tcp":  # the port the kernel chose for tcp:HOST:0
+            self.address = f"tcp:{parsed[1]}:{self.bound[1]}"
         self.served = 0  # clients accepted
         self.clients: List[_Client] = []
         self.gone: List[_Client] = []  # clients that went away (their drop counts stay readable)
@@ -193,12 +196,16 @@ class EventServer(Sink):
                 raise InputError(f"--events unix:{path}: {e.strerror}") from None
             finally:
                 probe.close()
+        size = len(os.fsencode(path))
+        if size > UNIX_PATH_MAX:
+            raise InputError(f"--events unix:{path}: the path is {size} bytes, longer than a socket path may be "
+                             f"({UNIX_PATH_MAX}); use a shorter one")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.bind(path)
         except OSError as e:
             sock.close()
-            raise InputError(f"--events unix:{path}: cannot bind: {e.strerror}") from None
+            raise InputError(f"--events unix:{path}: cannot bind: {e.strerror or e}") from None
         self._inode = os.stat(path).st_ino
         return sock
 

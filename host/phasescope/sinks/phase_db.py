@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import tempfile
 from typing import Dict, Optional
 
@@ -55,6 +56,13 @@ class PhaseDb(Sink):
         if os.path.isdir(path):
             raise InputError(f"--phase-db {path}: is a directory")
         self.db = self._load()
+        #: a database whose mode allows no writing is used as it is: loaded, never saved
+        self.read_only = os.path.exists(path) and not os.stat(path).st_mode & 0o222
+        if self.read_only:
+            print(f"phasescope: --phase-db {path} is read-only: its phases are used, this run's are not saved",
+                  file=sys.stderr, flush=True)
+            self.engine = None
+            return
         # fail now if the directory is not writable, not after the work
         try:
             fd, tmp = tempfile.mkstemp(prefix=".phasescope-db-", suffix=".tmp", dir=self._dir)
@@ -80,9 +88,8 @@ class PhaseDb(Sink):
             db = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as e:
             raise InputError(f"{bad} ({e.__class__.__name__}: {str(e)[:80]}); left unchanged") from None
-        why = self._invalid(db)
-        if why:
-            raise InputError(f"{bad} ({why}); left unchanged")
+        if not isinstance(db, dict) or db.get("format") != FORMAT or not isinstance(db.get("settings"), dict):
+            raise InputError(f"{bad} (no format marker or settings); left unchanged")
         def differs(k, v):  # a replay keeping the recorded intervals (None) fits any interval
             old = db["settings"].get(k, "table" if k == "method" else None)  # before the page tracker
             return old != v and not (k == "interval" and (old is None or v is None))
@@ -90,6 +97,9 @@ class PhaseDb(Sink):
         if diff:
             raise InputError(f"--phase-db {self.path}: made with other tracker settings: {diff}; "
                              "use the same settings or another database")
+        why = self._invalid(db)
+        if why:
+            raise InputError(f"{bad} ({why}); left unchanged")
         return db
 
     def _invalid(self, db) -> Optional[str]:
@@ -138,7 +148,8 @@ class PhaseDb(Sink):
         engine.tracker.preload([(r["phase"], r["footprint"]) for r in reps], self.db["next_id"], **pages)
 
     def on_end(self, summary: dict) -> None:
-        if self.engine is None:
+        summary["phase_db"] = {"path": self.path, "saved": self.engine is not None and not self.read_only}
+        if self.engine is None or self.read_only:
             return
         run = self.db["runs"] + 1
         by_phase: Dict[int, dict] = {r["phase"]: r for r in self.db["representatives"]}

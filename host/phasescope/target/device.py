@@ -10,7 +10,7 @@ from typing import Optional
 
 import frida
 
-from phasescope.errors import InputError, PhasescopeError
+from phasescope.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -44,11 +44,20 @@ def resolve_device(device_id: Optional[str] = None, usb: bool = False, host: Opt
     except (frida.InvalidArgumentError, frida.TimedOutError) as e:
         raise InputError(f"no such device: {device_id or ('usb' if usb else host)} ({e})") from None
     except frida.ServerNotRunningError as e:
-        raise PhasescopeError(f"cannot reach frida-server at {host}: {e}") from None
+        raise InputError(f"cannot reach frida-server at {host}: {e}") from None
 
 
 def is_local(device) -> bool:
     return device.type == "local"
+
+
+def _state(pid: int) -> Optional[str]:
+    """The state letter of a local process (R, S, Z, ...), None when it cannot be read."""
+    try:
+        with open(f"/proc/{int(pid)}/status") as f:
+            return next((line.split()[1] for line in f if line.startswith("State:")), None)
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def resolve_target(device, pid=None, name=None, argv=None) -> Target:
@@ -68,9 +77,12 @@ def resolve_target(device, pid=None, name=None, argv=None) -> Target:
         return Target(argv=list(argv))
     try:
         processes = device.enumerate_processes()
-    except frida.TransportError as e:
-        raise PhasescopeError(f"cannot list processes on {device.name}: {e}") from None
+    except (frida.TransportError, frida.ServerNotRunningError) as e:  # a remote device is connected here
+        raise InputError(f"cannot use device {device.name}: {e}") from None
     if pid is not None:
+        if is_local(device) and _state(pid) == "Z":
+            raise InputError(f"pid {pid} is a zombie: it has exited and waits for its parent to reap it; "
+                             "nothing runs there to trace")
         listed = any(p.pid == pid for p in processes)
         # Processes of other users may be missing from the list: attaching says why.
         if not listed and not (is_local(device) and os.path.exists(f"/proc/{int(pid)}")):

@@ -33,6 +33,7 @@ one ack each cost the target's other threads 0.31 s of CPU, batched 0.25 s; bare
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -227,10 +228,10 @@ class TraceSession:
         except frida.ProcessNotFoundError:
             raise InputError(f"no such process: pid {self.pid}") from None
         except frida.PermissionDeniedError as e:
-            raise PhasescopeError(
-                f"permission denied attaching to pid {self.pid} ({first_line(e)}); "
-                "run as the process owner or as root"
-            ) from None
+            hint = ("phasescope already runs as root: the kernel refuses to trace it (init, a process that "
+                    "another tracer holds, or a security policy)" if os.geteuid() == 0
+                    else "run as the process owner or as root")
+            raise PhasescopeError(f"permission denied attaching to pid {self.pid} ({first_line(e)}); {hint}") from None
         except (frida.ProcessNotRespondingError, frida.NotSupportedError, frida.TransportError) as e:
             raise PhasescopeError(f"cannot attach to pid {self.pid}: {first_line(e)}") from None
         self._session.on("detached", self._on_detached)

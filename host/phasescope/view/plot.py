@@ -10,6 +10,7 @@ through :class:`~phasescope.engine.PhaseEngine` (rows are intervals, columns buc
 from __future__ import annotations
 
 import json
+import os
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -17,30 +18,31 @@ import numpy as np
 from phasescope.engine import PhaseEngine
 from phasescope.engine.phase_engine import EngineConfig
 from phasescope.errors import InputError
-from phasescope.formats.lines import numbered_lines
-from phasescope.formats.log import read_log
+from phasescope.formats.log import log_records, read_log
 
 MAIN_PHASES = 12  # phases shown by name; the rest are "other"
 HEAT_ROWS = 400  # intervals in the heat map at most (evenly sampled)
 
 
 def load_records(path: str) -> List[dict]:
-    """The log's records (the fields the figures use), InputError on a bad line."""
+    """The log's records (the fields the figures use), InputError on a bad line. ``weight`` is a
+    record's share of execution: its instructions, or in sampled mode its sampled CPU time."""
     out = []
-    for lineno, line in numbered_lines(path):
-        if not line.strip():
-            continue
+    for where, r in log_records(path):
         try:
-            r = json.loads(line)
+            sampled = r.get("instructions") is None
+            cpu = r.get("cpu_ns") if sampled else (r.get("os") or {}).get("cpu_ns")
             out.append({"thread": int(r["thread"]), "phase": int(r["phase"]), "seq": int(r.get("seq", len(out))),
-                        "thread_seq": int(r["thread_seq"]), "instructions": int(r["instructions"]),
+                        "thread_seq": int(r["thread_seq"]),
+                        "instructions": None if sampled else int(r["instructions"]),
+                        "weight": int(cpu) if sampled else int(r["instructions"]),
                         "start_ns": int(r.get("start_ns") or 0), "end_ns": int(r.get("end_ns") or 0),
                         "wall_ns": int(r.get("wall_ns") or 0), "partial": bool(r.get("partial", False)),
-                        "cpu_ns": (r.get("os") or {}).get("cpu_ns")})
+                        "cpu_ns": cpu})
         except (ValueError, KeyError, TypeError, AttributeError):
-            raise InputError(f"{path}:{lineno}: not a phasescope log record with a phase") from None
+            raise InputError(f"{where}: not a phasescope log record with a phase") from None
     if not out:
-        raise InputError(f"{path}: empty log")
+        raise InputError(f"{path}: no intervals")
     return out
 
 
@@ -53,9 +55,9 @@ def cv(values) -> Optional[float]:
 
 def metric_cvs(records: List[dict]) -> Dict[str, Dict[str, Optional[float]]]:
     """{metric: {"whole": cv, phase: cv, ...}} over complete intervals with timings."""
-    full = [r for r in records if not r["partial"] and r["wall_ns"] > 0 and r["instructions"] > 0]
-    metrics = {"ns/instruction": lambda r: r["wall_ns"] / r["instructions"], "wall ns": lambda r: r["wall_ns"],
-               "cpu ns": lambda r: r["cpu_ns"]}
+    full = [r for r in records if not r["partial"] and r["wall_ns"] > 0 and r["weight"] > 0]
+    metrics = {"ns/instruction": lambda r: r["instructions"] and r["wall_ns"] / r["instructions"],
+               "wall ns": lambda r: r["wall_ns"], "cpu ns": lambda r: r["cpu_ns"]}
     out = {}
     for name, f in metrics.items():
         rows = [r for r in full if f(r) is not None]
@@ -80,18 +82,32 @@ def footprints(path: str, config: EngineConfig, rows: int = HEAT_ROWS):
     return np.array([fps[i] for i in pick]), [phases[i] for i in pick]
 
 
-def plot_log(path: str, out: str, config: EngineConfig, title: Optional[str] = None) -> dict:
-    """Draw the four panels of the log at ``path`` into ``out`` (PNG, SVG, PDF: by extension)."""
+def check_output(out: str) -> None:
+    """InputError unless ``out`` names a file of a format matplotlib writes (by its extension)."""
     import matplotlib
     matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    if os.path.isdir(out):
+        raise InputError(f"-o {out}: is a directory; give a file name, e.g. {os.path.join(out, 'phases.png')}")
+    kinds = Figure().canvas.get_supported_filetypes()
+    ext = os.path.splitext(out)[1].lower().lstrip(".")
+    if ext not in kinds:
+        raise InputError(f"-o {out}: unknown image format {('.' + ext) if ext else '(no extension)'}; "
+                         f"use one of {', '.join('.' + k for k in sorted(kinds))}")
+
+
+def plot_log(path: str, out: str, config: EngineConfig, title: Optional[str] = None) -> dict:
+    """Draw the four panels of the log at ``path`` into ``out`` (PNG, SVG, PDF: by extension)."""
+    check_output(out)
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
     records = load_records(path)
-    total = sum(r["instructions"] for r in records)
+    sampled = records[0]["instructions"] is None
+    total = sum(r["weight"] for r in records)
     share: Dict[int, int] = {}
     for r in records:
-        share[r["phase"]] = share.get(r["phase"], 0) + r["instructions"]
+        share[r["phase"]] = share.get(r["phase"], 0) + r["weight"]
     ranked = sorted(share, key=lambda p: (-share[p], p))
     main = ranked[:MAIN_PHASES]
     cmap = plt.get_cmap("tab20")
@@ -100,7 +116,8 @@ def plot_log(path: str, out: str, config: EngineConfig, title: Optional[str] = N
 
     fig = plt.figure(figsize=(14, 10), constrained_layout=True)
     grid = fig.add_gridspec(3, 2, height_ratios=[1.1, 1, 1.2])
-    fig.suptitle(title or f"phasescope: {path} ({len(records)} intervals, {total:,} instructions)")
+    work = f"{total / 1e9:.2f} s of sampled CPU time" if sampled else f"{total:,} instructions"
+    fig.suptitle(title or f"phasescope: {path} ({len(records)} intervals, {work})")
 
     # 1. barcode: one row per thread, time on x (or interval number when times are unknown)
     ax = fig.add_subplot(grid[0, :])
@@ -134,7 +151,7 @@ def plot_log(path: str, out: str, config: EngineConfig, title: Optional[str] = N
     ax.barh(labels, values, color=[color[p] for p in main] + [other] * (len(labels) - len(main)))
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
-    ax.set_xlabel("share of executed instructions")
+    ax.set_xlabel("share of sampled CPU time" if sampled else "share of executed instructions")
     ax.set_title("each phase's share of execution")
     for i, v in enumerate(values):
         ax.text(v + 0.01, i, f"{v:.1%}", va="center", fontsize=8)
@@ -166,7 +183,7 @@ def plot_log(path: str, out: str, config: EngineConfig, title: Optional[str] = N
         ax.set_ylabel("bucket")
         ax.set_xlabel(f"interval (replayed; {len(fp)} of {len(records)} shown)" if len(fp) < len(records)
                       else "interval (replayed)")
-    ax.set_title(f"footprints of intervals (Fig. 3), {config.tracker.buckets} buckets")
+    ax.set_title(f"footprints of intervals (Fig. 3), {fp.shape[1] if len(fp) else config.tracker.buckets} buckets")
     try:
         fig.savefig(out, dpi=110)
     except OSError as e:

@@ -1,0 +1,45 @@
+"""One rule for the files a command is given: an output that is also an input, or two outputs that
+are the same file, are refused (one line, exit 2) before anything is opened for writing.
+
+"The same file" is the same inode (a hard link or another spelling of a path that exists) or the
+same resolved path (one that does not exist yet). Each command names its inputs and outputs as
+``{label: argparse dest}``; ``--events unix:PATH`` names the socket file PATH.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Optional, Tuple
+
+from phasescope.errors import InputError
+
+
+def _path(args, dest: str) -> Optional[str]:
+    value = getattr(args, dest, None)
+    if not isinstance(value, str) or not value:
+        return None
+    if dest == "events":
+        return value[len("unix:"):] if value.startswith("unix:") else None
+    return value
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file (see the module docstring)."""
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+        return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_files(args, inputs: Dict[str, str], outputs: Dict[str, str]) -> None:
+    """InputError when an output is an input or another output (``label: dest`` maps)."""
+    ins: List[Tuple[str, str]] = [(label, p) for label, dest in inputs.items() if (p := _path(args, dest))]
+    outs: List[Tuple[str, str]] = [(label, p) for label, dest in outputs.items() if (p := _path(args, dest))]
+    for i, (label, path) in enumerate(outs):
+        for in_label, in_path in ins:
+            if same_file(path, in_path):
+                raise InputError(f"{label} {path} is the input {in_label}: phasescope never writes over its input")
+        for other, other_path in outs[:i]:
+            if same_file(path, other_path):
+                raise InputError(f"{other} and {label} are the same file ({path}): give each output its own")
