@@ -53,6 +53,8 @@ def merge_intervals(intervals: Iterable[Interval], size: int) -> Iterator[Interv
     pending_instructions: Dict[int, int] = {}
     counts: Dict[int, int] = {}
     for iv in intervals:
+        if iv.instructions is None:
+            raise InputError("--interval merges intervals by instructions, and a sampled log has none")
         group = pending.setdefault(iv.thread, [])
         group.append(iv)
         pending_instructions[iv.thread] = pending_instructions.get(iv.thread, 0) + iv.instructions
@@ -127,8 +129,6 @@ class ReplayCommand(Command):
             sinks.sinks += [s for s in (JsonlLog(args.log) if args.log else None,
                                         SummaryWriter(args.summary) if args.summary else None) if s is not None]
             if args.interval is not None:
-                if sampled:
-                    raise InputError("--interval merges instructions, and a sampled log has none")
                 stream = merge_intervals(stream, args.interval)
             if config.segments.mode != "fixed":
                 stream = segment_stream(stream, config.segments)

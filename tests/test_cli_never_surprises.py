@@ -1,0 +1,217 @@
+"""What a new user tries first, on real processes and files: outputs never destroy inputs, every bad
+value is one line and exit 2, and a CLI fuzz test (hypothesis) over every subcommand and option
+finds no traceback, no exit code outside 0-3, and no changed input."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import subprocess
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from conftest import cli_command, run_cli
+from phasescope.engine import EngineConfig, PhaseEngine
+from phasescope.engine.interval import Interval
+from phasescope.formats.log import dumps, to_record
+
+import numpy as np
+
+
+def write_log(path, sampled=False, n=40):
+    """A real log: two alternating phases, as the live monitor writes it."""
+    engine = PhaseEngine()
+    with open(path, "w") as f:
+        for i in range(n):
+            keys = (np.arange(8, dtype=np.uint64) + (100 if (i // 10) % 2 else 0)) << np.uint64(12)
+            counts = np.full(8, 12, dtype=np.uint64)
+            iv = Interval(1, i, None if sampled else 96, keys, counts, mode="sampled" if sampled else "exact",
+                          samples=96 if sampled else 0, period_ns=1_000_000, start_ns=i * 10**8, end_ns=(i + 1) * 10**8)
+            f.write(dumps(to_record(iv, engine.feed(iv))) + "\n")
+    return path
+
+
+def digest(path) -> str:
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def one_line(r, code=2, *fragments):
+    assert r.returncode == code, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    for f in fragments:
+        assert f in r.stderr, (f, r.stderr)
+
+
+def test_an_output_that_is_an_input_or_another_output_is_refused(tmp_path):
+    log = write_log(tmp_path / "run.jsonl")
+    before = digest(log)
+    for args, fragment in ((["replay", log, "--log", log], "is the input FILE"),
+                           (["export-bbv", log, log], "is the input LOG"),
+                           (["plot", log, "-o", log], "is the input LOG"),
+                           (["reference", log, "-o", log], "is the input FILE"),
+                           (["replay", log, "--log", tmp_path / "x", "--summary", tmp_path / "x"], "same file"),
+                           (["--log", tmp_path / "y", "--summary", tmp_path / "y", "-f", "/bin/true"], "same file"),
+                           (["replay", log, "--summary", tmp_path / "." / "run.jsonl"], "is the input FILE")):
+        one_line(run_cli(*map(str, args)), 2, fragment)
+        assert digest(log) == before
+    os.link(log, tmp_path / "hard.jsonl")  # another name for the same file
+    one_line(run_cli("replay", str(log), "--log", str(tmp_path / "hard.jsonl")), 2, "is the input FILE")
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+def test_empty_and_cut_logs(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    for args in (["export-bbv", empty, tmp_path / "e.bb"], ["replay", empty], ["plot", empty, "-o", tmp_path / "e.png"]):
+        one_line(run_cli(*map(str, args)), 2)
+    assert not (tmp_path / "e.bb").exists()
+    log = write_log(tmp_path / "run.jsonl")
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(log.read_bytes()[:-30])  # a run killed mid-write
+    for args in (["export-bbv", cut, tmp_path / "c.bb"], ["score", cut, "--reference", "auto"]):
+        r = run_cli(*map(str, args))
+        assert r.returncode == 0 and "the last line is cut short" in r.stderr, r.stderr
+
+
+def test_plot_takes_sampled_logs_and_refuses_what_it_cannot_write(tmp_path):
+    pytest.importorskip("matplotlib")
+    log = write_log(tmp_path / "s.jsonl", sampled=True)
+    r = run_cli("plot", str(log), "-o", str(tmp_path / "s.png"))
+    assert r.returncode == 0 and (tmp_path / "s.png").stat().st_size > 0 and r.stdout == "", r.stderr
+    one_line(run_cli("plot", str(log), "-o", str(tmp_path / "s.xyz")), 2, "unknown image format")
+    one_line(run_cli("plot", str(log), "-o", str(tmp_path)), 2, "is a directory")
+
+
+def test_a_read_only_phase_database_is_used_and_never_rewritten(tmp_path):
+    log, db = write_log(tmp_path / "run.jsonl"), tmp_path / "phases.json"
+    assert run_cli("replay", str(log), "--phase-db", str(db)).returncode == 0
+    db.chmod(0o444)
+    before = digest(db)
+    summary = tmp_path / "s.json"
+    r = run_cli("replay", str(log), "--phase-db", str(db), "--summary", str(summary))
+    assert r.returncode == 0 and "read-only" in r.stderr
+    assert digest(db) == before and stat.S_IMODE(db.stat().st_mode) == 0o444
+    assert json.loads(summary.read_text())["phase_db"] == {"path": str(db), "saved": False}
+    db.chmod(0o640)
+    assert run_cli("replay", str(log), "--phase-db", str(db)).returncode == 0
+    assert stat.S_IMODE(db.stat().st_mode) == 0o640  # replaced, with its mode kept
+    one_line(run_cli("replay", str(log), "--phase-db", str(db), "--buckets", "64"), 2,
+             "made with other tracker settings", "buckets 32 (now 64)")
+
+
+def test_event_addresses_say_what_they_bound_or_why_not(tmp_path):
+    log = write_log(tmp_path / "run.jsonl")
+    summary = tmp_path / "s.json"
+    r = run_cli("replay", str(log), "--events", "tcp:127.0.0.1:0", "--summary", str(summary))
+    address = json.loads(summary.read_text())["events"]["address"]
+    assert r.returncode == 0 and f"serving events on {address}" in r.stderr and not address.endswith(":0")
+    one_line(run_cli("replay", str(log), "--events", "unix:" + str(tmp_path / ("s" * 120))), 2,
+             "longer than a socket path may be")
+
+
+def test_pids_that_cannot_be_traced_say_why(tmp_path):
+    child = subprocess.Popen(["true"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and "Z" not in open(f"/proc/{child.pid}/stat").read().split()[2]:
+        time.sleep(0.05)
+    try:
+        one_line(run_cli("--no-dashboard", "-p", str(child.pid)), 2, "zombie")
+    finally:
+        child.wait()
+    one_line(run_cli("-H", "127.0.0.1:1", "-n", "app"), 2, "cannot")
+    for args, fragment in ((["--table-size", "1000000000"], "table size"),
+                           (["--interval", "99999999999999999999"], "interval must be")):
+        one_line(run_cli(*args, "-f", "/bin/true"), 2, fragment)
+
+
+# -- the fuzz test ------------------------------------------------------------------------------
+
+NUMBERS = st.sampled_from(["0", "-1", "1", "3", "1000", "2147483648", "18446744073709551616", "1e400", "nan",
+                           "inf", "-inf", "0.5", "abc", ""])
+OPTIONS = {  # option -> kind of value (None: a flag)
+    "--threshold": "n", "--table-size": "n", "--buckets": "n", "--bits": "n", "--interval": "n", "--noise-z": "n",
+    "--stay": "n", "--confirm": "n", "--rle-entries": "n", "--gpht-depth": "n", "--segment-min": "n",
+    "--segment-max": "n", "--segment-threshold": "n", "--tracker": "tracker", "--segment-mode": "segment",
+    "--log": "out", "--summary": "out", "--phase-db": "out", "--events": "events", "--top": "n",
+    "--adaptive": None, "--transition": None, "--full-precision": None,
+}
+
+
+LIVE = {"--mode": st.sampled_from(["exact", "sampled", "x"]), "--rate": NUMBERS, "--window": NUMBERS,
+        "--duration": NUMBERS, "--status-every": NUMBERS, "--refresh": NUMBERS, "--events-queue": NUMBERS,
+        "--locality-window": NUMBERS, "--locality-every": NUMBERS, "--locality-size": NUMBERS,
+        "--stdio": st.sampled_from(["inherit", "pipe", "tty"]), "--interval": NUMBERS}
+LIVE_FLAGS = ["--locality", "--kernel-samples", "--bursts", "--no-dashboard"]
+
+
+@st.composite
+def live_command_lines(draw, paths):
+    """The live monitor on /bin/true (it ends at once), with generated option values."""
+    args = ["--no-dashboard"]
+    for opt in draw(st.lists(st.sampled_from(sorted(LIVE)), max_size=3, unique=True)):
+        args += [opt, draw(LIVE[opt])]
+    args += draw(st.lists(st.sampled_from(LIVE_FLAGS), max_size=2, unique=True))
+    for opt in draw(st.lists(st.sampled_from(["--log", "--summary", "--bbv", "-o"]), max_size=2, unique=True)):
+        args += [opt, draw(st.sampled_from([paths["out"], paths["out2"], paths["log"], paths["dir"]]))]
+    return args + ["-f", "/bin/true"]
+
+
+@st.composite
+def command_lines(draw, paths):
+    sub = draw(st.sampled_from(["replay", "export-bbv", "score", "reference", "plot", "live"]))
+    if sub == "live":
+        return draw(live_command_lines(paths))
+    args = [sub, draw(st.sampled_from([paths["log"], paths["sampled"], paths["dir"], paths["missing"]]))]
+    if sub == "export-bbv":
+        args.append(draw(st.sampled_from([paths["out"], paths["log"], paths["dir"], paths["readonly_dir"] + "/x"])))
+    if sub == "score":
+        args += ["--reference", draw(st.sampled_from(["auto", paths["log"], paths["missing"]]))]
+    if sub in ("plot", "reference"):
+        args += ["-o", draw(st.sampled_from([paths["png"], paths["log"], paths["dir"], paths["out"] + ".xyz"]))]
+    for opt in draw(st.lists(st.sampled_from(sorted(OPTIONS)), max_size=3, unique=True)):
+        if sub not in ("replay", "plot") and opt not in ("--interval",):
+            continue
+        kind = OPTIONS[opt]
+        values = {"n": NUMBERS, "tracker": st.sampled_from(["paper", "default", "sampled", "x"]),
+                  "segment": st.sampled_from(["fixed", "variable", "qphase"]),
+                  "out": st.sampled_from([paths["out"], paths["out2"], paths["log"], paths["dir"],
+                                          paths["readonly_dir"] + "/x"]),
+                  "events": st.sampled_from(["tcp:127.0.0.1:0", "unix:" + paths["dir"], "tcp:8.8.8.8:9",
+                                             "unix:" + paths["log"], "bogus"])}
+        args += [opt] if kind is None else [opt, draw(values[kind])]
+    return [str(a) for a in args]
+
+
+@pytest.fixture(scope="module")
+def fuzz_paths(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fuzz")
+    ro = d / "readonly"
+    ro.mkdir()
+    paths = {"log": str(write_log(d / "run.jsonl")), "sampled": str(write_log(d / "s.jsonl", sampled=True)),
+             "dir": str(d / "adir"), "missing": str(d / "missing.jsonl"), "out": str(d / "out.json"),
+             "out2": str(d / "out2.json"), "png": str(d / "p.png"), "readonly_dir": str(ro)}
+    os.mkdir(paths["dir"])
+    ro.chmod(0o555)
+    return paths
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzz_every_subcommand_ends_in_a_known_way(fuzz_paths, data):
+    argv = data.draw(command_lines(fuzz_paths))
+    named = ([] if argv[0] == "--no-dashboard" else [argv[1]]) + [
+        argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--reference"]
+    inputs = {p: digest(p) for p in named if os.path.isfile(p)}  # this command line's inputs
+    r = subprocess.run(cli_command(*argv), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert r.returncode in (0, 1, 2, 3), (argv, r.returncode, r.stderr[-2000:])
+    assert "Traceback" not in r.stderr, (argv, r.stderr[-3000:])
+    if r.returncode == 2:
+        assert len(r.stderr.strip().splitlines()) == 1, (argv, r.stderr)
+    assert {p: digest(p) for p in inputs} == inputs, argv
+    for p in (fuzz_paths["log"], fuzz_paths["sampled"]):  # an output elsewhere may have replaced it
+        if p not in inputs:
+            write_log(p, sampled=p == fuzz_paths["sampled"])
