@@ -517,7 +517,7 @@ ps_configure (guint64 interval, guint8 * buf0, guint8 * buf1, guint64 buf_size)
   ps.buf_size = buf_size;
 }
 
-/* The agent's running counters, indexed by PS_STAT_* (phasescope.target.wire.STATS). */
+/* The agent's running counters, indexed by PS_STAT_* (phasescope.sources.wire.STATS). */
 guint64
 ps_stats (int which)
 {

@@ -42,8 +42,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     from phasescope.commands.bench import _native, _traced
-    from phasescope.target.device import resolve_device, resolve_target
-    from phasescope.target.session import TraceSession
+    from phasescope.sources.device import resolve_device, resolve_target
+    from phasescope.sources.session import TraceSession
 
     device = resolve_device()
     results = {}

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from phasescope.target.session import TraceSession
-from phasescope.target.events import Ended, Forked, IntervalEvent, Output, ThreadExited, ThreadStarted
-from phasescope.target.device import resolve_device, resolve_target
+from phasescope.sources.session import TraceSession
+from phasescope.sources.events import Ended, Forked, IntervalEvent, Output, ThreadExited, ThreadStarted
+from phasescope.sources.device import resolve_device, resolve_target
 
 
 @dataclass

@@ -11,8 +11,8 @@ import pytest
 
 from conftest import run_cli
 from phasescope.errors import InputError, PhasescopeError
-from phasescope.target.session import TraceSession
-from phasescope.target.device import resolve_device, resolve_target
+from phasescope.sources.session import TraceSession
+from phasescope.sources.device import resolve_device, resolve_target
 
 
 def _one_line_error(proc, code, text):
@@ -70,8 +70,8 @@ def test_permission_denied(tmp_path):
     script = (
         "import os, sys\n"
         "from phasescope.errors import PhasescopeError\n"
-        "from phasescope.target.session import TraceSession\n"
-        "from phasescope.target.device import resolve_device, resolve_target\n"
+        "from phasescope.sources.session import TraceSession\n"
+        "from phasescope.sources.device import resolve_device, resolve_target\n"
         "d = resolve_device()\n"
         # Built while privileged: it reads the shipped agent, and the checkout may be private.
         f"s = TraceSession(d, resolve_target(d, pid={victim.pid}))\n"

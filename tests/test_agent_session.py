@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from agent_support import collect, trace_spawn
-from phasescope.target.session import TraceSession
-from phasescope.target.events import Dropped, Ended, IntervalEvent, ModulesChanged
-from phasescope.target.device import resolve_device, resolve_target
+from phasescope.sources.session import TraceSession
+from phasescope.sources.events import Dropped, Ended, IntervalEvent, ModulesChanged
+from phasescope.sources.device import resolve_device, resolve_target
 
 
 def test_detach_ships_partial_intervals_and_leaves_the_target_running(build):

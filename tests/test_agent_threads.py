@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from agent_support import callgrind_functions, collect, functions
-from phasescope.target.session import TraceSession
-from phasescope.target.device import resolve_device, resolve_target
+from phasescope.sources.session import TraceSession
+from phasescope.sources.device import resolve_device, resolve_target
 
 
 def test_four_threads_two_started_after_attach(build, tmp_path):

@@ -11,9 +11,9 @@ import time
 
 from conftest import run_cli
 
-from phasescope.target.device import resolve_device, resolve_target
-from phasescope.target.events import BurstEvent, Ended, Output, ThreadExited, ThreadStarted
-from phasescope.target.sampled_session import SampledSession
+from phasescope.sources.device import resolve_device, resolve_target
+from phasescope.sources.events import BurstEvent, Ended, Output, ThreadExited, ThreadStarted
+from phasescope.sources.sampled_session import SampledSession
 
 INTERVAL = 10_000_000  # the agent's exact interval
 
@@ -76,8 +76,8 @@ def test_a_thread_exiting_mid_burst_yields_nothing_and_frees_the_slot(build):
 #: process: Frida attached from the target's own parent (pytest) leaves it a SIGTRAP on detach.
 DETACH_MID_BURST = """
 import sys, time
-from phasescope.target.device import resolve_device, resolve_target
-from phasescope.target.sampled_session import SampledSession
+from phasescope.sources.device import resolve_device, resolve_target
+from phasescope.sources.sampled_session import SampledSession
 pid = int(sys.argv[1])
 d = resolve_device()
 s = SampledSession(d, resolve_target(d, pid=pid), bursts=True).start()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from phasescope.target.disassembly import block_ending_at
+from phasescope.sources.disassembly import block_ending_at
 
 
 def _file_reader(path):

@@ -13,9 +13,9 @@ import subprocess
 import time
 
 from conftest import run_cli
-from phasescope.target.session import TraceSession
-from phasescope.target.events import Ended, IntervalEvent, ThreadExited, ThreadStarted
-from phasescope.target.device import resolve_device, resolve_target
+from phasescope.sources.session import TraceSession
+from phasescope.sources.events import Ended, IntervalEvent, ThreadExited, ThreadStarted
+from phasescope.sources.device import resolve_device, resolve_target
 
 ROUNDS, PER_ROUND, ITERATIONS = 6, 100, 20000
 

@@ -12,10 +12,10 @@ import pytest
 
 from phasescope.errors import InputError
 from phasescope.engine.interval import Interval
-from phasescope.target.modules import fnv1a32
-from phasescope.target import perf_event as sm
-from phasescope.target.procfs import module_map_from_proc
-from phasescope.target.sampler import Sampler
+from phasescope.sources.modules import fnv1a32
+from phasescope.sources import perf_event as sm
+from phasescope.sources.procfs import module_map_from_proc
+from phasescope.sources.sampler import Sampler
 
 from agent_support import functions
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 from phasescope.engine.phase_engine import EngineConfig, PhaseEngine
 from phasescope.errors import InputError
 from phasescope.engine.interval import Interval
-from phasescope.target.modules import Module, ModuleMap
+from phasescope.sources.modules import Module, ModuleMap
 from phasescope.engine.tracker import Tracker, TrackerConfig, bucket_index, mix64
 
 

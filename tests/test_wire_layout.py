@@ -1,4 +1,4 @@
-"""The interval record has one definition (phasescope.target.wire.RECORD): the C hot path, the
+"""The interval record has one definition (phasescope.sources.wire.RECORD): the C hot path, the
 JavaScript agent and the host decoder all follow it."""
 
 import re
@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from phasescope.engine.interval import OS_FIELDS
-from phasescope.target import wire
+from phasescope.sources import wire
 
 ROOT = Path(__file__).resolve().parent.parent
 COUNTER_C = (ROOT / "agent" / "counter.c").read_text()
@@ -53,7 +53,7 @@ def test_agent_js_asks_stats_by_name_from_the_table():
 
 
 def test_a_record_built_from_the_table_decodes():
-    from phasescope.target.modules import ModuleMap
+    from phasescope.sources.modules import ModuleMap
     header = np.zeros(1, wire.HEADER)
     header["kind"], header["thread"], header["seq"], header["instructions"], header["npairs"] = \
         wire.KIND_INTERVAL, 42, 3, 30, 2
@@ -93,7 +93,7 @@ def _window(thread, seq, addresses, skipped=0):
 
 
 def test_locality_windows_attach_to_the_interval_they_ended_in():
-    from phasescope.target.modules import ModuleMap
+    from phasescope.sources.modules import ModuleMap
     pending = {}
     data = _interval(7, 0) + _window(7, 1, [0x40, 0x80, 0x40], skipped=2) + _window(8, 0, [1])
     ivs = wire.decode(data, ModuleMap(), pending)

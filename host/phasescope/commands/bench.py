@@ -37,11 +37,11 @@ from phasescope.engine import EngineConfig, PhaseEngine
 from phasescope.engine.bursts import BurstPlanner
 from phasescope.engine.tracker import TrackerConfig, preset
 from phasescope.errors import InputError, PhasescopeError
-from phasescope.target.sampled_session import SampledSession
-from phasescope.target.sampler import DEFAULT_WINDOW_SAMPLES
-from phasescope.target.session import TraceSession
-from phasescope.target.events import BurstEvent, Ended, IntervalEvent
-from phasescope.target.device import resolve_device, resolve_target
+from phasescope.sources.sampled_session import SampledSession
+from phasescope.sources.sampler import DEFAULT_WINDOW_SAMPLES
+from phasescope.sources.session import TraceSession
+from phasescope.sources.events import BurstEvent, Ended, IntervalEvent
+from phasescope.sources.device import resolve_device, resolve_target
 
 
 class BenchCommand(Command):

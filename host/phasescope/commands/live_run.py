@@ -19,11 +19,11 @@ from phasescope.engine.bursts import BurstPlanner
 from phasescope.engine.segments import Segmenter
 from phasescope.errors import PhasescopeError
 from phasescope.sinks.base import Sink, Sinks
-from phasescope.target.calls import QUERY_TIMEOUT, kill_quietly
-from phasescope.target.events import (AgentError, BurstEvent, Dropped, Ended, Forked, IntervalEvent, ModulesChanged,
+from phasescope.sources.calls import QUERY_TIMEOUT, kill_quietly
+from phasescope.sources.events import (AgentError, BurstEvent, Dropped, Ended, Forked, IntervalEvent, ModulesChanged,
                                       Output, ThreadExited, ThreadStarted)
-from phasescope.target.output import OutputRelay
-from phasescope.target.symbols import Symbolizer
+from phasescope.sources.output import OutputRelay
+from phasescope.sources.symbols import Symbolizer
 from phasescope.view.plain import PlainView
 from phasescope.view.report import print_hot_code, print_report
 from phasescope.view.screen import DashboardScreen
@@ -36,8 +36,8 @@ CHECKPOINT_EVERY = 5.0  # seconds between summaries handed to the sinks
 
 
 class LiveRun:
-    """Session -> engine -> sinks and view. ``session``: a :class:`~phasescope.target.session.TraceSession` (exact mode) or a
-    :class:`~phasescope.target.sampled_session.SampledSession`; ``dashboard``: the rich screen,
+    """Session -> engine -> sinks and view. ``session``: a :class:`~phasescope.sources.session.TraceSession` (exact mode) or a
+    :class:`~phasescope.sources.sampled_session.SampledSession`; ``dashboard``: the rich screen,
     else plain lines on ``out``; ``duration``: detach after so many seconds."""
 
     def __init__(self, session, config: EngineConfig, sinks: List[Sink], *, dashboard: bool,

@@ -23,9 +23,9 @@ from phasescope.sinks.base import Sinks
 from phasescope.sinks.bbv import BbvWriter
 from phasescope.sinks.log import JsonlLog
 from phasescope.sinks.summary import SummaryWriter
-from phasescope.target.device import Target, resolve_device, resolve_target
-from phasescope.target.sampled_session import SampledSession
-from phasescope.target.session import TraceSession
+from phasescope.sources.device import Target, resolve_device, resolve_target
+from phasescope.sources.sampled_session import SampledSession
+from phasescope.sources.session import TraceSession
 
 
 def split_dashdash(argv: List[str]):

@@ -9,7 +9,7 @@ from typing import Optional
 
 from phasescope.engine.phase_engine import EngineConfig
 from phasescope.errors import InputError
-from phasescope.target.sampler import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES
+from phasescope.sources.sampler import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES
 from phasescope.engine.predict import PredictorConfig
 from phasescope.engine.segments import MODES as SEGMENT_MODES, SegmentConfig
 from phasescope.engine.tracker import EVICT_POLICIES, FULL_POLICIES, PRESETS, TESTS, UPDATE_POLICIES, TrackerConfig

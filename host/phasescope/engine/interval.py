@@ -15,7 +15,7 @@ OS_FIELDS = ("cpu_ns", "minflt", "majflt", "nvcsw", "nivcsw")
 class Interval:
     """One interval of one thread, as the tracker consumes it.
 
-    ``keys`` are ASLR-stable block keys (see :mod:`phasescope.target.modules`), one per executed
+    ``keys`` are ASLR-stable block keys (see :mod:`phasescope.sources.modules`), one per executed
     branch-ending block, and ``counts`` the instructions each executed in the interval (exact
     mode); in sampled mode ``keys`` are the sampled code addresses' keys, ``counts`` samples per
     key, ``instructions`` is None (unknown, never invented), ``samples`` their sum and

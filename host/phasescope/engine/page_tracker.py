@@ -9,7 +9,7 @@ table of representatives shared by a process's threads, a leader-follower that i
 O(table) per window) and changes four things:
 
 - **Vector.** Samples per 4 KiB code page (``key >> 12``: the stable keys of
-  :mod:`phasescope.target.modules` keep a module's pages apart across runs), hashed into
+  :mod:`phasescope.sources.modules` keep a module's pages apart across runs), hashed into
   ``buckets`` (1024) and normalised to sum 1. Distances are L1, 0..2, as fractions of the window.
   A small program, whose first window falls in at most ``SMALL_PAGES`` pages, is measured in
   64-byte lines instead (its phases may be functions that share a page); the choice is made once

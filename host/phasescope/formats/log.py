@@ -27,7 +27,7 @@ Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instr
 - ``os`` (object or null): OS counter deltas over the interval (``cpu_ns``, ``minflt``,
   ``majflt``, ``nvcsw``, ``nivcsw``), null when unknown.
 - ``blocks`` (array): the sparse basic-block vector, ``[[stable_key, instructions], ...]``, so
-  a log replays under any tracker setting. Stable keys are described in :mod:`phasescope.target.modules`.
+  a log replays under any tracker setting. Stable keys are described in :mod:`phasescope.sources.modules`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What a trace session tells its consumer, in the order the target did it: the events of
-:meth:`phasescope.target.session.TraceSession.events`."""
+:meth:`phasescope.sources.session.TraceSession.events`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ class IntervalEvent:
 @dataclass
 class BurstEvent:
     """Sampled mode: one exact interval (``interval.mode == "exact"``) of a thread Stalker followed
-    briefly on request (:meth:`phasescope.target.sampled_session.SampledSession.burst`)."""
+    briefly on request (:meth:`phasescope.sources.sampled_session.SampledSession.burst`)."""
 
     interval: Interval
 

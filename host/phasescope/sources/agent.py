@@ -1,18 +1,18 @@
 """What the agent is given at ``init``: its hot path's C source, prefixed with the record layout's
-generated ``#define``s (:func:`phasescope.target.wire.c_defines`), and its options."""
+generated ``#define``s (:func:`phasescope.sources.wire.c_defines`), and its options."""
 
 from __future__ import annotations
 
 from typing import Optional
 
 from phasescope.resources import read_text
-from phasescope.target import wire
+from phasescope.sources import wire
 
 
 def agent_options(*, interval: int, slots: int, buffer_bytes: int, window: int, bare: bool, watch: bool,
                   trust_threshold: Optional[int], portable: bool, locality: Optional[dict],
                   counter_source: Optional[str]) -> dict:
-    """The agent's ``init`` options (see :class:`~phasescope.target.session.TraceSession`)."""
+    """The agent's ``init`` options (see :class:`~phasescope.sources.session.TraceSession`)."""
     source = counter_source or read_text("agent", "counter.c")
     return {
         "interval": int(interval),

@@ -2,7 +2,7 @@
 hot path; a watch-only agent (Frida, no Stalker) still tells phasescope the modules (for keys and
 names), the threads (which ones are the program's own, not Frida's) and how the target ended.
 
-:class:`SampledSession` has the interface of :class:`~phasescope.target.session.TraceSession`
+:class:`SampledSession` has the interface of :class:`~phasescope.sources.session.TraceSession`
 that the live loop uses, so the engine, sinks, dashboard and report run unchanged.
 
 Exact bursts (``bursts=True``): :meth:`SampledSession.burst` has the agent follow one thread with
@@ -16,10 +16,10 @@ from typing import Dict, Iterator, List, Optional
 
 from phasescope.errors import InputError
 from phasescope.engine.interval import Interval
-from phasescope.target.device import Target, is_local
-from phasescope.target.events import BurstEvent, Dropped, Ended, IntervalEvent, ThreadStarted
-from phasescope.target.sampler import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler, check_sampling
-from phasescope.target.session import TraceSession
+from phasescope.sources.device import Target, is_local
+from phasescope.sources.events import BurstEvent, Dropped, Ended, IntervalEvent, ThreadStarted
+from phasescope.sources.sampler import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler, check_sampling
+from phasescope.sources.session import TraceSession
 
 POLL = 0.02  # seconds between reads of the sample rings while the agent is quiet
 
@@ -28,7 +28,7 @@ class SampledSession:
     """One sampled process. ``rate_hz``: samples per second of a thread's CPU time;
     ``window_samples``: samples per interval (so an interval is window/rate seconds of CPU);
     ``bursts``: allow :meth:`burst`; ``kernel``: keep the ticks that hit kernel mode (system time),
-    all as one key (:data:`~phasescope.target.modules.KERNEL_KEY`)."""
+    all as one key (:data:`~phasescope.sources.modules.KERNEL_KEY`)."""
 
     mode = "sampled"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Set
 
-from phasescope.target.modules import Module, ModuleMap
+from phasescope.sources.modules import Module, ModuleMap
 
 
 def thread_ids(pid: int) -> Set[int]:

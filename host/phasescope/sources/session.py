@@ -44,15 +44,15 @@ import frida
 
 from phasescope.errors import InputError, PhasescopeError
 from phasescope.resources import read_text
-from phasescope.target import wire
-from phasescope.target.agent import agent_options
-from phasescope.target.calls import (GONE, STOP_TIMEOUT, BoundedRpc, bounded, detach_session, first_line,
+from phasescope.sources import wire
+from phasescope.sources.agent import agent_options
+from phasescope.sources.calls import (GONE, STOP_TIMEOUT, BoundedRpc, bounded, detach_session, first_line,
                                      kill_quietly, unload)
-from phasescope.target.device import Target, resolve_target
-from phasescope.target.events import (AgentError, Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output,
+from phasescope.sources.device import Target, resolve_target
+from phasescope.sources.events import (AgentError, Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output,
                                       ThreadExited, ThreadStarted)
-from phasescope.target.modules import Module, ModuleMap
-from phasescope.target.stdio import PipedStdio
+from phasescope.sources.modules import Module, ModuleMap
+from phasescope.sources.stdio import PipedStdio
 
 
 @dataclass

@@ -16,8 +16,8 @@ import threading
 import time
 from typing import Dict, Iterable, List
 
-from phasescope.target.disassembly import Instruction, block_ending_at
-from phasescope.target.modules import KERNEL_KEY, KERNEL_NAME
+from phasescope.sources.disassembly import Instruction, block_ending_at
+from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME
 
 
 class Symbolizer:

@@ -1,8 +1,8 @@
 """A spawned target's output, relayed so that it stays byte-identical to an untraced run.
 
 With inherited stdio the target writes to phasescope's own stdout and stderr itself. With piped
-stdio (the dashboard owns the terminal; :mod:`phasescope.target.stdio`) its bytes arrive as
-:class:`~phasescope.target.events.Output` events, fd 1 or 2: kept apart, up to ``keep`` bytes
+stdio (the dashboard owns the terminal; :mod:`phasescope.sources.stdio`) its bytes arrive as
+:class:`~phasescope.sources.events.Output` events, fd 1 or 2: kept apart, up to ``keep`` bytes
 each, and written to stdout and stderr once the dashboard has closed (at once with ``hold``
 false).
 """

@@ -69,13 +69,13 @@ import numpy as np
 
 from phasescope.engine.interval import Interval
 from phasescope.errors import InputError
-from phasescope.target.modules import KERNEL_KEY, ModuleMap
-from phasescope.target.perf_event import (CLOCK_REALTIME, LOST_RECORD, PERF_COUNT_SW_CPU_CLOCK, PERF_RECORD_EXIT,
+from phasescope.sources.modules import KERNEL_KEY, ModuleMap
+from phasescope.sources.perf_event import (CLOCK_REALTIME, LOST_RECORD, PERF_COUNT_SW_CPU_CLOCK, PERF_RECORD_EXIT,
                                           PERF_RECORD_FORK, PERF_RECORD_LOST, PERF_RECORD_MISC_CPUMODE_MASK,
                                           PERF_RECORD_MISC_USER, PERF_RECORD_SAMPLE, PERF_TYPE_SOFTWARE,
                                           RECORD_HEADER, SAMPLE_RECORD, SAMPLE_TYPE, TASK_RECORD, PerfEventAttr, Ring,
                                           event_id, online_cpus, perf_event_open, refusal, set_output)
-from phasescope.target.procfs import module_map_from_proc, thread_ids
+from phasescope.sources.procfs import module_map_from_proc, thread_ids
 
 #: 1000 Hz of CPU time. perf's default is 4000 Hz, but each sample costs the target ~15 us on this
 #: (virtualised) machine, measured with perf itself too: 4000 Hz cost 3-28%, 1000 Hz <= ~3%
