@@ -40,7 +40,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from phasescope.engine.tracker import Match, bucket_index
+from phasescope.engine.tracker import BoundedTable, Match, bucket_index
 
 PAGE_SHIFT = 12
 LINE_SHIFT = 6
@@ -56,7 +56,7 @@ _SETTLED = 5  # matches before a phase's own thresholds replace the caps
 DISPLAY_BUCKETS = 32
 
 
-class PageTracker:
+class PageTracker(BoundedTable):
     """Sparse code-page vectors, per-thread hysteresis and self-calibrated thresholds (module
     docstring). The same interface as :class:`~phasescope.engine.tracker.Tracker`; one per process."""
 
@@ -176,14 +176,8 @@ class PageTracker:
         return Match(int(self._ids[slot]), float(dist if distance is None else distance), False)
 
     def _new(self, v: np.ndarray, thread: int, nearest: Optional[float]) -> Match:
-        evicted = None
-        if self._used < self.config.table_size:
-            slot = self._used
-            self._used += 1
-        else:
-            slot = self._victim()
-            evicted = int(self._ids[slot])
-            self.evictions += 1
+        slot, evicted = self._take_slot()
+        if evicted is not None:  # threads in the evicted phase have no current phase now
             for t, s in list(self._current.items()):
                 if s == slot:
                     del self._current[t]
@@ -200,11 +194,6 @@ class PageTracker:
         self._hits[slot] = 1
         self._cal[slot] = 0.0
         self._last_used[slot] = self._clock
-
-    def _victim(self) -> int:
-        if self.config.evict_policy == "lfu":
-            return int(np.lexsort((self._last_used[: self._used], self._hits[: self._used]))[0])
-        return int(self._last_used[: self._used].argmin())
 
     # -- the phase database and read access ---------------------------------------------------
     def preload(self, representatives: Sequence[tuple], next_id: int, shift: Optional[int] = None) -> None:

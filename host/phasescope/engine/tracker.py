@@ -234,7 +234,28 @@ def manhattan(footprints: np.ndarray, reps: np.ndarray) -> np.ndarray:
     return out
 
 
-class Tracker:
+class BoundedTable:
+    """The slots of a bounded phase table and their eviction (``config.evict_policy``), shared by
+    :class:`Tracker` and the page tracker: ``_ids``, ``_hits``, ``_last_used`` per slot, ``_used``
+    slots in use, ``evictions`` so far."""
+
+    def _take_slot(self) -> Tuple[int, Optional[int]]:
+        """A slot for a new phase: a free one, else the victim's; (slot, the phase ID evicted)."""
+        if self._used < self.config.table_size:
+            self._used += 1
+            return self._used - 1, None
+        slot = self._victim()
+        self.evictions += 1
+        return slot, int(self._ids[slot])
+
+    def _victim(self) -> int:
+        """Slot to drop from a full table (``evict_policy``)."""
+        if self.config.evict_policy == "lfu":
+            return int(np.lexsort((self._last_used[: self._used], self._hits[: self._used]))[0])
+        return int(self._last_used[: self._used].argmin())
+
+
+class Tracker(BoundedTable):
     """Accumulator, footprint and bounded phase table. Not thread-safe; one per process."""
 
     def __init__(self, config: Optional[TrackerConfig] = None):
@@ -387,16 +408,10 @@ class Tracker:
             if cand is None:
                 return Match(TRANSITION, dist, False, None, True), []
             fp, hits = cand
-        evicted, merged, changed = None, None, []
+        merged, changed = None, []
         if pair is not None:
             merged, changed = self._fold(pair[1], pair[2])
-        if self._used < c.table_size:
-            slot = self._used
-            self._used += 1
-        else:
-            slot = self._victim()
-            evicted = int(self._ids[slot])
-            self.evictions += 1
+        slot, evicted = self._take_slot()
         phase = self.next_id
         self.next_id += 1
         self._reps[slot] = fp
@@ -447,12 +462,6 @@ class Tracker:
         d[np.diag_indices(len(r))] = np.inf
         i, j = np.unravel_index(int(d.argmin()), d.shape)
         return float(d[i, j]), int(i), int(j)
-
-    def _victim(self) -> int:
-        """Slot to drop from a full table (``evict_policy``)."""
-        if self.config.evict_policy == "lfu":
-            return int(np.lexsort((self._last_used[: self._used], self._hits[: self._used]))[0])
-        return int(self._last_used[: self._used].argmin())
 
     def _match_candidate(self, fp: np.ndarray):
         """Transition mode, no stable match: match or add a candidate. Returns (representative,
