@@ -203,7 +203,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_policy_options(o) -> None:
-    """--events and --phase-db (live runs, demo and replay)."""
+    """--events, --metrics and --phase-db (live runs, demo and replay)."""
     o.add_argument("--events", metavar="ADDRESS",
                    help="serve JSON Lines events (hello, interval, phase_new, phase_merge, phase_change, prediction, "
                         "dropped, end) on unix:PATH or tcp:HOST:PORT, to any number of clients; no authentication")
@@ -211,13 +211,20 @@ def add_policy_options(o) -> None:
                    help="let --events tcp: bind a non-loopback address (anyone who connects sees code and phases)")
     o.add_argument("--events-queue", type=int, default=4096, metavar="N",
                    help="events queued per client before that client's events are dropped (default 4096)")
+    o.add_argument("--metrics", metavar="HOST:PORT",
+                   help="serve Prometheus/OpenMetrics metrics on HOST:PORT (current phase, prediction and "
+                        "confidence per thread, intervals, phase changes, prediction accuracy, dropped data; "
+                        "port 0: any free port); loopback only unless --metrics-allow-remote")
+    o.add_argument("--metrics-allow-remote", action="store_true",
+                   help="let --metrics bind a non-loopback address (anyone who can connect reads the phases)")
     o.add_argument("--phase-db", metavar="FILE",
                    help="phase database: load the representatives of earlier runs (same code, same phase ID), "
                         "save this run's at the end")
 
 
 def policy_sinks(args, config) -> list:
-    """The sinks of --events and --phase-db (each validates its input before the target is touched)."""
+    """The sinks of --events, --metrics and --phase-db (each validates its input before the target
+    is touched)."""
     from phasescope.sinks.events import EventServer
     sinks = []
     if getattr(args, "phase_db", None):
@@ -230,6 +237,12 @@ def policy_sinks(args, config) -> list:
         sinks.append(server)
         if server.address != args.events:  # tcp:HOST:0: say which port clients should use
             print(f"phasescope: serving events on {server.address}", file=sys.stderr, flush=True)
+    if getattr(args, "metrics", None):
+        from phasescope.sinks.metrics import MetricsServer
+        metrics = MetricsServer(args.metrics, allow_remote=args.metrics_allow_remote)
+        sinks.append(metrics)
+        if metrics.address != args.metrics:
+            print(f"phasescope: serving metrics on http://{metrics.address}/metrics", file=sys.stderr, flush=True)
     return sinks
 
 

@@ -40,36 +40,37 @@ SNDBUF = 64 * 1024  # kernel buffer per client: past it, events wait (bounded) i
 DRAIN_S = 1.0  # at close, how long clients get to read what is queued
 
 
-def parse_address(address: str, allow_remote: bool = False):
-    """``("unix", path)`` or ``("tcp", host, port)``; InputError on a malformed or refused address."""
+def parse_address(address: str, allow_remote: bool = False, option: str = "--events"):
+    """``("unix", path)`` or ``("tcp", host, port, addrinfo)``; InputError (naming ``option``) on a
+    malformed or refused address: a non-loopback host needs ``allow_remote`` (``{option}-allow-remote``)."""
     kind, sep, rest = address.partition(":")
     if not sep or kind not in ("unix", "tcp"):
-        raise InputError(f"--events {address!r}: expected unix:PATH or tcp:HOST:PORT")
+        raise InputError(f"{option} {address!r}: expected unix:PATH or tcp:HOST:PORT")
     if kind == "unix":
         if not rest:
-            raise InputError(f"--events {address!r}: empty socket path")
+            raise InputError(f"{option} {address!r}: empty socket path")
         return ("unix", rest)
     host, sep, port = rest.rpartition(":")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     if not sep or not host:
-        raise InputError(f"--events {address!r}: give the host to bind, e.g. tcp:127.0.0.1:{port or 9999}")
+        raise InputError(f"{option} {address!r}: give the host to bind, e.g. tcp:127.0.0.1:{port or 9999}")
     try:
         port_n = int(port)
         if not 0 <= port_n <= 65535:
             raise ValueError
     except ValueError:
-        raise InputError(f"--events {address!r}: bad port {port!r}") from None
+        raise InputError(f"{option} {address!r}: bad port {port!r}") from None
     try:
         infos = socket.getaddrinfo(host, port_n, type=socket.SOCK_STREAM)
     except socket.gaierror as e:
-        raise InputError(f"--events {address!r}: cannot resolve {host!r}: {e.strerror}") from None
+        raise InputError(f"{option} {address!r}: cannot resolve {host!r}: {e.strerror}") from None
     if not allow_remote:
         for info in infos:
             if not ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback:
-                raise InputError(f"--events {address!r}: {host} is not a loopback address; anyone who can "
+                raise InputError(f"{option} {address!r}: {host} is not a loopback address; anyone who can "
                                  "connect sees code addresses and phases (no authentication): pass "
-                                 "--events-allow-remote to serve it anyway")
+                                 f"{option}-allow-remote to serve it anyway")
     return ("tcp", host, port_n, infos[0])
 
 

@@ -1,0 +1,114 @@
+"""Prometheus/OpenMetrics exposition (``--metrics HOST:PORT``): what operators already scrape.
+
+Served by prometheus_client's own HTTP server on a thread, loopback only unless
+``--metrics-allow-remote`` (the rule of ``--events``). The live loop updates a few numbers per
+interval under a lock; a scrape reads them, and the engine's predictor scores, through a custom
+collector, so nothing is computed for a scrape that nobody makes. Series (``pid`` on each):
+
+- ``phasescope_thread_phase{thread}``: the phase of the thread's last interval;
+- ``phasescope_thread_predicted_phase{thread}``, ``phasescope_thread_prediction_confidence{thread}``;
+- ``phasescope_intervals_total``, ``phasescope_phase_changes_total``, ``phasescope_new_phases_total``;
+- ``phasescope_phases`` (distinct phase IDs seen);
+- ``phasescope_prediction_accuracy{predictor,kind}`` (kind: overall, changes, steady);
+- ``phasescope_dropped_records``, ``phasescope_lost_samples`` (from the last checkpoint).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Dict, Optional, Tuple
+
+from phasescope.errors import InputError
+from phasescope.sinks.base import Sink
+from phasescope.sinks.events import parse_address
+
+
+class MetricsServer(Sink):
+    """Serve the run's metrics on ``host:port``; binds in the constructor (a bad address or a port
+    in use is one line, exit 2, before the target is touched)."""
+
+    def __init__(self, address: str, allow_remote: bool = False):
+        from prometheus_client import start_http_server
+        from prometheus_client.registry import CollectorRegistry
+        _, host, port, _ = parse_address(f"tcp:{address}", allow_remote, option="--metrics")
+        self._lock = threading.Lock()
+        self._pid: str = ""
+        self._threads: Dict[int, Tuple[int, Optional[int], Optional[float]]] = {}
+        self._counts = {"intervals": 0, "changes": 0, "new": 0}
+        self._phases: set = set()
+        self._dropped = self._lost = 0
+        self.engine = None
+        registry = CollectorRegistry()
+        registry.register(self)
+        try:
+            self._server, self._thread = start_http_server(port, addr=host, registry=registry)
+        except OSError as e:
+            raise InputError(f"--metrics {address}: cannot serve: {e.strerror or e}") from None
+        self.address = f"{host}:{self._server.server_port}"
+
+    def prepare(self, engine) -> None:
+        self.engine = engine
+
+    def on_start(self, info: dict) -> None:
+        self._pid = "" if info.get("pid") is None else str(info["pid"])
+
+    def on_interval(self, result, interval) -> None:
+        with self._lock:
+            self._threads[result.thread] = (result.phase, result.prediction, result.confidence)
+            self._counts["intervals"] += 1
+            self._counts["changes"] += result.phase_changed
+            self._counts["new"] += result.new_phase
+            self._phases.add(result.phase)
+
+    def on_checkpoint(self, summary: dict) -> None:
+        session = summary.get("session") or {}
+        with self._lock:
+            self._dropped = int(session.get("dropped_records") or 0)
+            self._lost = int(session.get("lost_samples") or 0)
+
+    on_end = on_checkpoint
+
+    def collect(self):
+        """The metric families of one scrape (prometheus_client's collector protocol)."""
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+        with self._lock:
+            threads, counts = dict(self._threads), dict(self._counts)
+            phases, dropped, lost = len(self._phases), self._dropped, self._lost
+        pid = self._pid
+        phase = GaugeMetricFamily("phasescope_thread_phase", "Phase ID of the thread's last interval",
+                                  labels=["pid", "thread"])
+        predicted = GaugeMetricFamily("phasescope_thread_predicted_phase", "Shown prediction of the thread's "
+                                      "next phase", labels=["pid", "thread"])
+        confidence = GaugeMetricFamily("phasescope_thread_prediction_confidence", "Confidence in that prediction "
+                                       "(0..1)", labels=["pid", "thread"])
+        for tid, (p, nxt, conf) in sorted(threads.items()):
+            phase.add_metric([pid, str(tid)], p)
+            if nxt is not None:
+                predicted.add_metric([pid, str(tid)], nxt)
+            if conf is not None:
+                confidence.add_metric([pid, str(tid)], conf)
+        yield from (phase, predicted, confidence)
+        for name, key, text in (("phasescope_intervals", "intervals", "Intervals classified"),
+                                ("phasescope_phase_changes", "changes", "Phase changes of a thread"),
+                                ("phasescope_new_phases", "new", "New phase IDs")):
+            c = CounterMetricFamily(name, text, labels=["pid"])
+            c.add_metric([pid], counts[key])
+            yield c
+        for name, value, text in (("phasescope_phases", phases, "Distinct phase IDs seen"),
+                                  ("phasescope_dropped_records", dropped, "Interval records the agent dropped"),
+                                  ("phasescope_lost_samples", lost, "Samples the kernel lost")):
+            g = GaugeMetricFamily(name, text, labels=["pid"])
+            g.add_metric([pid], value)
+            yield g
+        accuracy = GaugeMetricFamily("phasescope_prediction_accuracy", "Next-phase prediction accuracy so far",
+                                     labels=["pid", "predictor", "kind"])
+        board = self.engine.scoreboard.to_dict() if self.engine is not None else {}
+        for predictor, kinds in board.items():
+            for kind, score in kinds.items():
+                if score["accuracy"] is not None:
+                    accuracy.add_metric([pid, predictor, kind], score["accuracy"])
+        yield accuracy
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

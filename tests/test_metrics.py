@@ -1,0 +1,49 @@
+"""--metrics on a real run: a scrape parses with Prometheus's own text parser and shows the run's
+phases and phase changes; a non-loopback address is refused without --metrics-allow-remote."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from conftest import cli_command, run_cli
+
+
+def scrape(url: str) -> dict:
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    return {s.name + str(sorted(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def test_a_scrape_of_a_live_run_shows_its_phases_and_changes(build, tmp_path):
+    exe = build("phased.c")
+    proc = subprocess.Popen(cli_command("--no-dashboard", "--metrics", "127.0.0.1:0", "-o", str(tmp_path / "out"),
+                                        "--duration", "30", "-f", exe, "0", "2"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        url = re.search(r"serving metrics on (\S+)", proc.stderr.readline()).group(1)
+        deadline, seen = time.monotonic() + 60, {}
+        while time.monotonic() < deadline:
+            seen = scrape(url)
+            changes = [v for k, v in seen.items() if k.startswith("phasescope_phase_changes_total")]
+            if changes and changes[0] >= 3:
+                break
+            time.sleep(0.5)
+        assert changes and changes[0] >= 3, seen
+        phases = {v for k, v in seen.items() if k.startswith("phasescope_thread_phase[")}
+        assert phases and all(v >= 0 for v in phases)
+        assert any(k.startswith("phasescope_prediction_accuracy") for k in seen)
+        assert [v for k, v in seen.items() if k.startswith("phasescope_phases[")][0] >= 2
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+        subprocess.run(["pkill", "-f", exe])
+
+
+def test_a_remote_address_needs_its_own_flag(tmp_path):
+    r = run_cli("--metrics", "8.8.8.8:9100", "-f", "/bin/true")
+    assert r.returncode == 2 and "--metrics-allow-remote" in r.stderr and len(r.stderr.strip().splitlines()) == 1
