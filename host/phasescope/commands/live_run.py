@@ -19,7 +19,7 @@ from phasescope.engine.bursts import BurstPlanner
 from phasescope.engine.segments import Segmenter
 from phasescope.errors import PhasescopeError
 from phasescope.sinks.base import Sink, Sinks
-from phasescope.sources.calls import QUERY_TIMEOUT, kill_quietly
+from phasescope.sources.calls import QUERY_TIMEOUT
 from phasescope.sources.events import (AgentError, BurstEvent, Dropped, Ended, Forked, IntervalEvent, ModulesChanged,
                                       Output, ThreadExited, ThreadStarted)
 from phasescope.sources.output import OutputRelay
@@ -223,7 +223,7 @@ class LiveRun:
             # Its stdout is a pipe to us: once we exit it would die of SIGPIPE at its next write.
             self.stop_reason = (self.stop_reason or "stopped") + "; spawned target terminated, its output was piped"
             self.terminated = True
-            kill_quietly(self.session.device, self.session.pid)  # it may have ended meanwhile
+            self.session.kill()  # it may have ended meanwhile
         for iv in self.segmenter.flush():  # threads whose last unit never came
             self.engine.feed(iv)
         self.summary = self._summary()
@@ -260,6 +260,6 @@ class LiveRun:
             return EXIT_FAILED  # detached without the last intervals
         if end is None or end.how in ("detached", "exec"):  # exec: it runs on, as another program
             return EXIT_OK
-        if end.how == "exited":
-            return EXIT_OK if end.code == 0 else EXIT_FAILED
+        if end.how == "exited":  # code None: an attached process whose status its parent took
+            return EXIT_OK if end.code in (0, None) else EXIT_FAILED
         return EXIT_KILLED

@@ -24,7 +24,8 @@ from phasescope.sinks.bbv import BbvWriter
 from phasescope.sinks.log import JsonlLog
 from phasescope.sinks.summary import SummaryWriter
 from phasescope.sources.device import Target, resolve_device, resolve_target
-from phasescope.sources.sampled_session import SampledSession
+from phasescope.sources.kernel_session import KernelSession
+from phasescope.sources.sampled_session import SampledSession, require_local
 from phasescope.sources.session import TraceSession
 
 
@@ -102,10 +103,13 @@ class MonitorCommand(Command):
                 device = resolve_device(args.device, args.usb, args.host)
                 target = resolve_target(device, pid=args.pid, name=args.name, argv=argv)
                 stdio = args.stdio or ("pipe" if dashboard else "inherit")
-                if args.mode == "sampled":
+                if args.mode == "sampled" and args.bursts:  # bursts need Stalker: the watching agent
                     session = SampledSession(device, target, stdio=stdio, rate_hz=args.rate,
-                                             window_samples=args.window,
-                                             bursts=args.bursts, kernel=args.kernel_samples)
+                                             window_samples=args.window, bursts=True, kernel=args.kernel_samples)
+                elif args.mode == "sampled":  # zero-touch: nothing injected
+                    require_local(device)
+                    session = KernelSession(target, stdio=stdio, rate_hz=args.rate, window_samples=args.window,
+                                            kernel=args.kernel_samples)
                 else:
                     session = TraceSession(device, target, interval=config.tracker.interval, stdio=stdio,
                                            locality=locality_options(args))

@@ -169,7 +169,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "only; the kernel drops those ticks)")
     s.add_argument("--bursts", action=argparse.BooleanOptionalAction, default=False,
                    help="sampled mode: follow a thread with Stalker for one exact interval when it enters a new "
-                        "phase (summary phases[].burst: instructions, blocks, top code; at most one per phase, "
+                        "phase (the one thing in sampled mode that injects an agent into the target) (summary phases[].burst: instructions, blocks, top code; at most one per phase, "
                         "one at a time). Off by default: a burst costs its thread Stalker's start-up on that "
                         "interval's code, 5-15%% of a second-long run, about 1 s per burst on a compiler")
     s.add_argument("--locality", action="store_true",

@@ -51,7 +51,7 @@ def is_local(device) -> bool:
     return device.type == "local"
 
 
-def _state(pid: int) -> Optional[str]:
+def process_state(pid: int) -> Optional[str]:
     """The state letter of a local process (R, S, Z, ...), None when it cannot be read."""
     try:
         with open(f"/proc/{int(pid)}/status") as f:
@@ -80,7 +80,7 @@ def resolve_target(device, pid=None, name=None, argv=None) -> Target:
     except (frida.TransportError, frida.ServerNotRunningError) as e:  # a remote device is connected here
         raise InputError(f"cannot use device {device.name}: {e}") from None
     if pid is not None:
-        if is_local(device) and _state(pid) == "Z":
+        if is_local(device) and process_state(pid) == "Z":
             raise InputError(f"pid {pid} is a zombie: it has exited and waits for its parent to reap it; "
                              "nothing runs there to trace")
         listed = any(p.pid == pid for p in processes)

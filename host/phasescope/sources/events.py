@@ -73,7 +73,7 @@ class Ended:
 
     def describe(self) -> str:
         if self.how == "exited":
-            return f"exited with code {self.code}"
+            return "exited (its parent took the status)" if self.code is None else f"exited with code {self.code}"
         if self.how == "crashed":
             return f"crashed ({self.signal})"
         if self.how == "killed":

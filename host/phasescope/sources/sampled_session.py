@@ -24,6 +24,13 @@ from phasescope.sources.session import TraceSession
 POLL = 0.02  # seconds between reads of the sample rings while the agent is quiet
 
 
+def require_local(device) -> None:
+    """InputError unless ``device`` is this machine (the kernel samples its own processes only)."""
+    if not is_local(device):
+        raise InputError(f"--mode sampled needs the local device: the kernel samples processes of this machine "
+                         f"only, and {device.name} is remote; use --mode exact")
+
+
 class SampledSession:
     """One sampled process. ``rate_hz``: samples per second of a thread's CPU time;
     ``window_samples``: samples per interval (so an interval is window/rate seconds of CPU);
@@ -34,9 +41,7 @@ class SampledSession:
 
     def __init__(self, device, target: Target, stdio: str = "inherit", rate_hz: int = 10**9 // DEFAULT_PERIOD_NS,
                  window_samples: int = DEFAULT_WINDOW_SAMPLES, bursts: bool = False, kernel: bool = False):
-        if not is_local(device):
-            raise InputError(f"--mode sampled needs the local device: the kernel samples processes of this machine "
-                             f"only, and {device.name} is remote; use --mode exact")
+        require_local(device)
         check_sampling(rate_hz, window_samples)
         self.trace = TraceSession(device, target, stdio=stdio, watch=True)
         self.period_ns = 10**9 // rate_hz
@@ -113,6 +118,10 @@ class SampledSession:
     def _start_sampler(self, pid: int) -> None:
         self.sampler = Sampler(pid, period_ns=self.period_ns, window_samples=self.window_samples,
                                kernel=self.kernel, modules=self.trace.modules).start()
+
+    def kill(self) -> None:
+        """Terminate the target."""
+        self.trace.kill()
 
     def stop(self) -> None:
         """Detach: the agent unloads; the sampler's last windows come before the Ended event."""

@@ -248,6 +248,10 @@ class TraceSession:
         if self._errors:
             raise PhasescopeError(f"agent failed to load into pid {self.pid}: {self._errors[0]}")
 
+    def kill(self) -> None:
+        """Terminate the target (one that has already gone is no error)."""
+        kill_quietly(self.device, self.pid)
+
     def stop(self) -> None:
         """Detach cleanly: unfollow every thread, ship partial intervals, unload; target keeps running."""
         self._stopping = True

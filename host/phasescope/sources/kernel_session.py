@@ -1,0 +1,239 @@
+"""Zero-touch sampled mode: the kernel alone tells phasescope about the target, nothing is injected.
+
+``--mode sampled`` without ``--bursts`` uses this session: no agent, no ptrace. A spawned target
+is forked by phasescope and held before ``exec`` until the sampler's inherited events cover it, so
+it is sampled from its first instruction; an attached one is sampled from the next tick. The
+modules come from /proc/PID/maps (the sampler re-reads it for code it has not seen, after
+``exec`` and ``dlopen``), the threads from the sampler's FORK/EXIT records, the end from
+``waitpid`` (spawned: the exit status or signal) or from the process leaving /proc (attached),
+and names from the ELF files on disk (:mod:`phasescope.sources.elf_symbols`). Code for the hot
+blocks is read from /proc/PID/mem while the process lives. Exact bursts need Stalker, so
+``--bursts`` keeps the watching agent (:mod:`phasescope.sources.sampled_session`).
+
+The session has the interface the live loop uses of :class:`~phasescope.sources.session.TraceSession`.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import threading
+import time
+from typing import Iterator, List, Optional
+
+from phasescope.engine.interval import Interval
+from phasescope.errors import InputError, PhasescopeError
+from phasescope.sources.device import Target, process_state
+from phasescope.sources.elf_symbols import ElfSymbols
+from phasescope.sources.events import Dropped, Ended, IntervalEvent, Output, ThreadExited, ThreadStarted
+from phasescope.sources.modules import ModuleMap
+from phasescope.sources.sampler import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler, check_sampling
+from phasescope.sources.stdio import PipedStdio
+
+POLL = 0.02  # seconds between reads of the sample rings
+
+
+class KernelSession:
+    """One process, sampled with nothing in it (see the module docstring)."""
+
+    mode = "sampled"
+    bursts = False
+    abandoned: Optional[str] = None  # the session never gives up on an agent: there is none
+    unload_stuck: Optional[str] = None
+    final_at: Optional[float] = None
+
+    def __init__(self, target: Target, stdio: str = "inherit", rate_hz: int = 10**9 // DEFAULT_PERIOD_NS,
+                 window_samples: int = DEFAULT_WINDOW_SAMPLES, kernel: bool = False):
+        check_sampling(rate_hz, window_samples)
+        self.target = target
+        self.stdio = stdio
+        self.rate_hz = rate_hz
+        self.period_ns = 10**9 // rate_hz
+        self.window_samples = window_samples
+        self.kernel = kernel
+        self.pid: Optional[int] = None
+        self.sampler: Optional[Sampler] = None
+        self.ended: Optional[Ended] = None
+        self.resumed_at: Optional[float] = None
+        self.before_final_ack = None  # called by the trace session before an agent lets go: no agent here
+        self._queue: "queue.Queue" = queue.Queue()
+        self._stdio: Optional[PipedStdio] = None
+        self._stopping = False
+        self._reaped = False  # a spawned target's exit status has been collected
+        self._known: set = set()
+        self._names = ElfSymbols()
+
+    # -- what the live loop reads -------------------------------------------------------------
+    @property
+    def threads(self) -> set:
+        return self.sampler.live if self.sampler is not None else set()
+
+    @property
+    def modules(self) -> ModuleMap:
+        return self.sampler.modules if self.sampler is not None and self.sampler.modules is not None else ModuleMap()
+
+    @property
+    def dropped(self) -> Dropped:
+        return Dropped(self.sampler.lost if self.sampler else 0, 0)
+
+    def describe_mode(self) -> str:
+        return f"sampled {self.rate_hz} Hz"
+
+    def info(self) -> dict:
+        s = self.sampler
+        return {"mode": "sampled", "zero_touch": True, "rate_hz": self.rate_hz, "period_ns": self.period_ns,
+                "window_samples": self.window_samples, "interval": None,
+                "samples": s.samples if s else 0, "lost_samples": s.lost if s else 0,
+                "kernel": self.kernel, "kernel_samples": s.kernel_samples if s else 0,
+                "bursts": {"enabled": False, "started": 0, "completed": 0}}
+
+    def symbolize(self, pcs) -> List[Optional[tuple]]:
+        return self._names.names(self.modules, list(pcs))
+
+    def read_code(self, address: int, size: int) -> Optional[bytes]:
+        try:
+            with open(f"/proc/{self.pid}/mem", "rb") as f:
+                f.seek(address)
+                return f.read(size)
+        except (OSError, ValueError, OverflowError):
+            return None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> "KernelSession":
+        if self.target.spawn:
+            self._spawn()
+        else:
+            self.pid = self.target.pid
+            self.sampler = self._sampler()
+            threading.Thread(target=self._watch_attached, name="phasescope-watch", daemon=True).start()
+        return self
+
+    def _sampler(self) -> Sampler:
+        return Sampler(self.pid, period_ns=self.period_ns, window_samples=self.window_samples,
+                       kernel=self.kernel).start()
+
+    def _spawn(self) -> None:
+        """Fork, hold the child before exec until sampling covers it, then let it run."""
+        argv = self.target.argv
+        gate_r, gate_w = os.pipe()
+        err_r, err_w = os.pipe()  # exec failed: the child writes errno here (closed on exec)
+
+        def fork() -> int:
+            pid = os.fork()
+            if pid == 0:  # the child: only os calls until exec
+                try:
+                    os.close(gate_w)
+                    os.close(err_r)
+                    os.read(gate_r, 1)
+                    os.set_inheritable(err_w, False)
+                    os.execv(argv[0], argv)
+                except OSError as e:
+                    os.write(err_w, str(e.errno).encode())
+                finally:
+                    os._exit(127)
+            return pid
+
+        if self.stdio == "pipe":
+            self._stdio = PipedStdio()
+            self.pid = self._stdio.spawn(fork)
+        else:
+            self.pid = fork()
+        os.close(gate_r)
+        os.close(err_w)
+        try:
+            self.sampler = self._sampler()
+        except BaseException:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+            raise
+        finally:
+            self.resumed_at = time.perf_counter()
+            os.write(gate_w, b"x")
+            os.close(gate_w)
+        failed = os.read(err_r, 16)
+        os.close(err_r)
+        if failed:
+            os.waitpid(self.pid, 0)
+            raise PhasescopeError(f"cannot run {argv[0]}: {os.strerror(int(failed))}")
+        if self._stdio is not None:
+            self._stdio.start(lambda fd, data: self._queue.put(Output(fd, data)) if data else None)
+        threading.Thread(target=self._watch_child, name="phasescope-wait", daemon=True).start()
+
+    def _watch_child(self) -> None:
+        _, status = os.waitpid(self.pid, 0)
+        self._reaped = True
+        if os.WIFEXITED(status):
+            self._queue.put(Ended("exited", code=os.WEXITSTATUS(status)))
+        else:
+            sig = signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else None
+            crashed = sig in ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT")
+            self._queue.put(Ended("crashed" if crashed else "killed", signal=sig))
+
+    def _watch_attached(self) -> None:
+        """An attached process is not our child: its status is read from /proc while it is a zombie
+        (``exit_code``, field 52 of stat), and unknown if its parent reaped it first."""
+        while True:
+            state = process_state(self.pid)
+            if state is None or state == "Z":
+                break
+            time.sleep(0.05)
+        status = _exit_status(self.pid) if state == "Z" else None
+        if status is None or os.WIFEXITED(status):
+            self._queue.put(Ended("exited", code=None if status is None else os.WEXITSTATUS(status)))
+        else:
+            self._queue.put(Ended("killed", signal=signal.Signals(os.WTERMSIG(status)).name))
+
+    def stop(self) -> None:
+        """Stop sampling; the target runs on (the last windows come before Ended("detached"))."""
+        if self.ended is None and not self._stopping:
+            self._stopping = True
+            self._queue.put(Ended("detached"))
+
+    def kill(self) -> None:
+        """Terminate a target this session spawned (unless it has already been reaped)."""
+        if self.target.spawn and self.pid is not None and not self._reaped:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def events(self, timeout: Optional[float] = None) -> Iterator:
+        """Sampled windows as :class:`IntervalEvent`, thread starts and exits, the target's output,
+        then :class:`Ended`."""
+        while True:
+            try:
+                event = self._queue.get(timeout=POLL if timeout is None else min(timeout, POLL))
+            except queue.Empty:
+                event = None
+            if isinstance(event, Ended):
+                yield from self._windows(self.sampler.stop())
+                self.ended = event
+                if self._stdio is not None and event.how != "detached":
+                    self._stdio.close()
+                    while not self._queue.empty():
+                        yield self._queue.get()
+                yield event
+                return
+            yield from self._windows(self.sampler.poll(0))
+            yield event
+
+    def _windows(self, windows: List[Interval]) -> Iterator:
+        live = self.sampler.live
+        for tid in live - self._known:
+            self._known.add(tid)
+            yield ThreadStarted(tid)
+        for tid in self._known - live:
+            self._known.discard(tid)
+            yield ThreadExited(tid)
+        for w in windows:
+            yield IntervalEvent(w)
+
+
+def _exit_status(pid: int) -> Optional[int]:
+    """The wait status of a zombie, from /proc/PID/stat (Linux 3.5+), None when unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[49])
+    except (OSError, IndexError, ValueError):
+        return None
