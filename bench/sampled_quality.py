@@ -29,7 +29,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "host"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from phasescope.commands.replay import merge_intervals  # noqa: E402
+from phasescope.engine.segments import merge_intervals  # noqa: E402
 from phasescope.engine import EngineConfig, PhaseEngine  # noqa: E402
 from phasescope.engine.tracker import MIN_INTERVAL  # noqa: E402
 from phasescope.formats.log import read_log  # noqa: E402

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import cli_command, run_cli
-from phasescope.engine import EngineConfig, PhaseEngine
+from phasescope.engine import PhaseEngine
 from phasescope.engine.interval import Interval
 from phasescope.formats.log import dumps, to_record
 

@@ -11,7 +11,6 @@ import time
 import pytest
 
 from conftest import cli_command
-from test_dashboard import tmux  # noqa: F401 (the fixture)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGQUIT, signal.SIGTERM, signal.SIGINT])
@@ -53,14 +52,14 @@ def test_ctrl_c_during_start_up_is_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("duration", ["2", "5"])
-def test_demo_with_a_duration_in_a_real_terminal_ends_with_the_report(tmux, duration):  # noqa: F811
+def test_demo_with_a_duration_in_a_real_terminal_ends_with_the_report(tmux, duration):
     t = tmux(100, 30, cli_command("demo", "--duration", duration))
     final = t.wait_for(r"EXIT=\d+", timeout=90)
     assert "EXIT=0" in final and "Traceback" not in final, final
     assert "detached" in final and f"--duration {duration}s reached" in final
 
 
-def test_ctrl_c_in_the_dashboard_ends_with_the_report(tmux):  # noqa: F811
+def test_ctrl_c_in_the_dashboard_ends_with_the_report(tmux):
     t = tmux(100, 30, cli_command("demo"))
     t.wait_for(r"intervals \d+")
     subprocess.run(["tmux", "send-keys", "-t", t.name, "C-c"], check=True)

@@ -38,7 +38,7 @@ from phasescope.quality import simpoint
 from phasescope.quality.labels import LabelStream
 from phasescope.quality.metrics import adjusted_rand_index, score
 from phasescope.formats.log import read_log
-from phasescope.commands.replay import merge_intervals
+from phasescope.engine.segments import merge_intervals
 from phasescope.engine.tracker import PRESETS, TrackerConfig
 from phasescope.engine.segments import SegmentConfig, segment_stream
 from phasescope.quality.metrics import prediction_scores

@@ -20,6 +20,7 @@ from phasescope.engine.segments import Segmenter
 from phasescope.errors import PhasescopeError
 from phasescope.sinks.base import Sink, Sinks
 from phasescope.sources.calls import QUERY_TIMEOUT
+from phasescope.sources.protocol import Session
 from phasescope.sources.events import (AgentError, BurstEvent, Dropped, Ended, Forked, IntervalEvent, ModulesChanged,
                                       Output, ThreadExited, ThreadStarted)
 from phasescope.sources.output import OutputRelay
@@ -36,11 +37,11 @@ CHECKPOINT_EVERY = 5.0  # seconds between summaries handed to the sinks
 
 
 class LiveRun:
-    """Session -> engine -> sinks and view. ``session``: a :class:`~phasescope.sources.session.TraceSession` (exact mode) or a
-    :class:`~phasescope.sources.sampled_session.SampledSession`; ``dashboard``: the rich screen,
+    """Session -> engine -> sinks and view. ``session``: a :class:`~phasescope.sources.protocol.Session`
+    (exact mode's agent session, or sampled mode's); ``dashboard``: the rich screen,
     else plain lines on ``out``; ``duration``: detach after so many seconds."""
 
-    def __init__(self, session, config: EngineConfig, sinks: List[Sink], *, dashboard: bool,
+    def __init__(self, session: Session, config: EngineConfig, sinks: List[Sink], *, dashboard: bool,
                  out: TextIO, title: str, refresh: float = 4.0, status_every: float = 5.0,
                  duration: Optional[float] = None, locality_size: Optional[int] = None):
         self.session = session
@@ -60,7 +61,7 @@ class LiveRun:
         self.engine.subscribe(self.sinks.on_interval)
         self.engine.subscribe(self._on_interval)
         #: sampled mode with bursts: new phases get one exact interval each
-        self.bursts = BurstPlanner(session.burst) if getattr(session, "bursts", False) else None
+        self.bursts = BurstPlanner(session.burst) if session.bursts else None
         if self.bursts is not None:
             self.engine.subscribe(self.bursts.on_interval)
         self.terminated = False  # a piped spawned target was terminated when phasescope detached

@@ -13,7 +13,8 @@ import sys
 
 from phasescope.errors import InputError
 from phasescope.quality import simpoint
-from phasescope.commands.replay import detect_format, merge_intervals
+from phasescope.commands.replay import detect_format
+from phasescope.engine.segments import merge_intervals
 from phasescope.commands.runner import Command
 from phasescope.formats.bbv import read_bb
 from phasescope.formats.log import read_log

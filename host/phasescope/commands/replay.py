@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import argparse
 from itertools import chain, islice
-from typing import Dict, Iterable, Iterator, List
-
-import numpy as np
+from typing import Iterator
 
 from phasescope.commands.runner import Command
 from phasescope.engine.phase_engine import BATCH, PhaseEngine
 from phasescope.errors import InputError
-from phasescope.engine.interval import OS_FIELDS, Interval
-from phasescope.engine.segments import segment_stream
+from phasescope.engine.interval import Interval
+from phasescope.engine.segments import merge_intervals, segment_stream
 from phasescope.commands.options import add_engine_options, add_policy_options, engine_config_from_args, policy_sinks
 from phasescope.formats.log import read_log
 from phasescope.view.report import print_report
@@ -44,44 +42,6 @@ def detect_format(path: str) -> str:
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror}") from None
     raise InputError(f"{path}: empty input")
-
-
-def merge_intervals(intervals: Iterable[Interval], size: int) -> Iterator[Interval]:
-    """Re-cut each thread's stream into intervals of at least ``size`` instructions by merging
-    consecutive recorded ones; a thread's last, shorter piece is marked partial."""
-    pending: Dict[int, List[Interval]] = {}
-    pending_instructions: Dict[int, int] = {}
-    counts: Dict[int, int] = {}
-    for iv in intervals:
-        if iv.instructions is None:
-            raise InputError("--interval merges intervals by instructions, and a sampled log has none")
-        group = pending.setdefault(iv.thread, [])
-        group.append(iv)
-        pending_instructions[iv.thread] = pending_instructions.get(iv.thread, 0) + iv.instructions
-        if pending_instructions[iv.thread] >= size or iv.partial:
-            yield _merge(group, counts, size)
-            group.clear()
-            pending_instructions[iv.thread] = 0
-    for group in pending.values():
-        if group:
-            yield _merge(group, counts, size)
-
-
-def _merge(group: List[Interval], counts: Dict[int, int], size: int) -> Interval:
-    thread = group[0].thread
-    seq = counts[thread] = counts.get(thread, -1) + 1
-    instructions = sum(g.instructions for g in group)
-    os_ = None
-    if all(g.os for g in group):
-        os_ = {f: sum(g.os.get(f, 0) for g in group) for f in OS_FIELDS}
-    return Interval(
-        thread=thread, seq=seq, instructions=instructions,
-        keys=np.concatenate([g.keys for g in group]),
-        counts=np.concatenate([g.counts for g in group]),
-        pcs=np.concatenate([g.pcs for g in group]) if all(g.pcs is not None for g in group) else None,
-        start_ns=group[0].start_ns, end_ns=group[-1].end_ns,
-        partial=group[-1].partial or instructions < size, os=os_, units=sum(g.units for g in group),
-    )
 
 
 def open_input(args) -> Iterator[Interval]:

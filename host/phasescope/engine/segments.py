@@ -26,6 +26,7 @@ Streams are per thread: a thread's pending units are flushed by its partial (las
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional
 
@@ -91,6 +92,38 @@ def merge(group: List[Interval], seq: int) -> Interval:
         locality=next((g.locality for g in reversed(group) if g.locality is not None), None),
         locality_skipped=sum(g.locality_skipped for g in group), units=sum(g.units for g in group),
     )
+
+
+def merge_intervals(intervals: Iterable[Interval], size: int) -> Iterator[Interval]:
+    """Re-cut each thread's stream into intervals of at least ``size`` instructions by merging
+    consecutive recorded ones (:func:`merge`); a thread's last, shorter piece is marked partial.
+    A sampled stream has no instructions to merge by: InputError."""
+    pending: Dict[int, List[Interval]] = {}
+    pending_instructions: Dict[int, int] = {}
+    counts: Dict[int, int] = {}
+
+    def emit(group: List[Interval]) -> Interval:
+        thread = group[0].thread
+        counts[thread] = counts.get(thread, -1) + 1
+        iv = merge(group, counts[thread])
+        if iv is group[0]:  # merge() hands a lone interval back as it is: never change the caller's
+            iv = dataclasses.replace(iv)
+        iv.partial = iv.partial or iv.instructions < size
+        return iv
+
+    for iv in intervals:
+        if iv.instructions is None:
+            raise InputError("--interval merges intervals by instructions, and a sampled log has none")
+        group = pending.setdefault(iv.thread, [])
+        group.append(iv)
+        pending_instructions[iv.thread] = pending_instructions.get(iv.thread, 0) + iv.instructions
+        if pending_instructions[iv.thread] >= size or iv.partial:
+            yield emit(group)
+            pending[iv.thread] = []
+            pending_instructions[iv.thread] = 0
+    for group in pending.values():
+        if group:
+            yield emit(group)
 
 
 def locus(units: List[Interval]) -> np.ndarray:

@@ -1,1 +1,3 @@
-"""The traced process: Frida device and session, the agent's wire format, modules, symbols and code."""
+"""The signal sources (one interface: :mod:`phasescope.sources.protocol`): exact mode's agent
+session, sampled mode's kernel session, the device and target, the agent's wire format, modules,
+symbols and code."""

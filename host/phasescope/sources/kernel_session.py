@@ -23,7 +23,7 @@ import time
 from typing import Iterator, List, Optional
 
 from phasescope.engine.interval import Interval
-from phasescope.errors import InputError, PhasescopeError
+from phasescope.errors import PhasescopeError
 from phasescope.sources.device import Target, process_state
 from phasescope.sources.elf_symbols import ElfSymbols
 from phasescope.sources.events import Dropped, Ended, IntervalEvent, Output, ThreadExited, ThreadStarted
@@ -189,6 +189,10 @@ class KernelSession:
         if self.ended is None and not self._stopping:
             self._stopping = True
             self._queue.put(Ended("detached"))
+
+    def burst(self, tid: int) -> bool:
+        """Exact bursts need the agent (SampledSession): never here."""
+        return False
 
     def kill(self) -> None:
         """Terminate a target this session spawned (unless it has already been reaped)."""

@@ -154,6 +154,7 @@ class TraceSession:
     # -- lifecycle -------------------------------------------------------------------------------
 
     mode = "exact"
+    bursts = False  # exact mode follows every interval already
 
     def describe_mode(self) -> str:
         return "exact"

@@ -9,7 +9,6 @@ through :class:`~phasescope.engine.PhaseEngine` (rows are intervals, columns buc
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Dict, List, Optional
 
