@@ -26,18 +26,18 @@ from phasescope.engine.interval import Interval
 from phasescope.errors import PhasescopeError
 from phasescope.sources.device import Target, process_state
 from phasescope.sources.elf_symbols import ElfSymbols
-from phasescope.sources.events import Dropped, Ended, IntervalEvent, Output, ThreadExited, ThreadStarted
+from phasescope.sources.events import Ended, IntervalEvent, Output, ThreadExited, ThreadStarted
 from phasescope.sources.modules import ModuleMap
-from phasescope.sources.sampler import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler, check_sampling
+from phasescope.sources.sampler import (DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler, SampledSource,
+                                        check_sampling)
 from phasescope.sources.stdio import PipedStdio
 
 POLL = 0.02  # seconds between reads of the sample rings
 
 
-class KernelSession:
+class KernelSession(SampledSource):
     """One process, sampled with nothing in it (see the module docstring)."""
 
-    mode = "sampled"
     bursts = False
     abandoned: Optional[str] = None  # the session never gives up on an agent: there is none
     unload_stuck: Optional[str] = None
@@ -73,19 +73,9 @@ class KernelSession:
     def modules(self) -> ModuleMap:
         return self.sampler.modules if self.sampler is not None and self.sampler.modules is not None else ModuleMap()
 
-    @property
-    def dropped(self) -> Dropped:
-        return Dropped(self.sampler.lost if self.sampler else 0, 0)
-
-    def describe_mode(self) -> str:
-        return f"sampled {self.rate_hz} Hz"
-
     def info(self) -> dict:
-        s = self.sampler
-        return {"mode": "sampled", "zero_touch": True, "rate_hz": self.rate_hz, "period_ns": self.period_ns,
-                "window_samples": self.window_samples, "interval": None,
-                "samples": s.samples if s else 0, "lost_samples": s.lost if s else 0,
-                "kernel": self.kernel, "kernel_samples": s.kernel_samples if s else 0,
+        """What the summary records of how the program was seen."""
+        return {**self.sampled_info(), "zero_touch": True,
                 "bursts": {"enabled": False, "started": 0, "completed": 0}}
 
     def symbolize(self, pcs) -> List[Optional[tuple]]:

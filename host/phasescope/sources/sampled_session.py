@@ -17,8 +17,9 @@ from typing import Dict, Iterator, List, Optional
 from phasescope.errors import InputError
 from phasescope.engine.interval import Interval
 from phasescope.sources.device import Target, is_local
-from phasescope.sources.events import BurstEvent, Dropped, Ended, IntervalEvent, ThreadStarted
-from phasescope.sources.sampler import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler, check_sampling
+from phasescope.sources.events import BurstEvent, Ended, IntervalEvent, ThreadStarted
+from phasescope.sources.sampler import (DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler, SampledSource,
+                                        check_sampling)
 from phasescope.sources.session import TraceSession
 
 POLL = 0.02  # seconds between reads of the sample rings while the agent is quiet
@@ -31,13 +32,12 @@ def require_local(device) -> None:
                          f"only, and {device.name} is remote; use --mode exact")
 
 
-class SampledSession:
+class SampledSession(SampledSource):
     """One sampled process. ``rate_hz``: samples per second of a thread's CPU time;
     ``window_samples``: samples per interval (so an interval is window/rate seconds of CPU);
     ``bursts``: allow :meth:`burst`; ``kernel``: keep the ticks that hit kernel mode (system time),
     all as one key (:data:`~phasescope.sources.modules.KERNEL_KEY`)."""
 
-    mode = "sampled"
 
     def __init__(self, device, target: Target, stdio: str = "inherit", rate_hz: int = 10**9 // DEFAULT_PERIOD_NS,
                  window_samples: int = DEFAULT_WINDOW_SAMPLES, bursts: bool = False, kernel: bool = False):
@@ -76,21 +76,9 @@ class SampledSession:
     def before_final_ack(self, fn) -> None:
         self.trace.before_final_ack = fn
 
-    @property
-    def dropped(self) -> Dropped:
-        """Sample records the kernel lost (its ring was full); no instruction count is known."""
-        return Dropped(self.sampler.lost if self.sampler else 0, 0)
-
-    def describe_mode(self) -> str:
-        return f"sampled {self.rate_hz} Hz"
-
     def info(self) -> dict:
         """What the summary records of how the program was seen."""
-        s = self.sampler
-        return {"mode": "sampled", "rate_hz": self.rate_hz, "period_ns": self.period_ns,
-                "window_samples": self.window_samples, "interval": None,
-                "samples": s.samples if s else 0, "lost_samples": s.lost if s else 0,
-                "kernel": self.kernel, "kernel_samples": s.kernel_samples if s else 0,
+        return {**self.sampled_info(), "zero_touch": False,
                 "foreign_windows": self.foreign_windows,
                 "bursts": {"enabled": self.bursts, "started": self.bursts_started, "completed": self.bursts_done}}
 

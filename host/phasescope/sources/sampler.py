@@ -69,6 +69,7 @@ import numpy as np
 
 from phasescope.engine.interval import Interval
 from phasescope.errors import InputError
+from phasescope.sources.events import Dropped
 from phasescope.sources.modules import KERNEL_KEY, ModuleMap
 from phasescope.sources.perf_event import (CLOCK_REALTIME, LOST_RECORD, PERF_COUNT_SW_CPU_CLOCK, PERF_RECORD_EXIT,
                                           PERF_RECORD_FORK, PERF_RECORD_LOST, PERF_RECORD_MISC_CPUMODE_MASK,
@@ -88,6 +89,29 @@ DEFAULT_WINDOW_SAMPLES = 100
 DEFAULT_RING_PAGES = 128
 MAX_RATE_HZ = 100_000
 MIN_WINDOW_SAMPLES = 10
+
+
+class SampledSource:
+    """What every sampled session says the same way; it has ``sampler`` (None until started),
+    ``rate_hz``, ``window_samples`` and ``kernel``."""
+
+    mode = "sampled"
+
+    @property
+    def dropped(self) -> Dropped:
+        """Sample records the kernel lost (its ring was full); no instruction count is known."""
+        return Dropped(self.sampler.lost if self.sampler else 0, 0)
+
+    def describe_mode(self) -> str:
+        return f"sampled {self.rate_hz} Hz"
+
+    def sampled_info(self) -> dict:
+        """The sampling part of what the summary records of how the program was seen."""
+        s = self.sampler
+        return {"mode": "sampled", "rate_hz": self.rate_hz, "period_ns": 10**9 // self.rate_hz,
+                "window_samples": self.window_samples, "interval": None, "samples": s.samples if s else 0,
+                "lost_samples": s.lost if s else 0, "kernel": self.kernel,
+                "kernel_samples": s.kernel_samples if s else 0}
 
 
 def check_sampling(rate_hz: float, window_samples: int) -> None:
