@@ -37,6 +37,7 @@ from phasescope.engine import EngineConfig, PhaseEngine
 from phasescope.engine.bursts import BurstPlanner
 from phasescope.engine.tracker import TrackerConfig, preset
 from phasescope.errors import InputError, PhasescopeError
+from phasescope.sources.kernel_session import KernelSession
 from phasescope.sources.sampled_session import SampledSession
 from phasescope.sources.sampler import DEFAULT_WINDOW_SAMPLES
 from phasescope.sources.session import TraceSession
@@ -127,7 +128,7 @@ def _traced(session, what: str):
     n = instructions = bursts = 0
     ended = None
     engine = PhaseEngine(EngineConfig(tracker=preset("sampled"))) if session.mode == "sampled" else None
-    planner = BurstPlanner(session.burst) if getattr(session, "bursts", False) else None
+    planner = BurstPlanner(session.burst) if session.bursts else None
     if planner is not None:
         engine.subscribe(planner.on_interval)
     with _stdout_to_devnull():
@@ -198,14 +199,13 @@ def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = Tr
                                                       trust_threshold=trust_threshold),
                                          "bare Stalker")[0])
         if sampled is not None:
-            options = dict(sampled, bursts=False)
-            wall, e2e, intervals, instructions, _ = _traced(SampledSession(device, target, stdio="inherit", **options),
+            options = {k: v for k, v in sampled.items() if k != "bursts"}  # as a live run: nothing injected
+            wall, e2e, intervals, instructions, _ = _traced(KernelSession(target, stdio="inherit", **options),
                                                             "sampled mode")
             times["sampled"].append(wall)
             times["end-to-end"].append(e2e)
             if "bursts" in times:
-                options["bursts"] = True
-                wall, _, _, _, bursts = _traced(SampledSession(device, target, stdio="inherit", **options),
+                wall, _, _, _, bursts = _traced(SampledSession(device, target, stdio="inherit", bursts=True, **options),
                                                 "sampled mode with bursts")
                 times["bursts"].append(wall)
             continue
