@@ -10,7 +10,7 @@ the same machine load, and reports the minimum wall time of each:
 * ``end-to-end``  -- the traced run including spawn, injection and agent start-up
 * ``exp-bbv``     -- ``valgrind --tool=exp-bbv`` with the same interval, when valgrind is installed
 * ``sampled``     -- with ``--mode sampled``, instead of the three above: kernel CPU-clock sampling
-                     with the watch-only agent (no Stalker), its windows classified by the phase engine
+                     with nothing injected (the kernel session), its windows classified by the phase engine
 * ``bursts``      -- with ``--mode sampled --bursts``, also: the same with exact bursts (each new phase
                      has its thread followed by Stalker for one exact interval)
 
@@ -173,7 +173,7 @@ def _valgrind(argv, interval: int) -> float:
 def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = True, bare: bool = True,
             sampled: Optional[dict] = None, trust_threshold: Optional[int] = None) -> dict:
     """Minimum wall seconds per configuration and the ratios to native. ``sampled``: measure
-    sampled mode instead (its SampledSession options); no bare or valgrind runs then.
+    sampled mode instead (its sampling options); no bare or valgrind runs then.
     ``trust_threshold``: Stalker's, for the bare and traced runs."""
     if runs < 1:
         raise InputError("--runs must be at least 1")
