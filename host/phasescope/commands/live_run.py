@@ -230,13 +230,11 @@ class LiveRun:
         self.summary = self._summary()
         self.sinks.on_end(self.summary)
         # the terminal may be gone (SIGHUP): each write that fails is skipped, not the ones after it
-        for say in (self.output.release, lambda: [print(n, file=self.out) for n in self.view.notes],
-                    lambda: print_report(self.summary, top=20, file=self.out),
-                    lambda: print_hot_code(self.summary, top=HOT_REPORTED, file=self.out)):
-            try:
-                say()
-            except OSError:
-                pass
+        _said(self.output.release)
+        for note in self.view.notes:
+            _said(print, note, file=self.out)
+        _said(print_report, self.summary, top=20, file=self.out)
+        _said(print_hot_code, self.summary, top=HOT_REPORTED, file=self.out)
 
     def _fork_note(self, pids: List[int]) -> str:
         pid = self.session.pid
@@ -253,10 +251,7 @@ class LiveRun:
         msg = f"phasescope: target {self.target.describe()} (pid {self.session.pid}) {how}"
         if self.stop_reason:
             msg += f" ({self.stop_reason})"
-        try:
-            print(msg, file=self.out, flush=True)
-        except OSError:
-            pass  # no terminal left to say it on
+        _said(print, msg, file=self.out, flush=True)
         if self.session.abandoned:
             return EXIT_FAILED  # detached without the last intervals
         if end is None or end.how in ("detached", "exec"):  # exec: it runs on, as another program
@@ -264,3 +259,12 @@ class LiveRun:
         if end.how == "exited":  # code None: an attached process whose status its parent took
             return EXIT_OK if end.code in (0, None) else EXIT_FAILED
         return EXIT_KILLED
+
+
+def _said(write, *args, **kwargs) -> None:
+    """Write to the terminal or ``-o``, unless it has gone away (SIGHUP: EIO): the run's files
+    are what must not be lost, and they are written first."""
+    try:
+        write(*args, **kwargs)
+    except OSError:
+        pass
