@@ -211,7 +211,7 @@ def test_a_merge_is_announced_before_the_new_phase_it_made_room_for(tmp_path):
         return Interval(1, seq, 800, np.array(keys, np.uint64), np.full(len(keys), 100, np.uint64))
     a1, a2 = list(range(1, 9)), list(range(1, 7)) + [1001, 1002]  # one quarter of the code differs
     b, c = list(range(2001, 2009)), list(range(3001, 3009))  # nothing in common
-    engine = PhaseEngine(EngineConfig(TrackerConfig(**dict(PRESETS["default"], table_size=3))))
+    engine = PhaseEngine(EngineConfig(TrackerConfig(**dict(PRESETS["coarse"], table_size=3))))
     path = str(tmp_path / "ev.sock")
     server = EventServer(f"unix:{path}")
     client, got = connect(path), []

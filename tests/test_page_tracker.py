@@ -64,7 +64,7 @@ def test_activities_that_share_code_are_told_apart_where_the_noise_allowance_sno
     assert sum(got[i] != got[i - 1] for i in range(1, len(got))) == 11
     assert all(got[i] == got[i - 1] for i in firsts - {0})
     # the table tracker as sampled mode ran it: one representative absorbs everything
-    engine = PhaseEngine(EngineConfig(tracker=preset("default", **OLD_SAMPLED)))
+    engine = PhaseEngine(EngineConfig(tracker=preset("coarse", **OLD_SAMPLED)))
     old = np.array([r.phase for r in engine.feed_many(windows(acts, truth))])
     assert len(set(old)) == 1
 

@@ -45,20 +45,20 @@ def test_overlapping_phases_are_separated_and_repeats_recognised():
     dists = phases(3)
     assert all(abs(np.abs(a - b).sum() - 0.5) < 1e-9 for a in dists for b in dists if a is not b)
     truth = np.repeat(np.tile(np.arange(3), 3), 12)  # A x12, B x12, C x12, three times
-    got = labels(preset("default", **MULTINOMIAL), *windows(dists, truth))
+    got = labels(preset("coarse", **MULTINOMIAL), *windows(dists, truth))
     assert len(set(got)) == 3
     assert adjusted_rand_index(got, truth) == 1.0
 
 
 def test_repeated_draws_of_one_phase_stay_one_phase():
-    got = labels(preset("default", **MULTINOMIAL), *windows(phases(1), np.zeros(300, int), seed=7))
+    got = labels(preset("coarse", **MULTINOMIAL), *windows(phases(1), np.zeros(300, int), seed=7))
     assert set(got) == {got[0]}
 
 
 def test_the_manhattan_allowance_merges_what_the_multinomial_test_separates():
     truth = np.repeat(np.tile(np.arange(3), 3), 12)
     fps, samples = windows(phases(3), truth)
-    merged = labels(preset("default", **TABLE, buckets=BUCKETS), fps, samples)
+    merged = labels(preset("coarse", **TABLE, buckets=BUCKETS), fps, samples)
     assert len(set(merged)) < 3
 
 
@@ -68,7 +68,7 @@ def test_samples_in_buckets_the_representative_never_saw_are_a_new_phase():
     fps, samples = windows([base], np.zeros(20, int), seed=4)
     odd = np.random.default_rng(5).multinomial(80, base).astype(np.float64)
     odd[60] += 20  # a fifth of the window where the phase never runs
-    t = Tracker(preset("default", **MULTINOMIAL))
+    t = Tracker(preset("coarse", **MULTINOMIAL))
     first = t.classify_many(fps, samples)
     m = t.classify_many((odd * BUCKETS / N)[None, :], np.array([float(N)]))[0]
     assert {x.phase for x in first} == {0}
@@ -77,7 +77,7 @@ def test_samples_in_buckets_the_representative_never_saw_are_a_new_phase():
 
 def test_fit_z_is_calibrated_on_the_representatives_own_windows():
     dist = phases(1, seed=9)[0]
-    t = Tracker(preset("default", **MULTINOMIAL))
+    t = Tracker(preset("coarse", **MULTINOMIAL))
     t.classify_many(*windows([dist], np.zeros(50, int), seed=10))
     fps, _ = windows([dist], np.zeros(400, int), seed=11)
     z = np.array([t.fit_z(fp, N)[0] for fp in fps])
@@ -87,6 +87,6 @@ def test_fit_z_is_calibrated_on_the_representatives_own_windows():
 def test_every_preset_keeps_the_manhattan_test_and_the_multinomial_needs_counts():
     assert preset("paper").test == preset("default").test == "manhattan"
     with pytest.raises(InputError):
-        preset("default", bits=6, **MULTINOMIAL)
+        preset("coarse", bits=6, **MULTINOMIAL)
     with pytest.raises(InputError):
-        preset("default", test="chi")
+        preset("coarse", test="chi")

@@ -9,7 +9,7 @@ k-means k = 1..10, k by BIC at 90%), replay them through the phase engine under 
 setting asked for, and score each run (phasescope.quality.metrics).
 
     PYTHONPATH=host python3 bench/quality/run.py /tmp/psq/*.jsonl
-    PYTHONPATH=host python3 bench/quality/run.py --configs paper,default,default+mean LOG...
+    PYTHONPATH=host python3 bench/quality/run.py --configs paper,coarse,coarse+mean LOG...
     PYTHONPATH=host python3 bench/quality/run.py --segment-modes unit,fixed,variable,qphase LOG...
 
 ``--segment-modes`` compares what the tracker classifies (engine/segments.py) on logs of fine
@@ -47,32 +47,33 @@ from phasescope.quality.metrics import prediction_scores
 CONFIGS = {
     "paper": ("paper", {}),
     "default": ("default", {}),
+    "coarse": ("coarse", {}),
     "paper+t256lfu": ("paper", {"table_size": 256, "evict_policy": "lfu"}),
     "paper+transition": ("paper", {"transition": True}),
-    "default+transition": ("default", {"transition": True}),
-    "default+transition+adaptive": ("default", {"transition": True, "adaptive": True}),
-    "default+mean": ("default", {"update_policy": "mean"}),
-    "default+adaptive": ("default", {"adaptive": True}),
-    "default+mean+adaptive": ("default", {"update_policy": "mean", "adaptive": True}),
-    "default+confirm3": ("default", {"confirm": 3}),
-    "default+thr0.2": ("default", {"threshold": 0.2}),
+    "coarse+transition": ("coarse", {"transition": True}),
+    "coarse+transition+adaptive": ("coarse", {"transition": True, "adaptive": True}),
+    "coarse+mean": ("coarse", {"update_policy": "mean"}),
+    "coarse+adaptive": ("coarse", {"adaptive": True}),
+    "coarse+mean+adaptive": ("coarse", {"update_policy": "mean", "adaptive": True}),
+    "coarse+confirm3": ("coarse", {"confirm": 3}),
+    "coarse+thr0.2": ("coarse", {"threshold": 0.2}),
     "paper+thr0.2": ("paper", {"threshold": 0.2}),
 }
 for _t in (0.15, 0.2, 0.25, 0.3):
     for _b, _bits in (("", 6), ("+fp", None)):
-        CONFIGS[f"default{_b}+thr{_t}"] = ("default", {"threshold": _t, "bits": _bits})
-        CONFIGS[f"default{_b}+mean+thr{_t}"] = ("default", {"threshold": _t, "bits": _bits, "update_policy": "mean"})
-CONFIGS["default+fp"] = ("default", {"bits": None})
+        CONFIGS[f"coarse{_b}+thr{_t}"] = ("coarse", {"threshold": _t, "bits": _bits})
+        CONFIGS[f"coarse{_b}+mean+thr{_t}"] = ("coarse", {"threshold": _t, "bits": _bits, "update_policy": "mean"})
+CONFIGS["coarse+fp"] = ("coarse", {"bits": None})
 CONFIGS["paper+thr0.3"] = ("paper", {"threshold": 0.3})
 CONFIGS["paper+fp+thr0.3"] = ("paper", {"threshold": 0.3, "bits": None})
 CONFIGS["paper+t256lfu+thr0.2"] = ("paper", {"threshold": 0.2, "table_size": 256, "evict_policy": "lfu"})
 CONFIGS["paper+fp"] = ("paper", {"bits": None})
-# the default before the merge table (256 entries, least-used eviction), and the merge table's neighbours
-CONFIGS["default+t256lfu"] = ("default", {"table_size": 256, "full_policy": "evict"})
-CONFIGS["default+stay1.25"] = ("default", {"stay": 1.25})
-CONFIGS["default+t8+thr0.15+stay1.25"] = ("default", {"table_size": 8, "threshold": 0.15, "stay": 1.25})
+# coarse before the merge table (256 entries, least-used eviction), and the merge table's neighbours
+CONFIGS["coarse+t256lfu"] = ("coarse", {"table_size": 256, "full_policy": "evict"})
+CONFIGS["coarse+stay1.25"] = ("coarse", {"stay": 1.25})
+CONFIGS["coarse+t8+thr0.15+stay1.25"] = ("coarse", {"table_size": 8, "threshold": 0.15, "stay": 1.25})
 for _k in (8, 12):
-    CONFIGS[f"default+t{_k}"] = ("default", {"table_size": _k})
+    CONFIGS[f"coarse+t{_k}"] = ("coarse", {"table_size": _k})
 
 
 def tracker_config(name: str, interval: int) -> TrackerConfig:
@@ -99,7 +100,7 @@ def main(argv=None) -> int:
     ap.add_argument("logs", nargs="+")
     ap.add_argument("--interval", type=int, default=10_000_000, help="merge recorded intervals up to this size "
                     "(0: as recorded; default 10M, the live default)")
-    ap.add_argument("--configs", default="paper,default", help=f"comma-separated, from: {', '.join(CONFIGS)}")
+    ap.add_argument("--configs", default="default,coarse", help=f"comma-separated, from: {', '.join(CONFIGS)}")
     ap.add_argument("--json", metavar="FILE", help="also write every score here")
     ap.add_argument("--self-seeds", type=int, default=0, metavar="N",
                     help="also rebuild the reference under N other seeds (projection and k-means) and report "
