@@ -39,7 +39,7 @@ def test_locality_separates_working_sets(build, tmp_path):
     exe = build("locality_phases.c", "-O2")
     native = subprocess.run([exe, *ARGS], capture_output=True, check=True).stdout
     summary, log = tmp_path / "s.json", tmp_path / "log.jsonl"
-    r = run_cli("--locality", "--locality-every", "1", "--interval", "1000000", "--no-dashboard",
+    r = run_cli("--locality", "--locality-every", "1", "--interval", "1000000", "--no-dashboard", "--tracker", "coarse",
                 "--summary", str(summary), "--log", str(log), "-f", exe, *ARGS)
     assert r.returncode == 0, r.stderr
     assert r.stdout.encode() == native  # the target's output is unchanged
