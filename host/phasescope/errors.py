@@ -1,4 +1,8 @@
-"""User-facing errors: one line on stderr and a non-zero exit, never a traceback."""
+"""User-facing errors: one line on stderr and a non-zero exit, never a traceback; the exit codes."""
+
+#: 0 normal end; 1 the target exited non-zero or a runtime failure; 2 bad input; 3 the target was
+#: killed or crashed; 130 a second stop signal, or Ctrl-C before the run started
+EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_KILLED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 class PhasescopeError(Exception):

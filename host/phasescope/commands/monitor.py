@@ -13,7 +13,7 @@ import sys
 from typing import List, Optional
 
 from phasescope import __version__
-from phasescope.commands.live_run import LiveRun
+from phasescope.pipeline.live import LiveRun
 from phasescope.commands.options import (add_device_options, add_run_options, add_target_options,
                                          engine_config_from_args, policy_sinks,
                                          locality_options, validate_run_options)

@@ -16,9 +16,8 @@ import sys
 from typing import Dict, List, Optional
 
 from phasescope.commands.files import check_files
-from phasescope.errors import PhasescopeError
-
-EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_KILLED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+from phasescope.errors import (EXIT_FAILED, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK,
+                               PhasescopeError)
 
 
 #: the signals that ask a run to stop: it detaches, writes the summary, reports and exits

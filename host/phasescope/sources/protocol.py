@@ -1,4 +1,4 @@
-"""The one interface of a signal source, as the live loop (:mod:`phasescope.commands.live_run`) and
+"""The one interface of a signal source, as the live loop (:mod:`phasescope.pipeline.live`) and
 the symbolizer use it. Three sources implement it: :class:`~phasescope.sources.session.TraceSession`
 (exact mode: the agent), :class:`~phasescope.sources.kernel_session.KernelSession` (sampled mode,
 nothing injected) and :class:`~phasescope.sources.sampled_session.SampledSession` (sampled mode with

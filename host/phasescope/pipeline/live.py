@@ -13,11 +13,10 @@ from typing import List, Optional, TextIO
 
 
 from phasescope import __version__
-from phasescope.commands.runner import EXIT_FAILED, EXIT_KILLED, EXIT_OK, StopRequest
 from phasescope.engine import EngineConfig, PhaseEngine
 from phasescope.engine.bursts import BurstPlanner
 from phasescope.engine.segments import Segmenter
-from phasescope.errors import PhasescopeError
+from phasescope.errors import EXIT_FAILED, EXIT_KILLED, EXIT_OK, PhasescopeError
 from phasescope.sinks.base import Sink, Sinks
 from phasescope.sources.calls import QUERY_TIMEOUT
 from phasescope.sources.protocol import Session
@@ -76,8 +75,9 @@ class LiveRun:
 
     # -- the loop ---------------------------------------------------------------------------------
 
-    def run(self, stop: StopRequest) -> int:
-        """Trace until the target ends or a stop is requested; the exit code."""
+    def run(self, stop) -> int:
+        """Trace until the target ends or ``stop.requested`` is set (a
+        :class:`~phasescope.commands.runner.StopRequest`); the exit code."""
         try:
             self.session.start()
             self.symbols = Symbolizer(self.session)
@@ -103,7 +103,7 @@ class LiveRun:
                 self.symbols.close()
         return self._exit_code()
 
-    def _loop(self, stop: StopRequest) -> None:
+    def _loop(self, stop) -> None:
         deadline = None if self.duration is None else time.monotonic() + self.duration
         next_checkpoint = time.monotonic() + CHECKPOINT_EVERY
         for event in self.session.events(timeout=0.05):
