@@ -100,18 +100,23 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--short", type=int, default=1000)
+    ap.add_argument("--parts", default="cpu,slowdown,memory", help="which figures (default all three)")
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
     with tempfile.TemporaryDirectory() as d:
         exe = os.path.join(d, "sampled_two")
         subprocess.run(["cc", "-O2", "-o", exe, str(HERE.parent / "tests/programs/sampled_two.c")], check=True)
-        share = own_cpu(args.busy, args.seconds)
-        print(f"phasescope's own CPU with {args.busy} busy processes: {100 * share:.1f}% of one core", flush=True)
-        native, traced = slowdown(exe, "800000000", args.runs)
-        print(f"sampled_two 800M: native {native:.3f} s, with -a {traced:.3f} s: {traced / native:.3f}x "
-              f"(min of {args.runs})", flush=True)
-        marks = short_lived(args.short)
-        print(f"RSS after each fifth of {args.short} short-lived processes (MiB): "
-              + ", ".join(f"{m:.1f}" for m in marks), flush=True)
+        if "cpu" in parts:
+            share = own_cpu(args.busy, args.seconds)
+            print(f"phasescope's own CPU with {args.busy} busy processes: {100 * share:.1f}% of one core", flush=True)
+        if "slowdown" in parts:
+            native, traced = slowdown(exe, "800000000", args.runs)
+            print(f"sampled_two 800M: native {native:.3f} s, with -a {traced:.3f} s: {traced / native:.3f}x "
+                  f"(min of {args.runs})", flush=True)
+        if "memory" in parts:
+            marks = short_lived(args.short)
+            print(f"RSS after each fifth of {args.short} short-lived processes (MiB): "
+                  + ", ".join(f"{m:.1f}" for m in marks), flush=True)
 
 
 if __name__ == "__main__":

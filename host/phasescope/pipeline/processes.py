@@ -169,12 +169,17 @@ class ProcessEngines:
             except PhasescopeError as e:  # one program's database is unusable: say so, go on without it
                 self._say(f"phasescope: {comm}[{pid}]: phase database not used: {e}")
                 run.db = None
-        engine.subscribe(lambda r, iv, run=run: run.observe(r))
+        engine.subscribe(self._observe)  # not a closure over the run: no cycle keeps a finished engine
         for fn in self.subscribers:
             engine.subscribe(fn)
         self.runs[pid] = run
         self.seen += 1
         return run
+
+    def _observe(self, r, iv: Interval) -> None:
+        run = self.runs.get(iv.pid)
+        if run is not None:
+            run.observe(r)
 
     def _save_db(self, run: ProcessRun) -> None:
         if run.db is not None:

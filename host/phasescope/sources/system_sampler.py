@@ -256,7 +256,10 @@ class SystemSampler(Sampler):
         return stable_keys(proc.modules, ips)
 
     def _vanished(self) -> List[int]:
-        """Live threads whose /proc entry is gone (their EXIT records were lost)."""
+        """Live threads whose /proc entry is gone (their EXIT records were lost, or a sample came
+        after them); processes without threads whose /proc entry is gone end here too."""
+        for proc in [p for p in self.processes.values() if not p.threads and not os.path.exists(f"/proc/{p.pid}")]:
+            self._end(proc)
         return [tid for tid, th in self._t.items() if not th.exited and not os.path.exists(f"/proc/{th.pid}/task/{tid}")]
 
     def _retire(self, th: _Thread) -> None:
