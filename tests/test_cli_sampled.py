@@ -3,7 +3,6 @@ summary are well-formed and replay; threads created after attach are seen; refus
 
 from __future__ import annotations
 
-import pytest
 import json
 import os
 import subprocess

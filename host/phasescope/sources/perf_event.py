@@ -41,6 +41,23 @@ TASK_RECORD = struct.Struct("<IIIIQ")  # pid, ppid, tid, ptid, time
 COMM_IDS = struct.Struct("<II")  # pid, tid of a COMM record (the name follows)
 _U64 = struct.Struct("<Q")
 
+
+def records(data: bytes):
+    """``(type, misc, offset, size)`` of each complete record in a chunk read from a ring."""
+    off, n = 0, len(data)
+    while off + 8 <= n:
+        rtype, misc, size = RECORD_HEADER.unpack_from(data, off)
+        if size < 8 or off + size > n:
+            return
+        yield rtype, misc, off, size
+        off += size
+
+
+def comm_record(data: bytes, off: int, size: int):
+    """``(pid, name)`` of the PERF_RECORD_COMM at ``off``."""
+    pid, _ = COMM_IDS.unpack_from(data, off + 8)
+    return pid, data[off + 16: off + size].split(b"\0", 1)[0].decode("utf-8", "replace")
+
 class PerfEventAttr(ctypes.Structure):
     """``struct perf_event_attr`` (PERF_ATTR_SIZE_VER8, 136 bytes)."""
 

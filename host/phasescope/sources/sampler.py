@@ -73,10 +73,11 @@ from phasescope.sources.events import Dropped
 from phasescope.sources.modules import KERNEL_KEY, ModuleMap
 from phasescope.sources.perf_event import (CLOCK_REALTIME, LOST_RECORD, PERF_COUNT_SW_CPU_CLOCK, PERF_RECORD_EXIT,
                                           PERF_RECORD_COMM, PERF_RECORD_FORK, PERF_RECORD_LOST,
-                                          PERF_RECORD_MISC_COMM_EXEC, COMM_IDS, PERF_RECORD_MISC_CPUMODE_MASK,
+                                          PERF_RECORD_MISC_COMM_EXEC, PERF_RECORD_MISC_CPUMODE_MASK,
                                           PERF_RECORD_MISC_USER, PERF_RECORD_SAMPLE, PERF_TYPE_SOFTWARE,
-                                          RECORD_HEADER, SAMPLE_RECORD, SAMPLE_TYPE, TASK_RECORD, PerfEventAttr, Ring,
-                                          event_id, online_cpus, perf_event_open, refusal, set_output)
+                                          SAMPLE_RECORD, SAMPLE_TYPE, TASK_RECORD, PerfEventAttr, Ring,
+                                          comm_record, event_id, online_cpus, perf_event_open, records, refusal,
+                                          set_output)
 from phasescope.sources.procfs import module_map_from_proc, process_comm, thread_ids
 
 #: 1000 Hz of CPU time. perf's default is 4000 Hz, but each sample costs the target ~15 us on this
@@ -405,28 +406,19 @@ class Sampler:
             self._kids[pid] = [process_comm(pid), None, set()]
 
     def _parse(self, data: bytes, exits: List[int]) -> np.ndarray:
-        """Sample records of a chunk as a structured array; handles LOST/FORK/EXIT in place."""
-        n = len(data)
-        recs = []
-        off = 0
+        """Sample records of a chunk as a structured array; handles LOST/FORK/EXIT/COMM in place."""
+        recs: list = []
         unpack_sample = SAMPLE_RECORD.unpack_from
         own, id_tid, pid, kids = self._own, self._id_tid, self.pid, self._kids
-        while off + 8 <= n:
-            rtype, misc, size = RECORD_HEADER.unpack_from(data, off)
-            if size < 8 or off + size > n:
-                break
+        for rtype, misc, off, size in records(data):
             if rtype == PERF_RECORD_SAMPLE:
                 _, _, _, ident, ip, spid, tid, t = unpack_sample(data, off)
                 if spid != pid and spid not in kids:
                     self.foreign += 1
                 elif tid in own and id_tid.get(ident, tid) != tid:
                     self.duplicates += 1
-                elif misc & PERF_RECORD_MISC_CPUMODE_MASK != PERF_RECORD_MISC_USER:
-                    self.kernel_samples += 1
-                    if self.kernel:
-                        recs.append((KERNEL_KEY, tid, t))
                 else:
-                    recs.append((ip, tid, t))
+                    self._keep(recs, misc, ip, tid, t)
             elif rtype == PERF_RECORD_LOST:
                 self.lost += LOST_RECORD.unpack_from(data, off + 8)[1]
             elif rtype == PERF_RECORD_FORK:
@@ -440,13 +432,22 @@ class Sampler:
                 if self._is_followed(rpid):
                     exits.append((tid, t))
             elif rtype == PERF_RECORD_COMM and misc & PERF_RECORD_MISC_COMM_EXEC:
-                rpid, _ = COMM_IDS.unpack_from(data, off + 8)
+                rpid, name = comm_record(data, off, size)
                 kid = kids.get(rpid)
                 if kid is not None:  # a child's exec: another program, other modules
-                    kid[:] = [data[off + 16: off + size].split(b"\0", 1)[0].decode("utf-8", "replace"), None, set()]
-            off += size
+                    kid[:] = [name, None, set()]
         self.samples += len(recs)
         return np.array(recs, dtype=self._held.dtype)
+
+    def _keep(self, recs: list, misc: int, ip: int, tid: int, t: int) -> None:
+        """Append an accepted sample: user code as its IP, kernel mode as :data:`KERNEL_KEY`
+        (with ``kernel``; counted and dropped without)."""
+        if misc & PERF_RECORD_MISC_CPUMODE_MASK != PERF_RECORD_MISC_USER:
+            self.kernel_samples += 1
+            if self.kernel:
+                recs.append((KERNEL_KEY, tid, t))
+        else:
+            recs.append((ip, tid, t))
 
     # -- windows --------------------------------------------------------------------------
     def _cut(self, th: _Thread, final: bool) -> List[Interval]:

@@ -26,12 +26,11 @@ import numpy as np
 
 from phasescope.engine.interval import Interval
 from phasescope.errors import InputError
-from phasescope.sources.modules import KERNEL_KEY, ModuleMap
-from phasescope.sources.perf_event import (COMM_IDS, LOST_RECORD, PERF_RECORD_COMM, PERF_RECORD_EXIT, PERF_RECORD_FORK,
-                                          PERF_RECORD_LOST, PERF_RECORD_MISC_COMM_EXEC,
-                                          PERF_RECORD_MISC_CPUMODE_MASK, PERF_RECORD_MISC_USER, PERF_RECORD_SAMPLE,
-                                          RECORD_HEADER, SAMPLE_RECORD, TASK_RECORD, Ring, online_cpus,
-                                          paranoid_level, perf_event_open)
+from phasescope.sources.modules import ModuleMap
+from phasescope.sources.perf_event import (LOST_RECORD, PERF_RECORD_COMM, PERF_RECORD_EXIT, PERF_RECORD_FORK,
+                                          PERF_RECORD_LOST, PERF_RECORD_MISC_COMM_EXEC, PERF_RECORD_SAMPLE,
+                                          SAMPLE_RECORD, TASK_RECORD, Ring, comm_record, online_cpus, paranoid_level,
+                                          perf_event_open, records)
 from phasescope.sources.procfs import module_map_from_proc, process_comm
 from phasescope.sources.sampler import (DEFAULT_PERIOD_NS, DEFAULT_RING_PAGES, DEFAULT_WINDOW_SAMPLES, Sampler,
                                         _Thread, refreshed_modules, stable_keys)
@@ -191,30 +190,20 @@ class SystemSampler(Sampler):
 
     # -- records ----------------------------------------------------------------------------
     def _parse(self, data: bytes, exits: List[int]) -> np.ndarray:
-        n = len(data)
-        recs = []
-        off = 0
+        recs: list = []
         unpack_sample = SAMPLE_RECORD.unpack_from
         procs, threads = self.processes, self._t
-        while off + 8 <= n:
-            rtype, misc, size = RECORD_HEADER.unpack_from(data, off)
-            if size < 8 or off + size > n:
-                break
+        for rtype, misc, off, size in records(data):
             if rtype == PERF_RECORD_SAMPLE:
                 _, _, _, _, ip, pid, tid, t = unpack_sample(data, off)
                 proc = procs.get(pid) or self._process(pid)
                 if not proc.followed:
                     self.skipped += 1
-                else:
-                    if tid not in threads:
-                        self._thread(tid, tid, pid)
-                        proc.threads.add(tid)
-                    if misc & PERF_RECORD_MISC_CPUMODE_MASK != PERF_RECORD_MISC_USER:
-                        self.kernel_samples += 1
-                        if self.kernel:
-                            recs.append((KERNEL_KEY, tid, t))
-                    else:
-                        recs.append((ip, tid, t))
+                    continue
+                if tid not in threads:
+                    self._thread(tid, tid, pid)
+                    proc.threads.add(tid)
+                self._keep(recs, misc, ip, tid, t)
             elif rtype == PERF_RECORD_LOST:
                 self.lost += LOST_RECORD.unpack_from(data, off + 8)[1]
             elif rtype == PERF_RECORD_FORK:
@@ -225,19 +214,17 @@ class SystemSampler(Sampler):
             elif rtype == PERF_RECORD_EXIT:
                 pid, _, tid, _, t = TASK_RECORD.unpack_from(data, off + 8)
                 proc = procs.get(pid)
-                if proc is not None:
-                    if tid == pid:  # the leader: the process has ended once its threads are gone
-                        proc.leader_exited = True
-                        exits.extend((other, t) for other in proc.threads)
-                        if not proc.threads:
-                            self._end(proc)
-                    elif tid in threads:
-                        exits.append((tid, t))
+                if proc is None:
+                    continue
+                if tid == pid:  # the leader: the process has ended once its threads are gone
+                    proc.leader_exited = True
+                    exits.extend((other, t) for other in proc.threads)
+                    if not proc.threads:
+                        self._end(proc)
+                elif tid in threads:
+                    exits.append((tid, t))
             elif rtype == PERF_RECORD_COMM and misc & PERF_RECORD_MISC_COMM_EXEC:
-                pid, _ = COMM_IDS.unpack_from(data, off + 8)
-                name = data[off + 16: off + size].split(b"\0", 1)[0].decode("utf-8", "replace")
-                self._exec(pid, name)
-            off += size
+                self._exec(*comm_record(data, off, size))
         self.samples += len(recs)
         return np.array(recs, dtype=self._held.dtype)
 
