@@ -56,7 +56,10 @@ def test_locality_separates_working_sets(build, tmp_path):
     for size, rate in stream["locality"]["miss_rate_curve"]:
         assert rate is None or rate >= 0.95, (size, rate)
     assert _curve(stream)[4096] >= 0.95
-    assert s["whole"]["locality_skipped"] >= 0
+    # Windows cannot record fs/gs-segment operands (libc's stack-protector and TLS reads here, 52 on
+    # this machine): they are counted, and they are a sliver of what the curves come from.
+    accesses = sum(p["locality"]["accesses"] for p in s["phases"])
+    assert 0 < s["whole"]["locality_skipped"] < accesses / 1000, (s["whole"]["locality_skipped"], accesses)
 
 
 def test_without_locality_nothing_changes(build, tmp_path):

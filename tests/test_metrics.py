@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import re
 import subprocess
-import time
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import cli_command, run_cli
+from conftest import cli_command, run_cli, wait_for
 
 
 def scrape(url: str) -> dict:
@@ -26,14 +25,12 @@ def test_a_scrape_of_a_live_run_shows_its_phases_and_changes(build, tmp_path):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         url = re.search(r"serving metrics on (\S+)", proc.stderr.readline()).group(1)
-        deadline, seen = time.monotonic() + 60, {}
-        while time.monotonic() < deadline:
+
+        def changed_thrice():
             seen = scrape(url)
             changes = [v for k, v in seen.items() if k.startswith("phasescope_phase_changes_total")]
-            if changes and changes[0] >= 3:
-                break
-            time.sleep(0.5)
-        assert changes and changes[0] >= 3, seen
+            return seen if changes and changes[0] >= 3 else None
+        seen = wait_for(changed_thrice, 60, lambda: f"3 phase changes in a scrape; the last: {scrape(url)}", every=0.5)
         phases = {v for k, v in seen.items() if k.startswith("phasescope_thread_phase[")}
         assert phases and all(v >= 0 for v in phases)
         assert any(k.startswith("phasescope_prediction_accuracy") for k in seen)

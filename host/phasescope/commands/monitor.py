@@ -16,14 +16,12 @@ from phasescope import __version__
 from phasescope.pipeline.live import LiveRun
 from phasescope.pipeline.system import SystemRun
 from phasescope.commands.options import (add_device_options, add_run_options, add_target_options,
-                                         engine_config_from_args, policy_sinks,
-                                         locality_options, process_filter, validate_run_options)
+                                         engine_config_from_args, locality_options, process_filter,
+                                         validate_run_options)
+from phasescope.commands.outputs import open_sinks
 from phasescope.commands.runner import Command, usage_error
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sinks
-from phasescope.sinks.bbv import BbvWriter
-from phasescope.sinks.log import JsonlLog
-from phasescope.sinks.summary import SummaryWriter
 from phasescope.sources.device import Target, resolve_device, resolve_target
 from phasescope.sources.kernel_session import KernelSession
 from phasescope.sources.sampled_session import SampledSession, require_local
@@ -102,10 +100,7 @@ class MonitorCommand(Command):
         sinks = []
         try:
             try:
-                sinks += policy_sinks(args, config)
-                sinks += [JsonlLog(args.log) if args.log else None,
-                          BbvWriter(args.bbv) if args.bbv else None,
-                          SummaryWriter(args.summary) if args.summary else None]
+                sinks = open_sinks(args, config)
                 dashboard = not args.no_dashboard and sys.stdout.isatty()
                 device = resolve_device(args.device, args.usb, args.host)
                 target = resolve_target(device, pid=args.pid, name=args.name, argv=argv)
@@ -131,7 +126,6 @@ class MonitorCommand(Command):
             if out is not sys.stderr:
                 out.close()
 
-
     def run_system(self, args) -> int:
         """``-a``: every process on every CPU, one engine each (:mod:`phasescope.pipeline.system`)."""
         config = engine_config_from_args(args, preset_default="sampled")
@@ -151,8 +145,7 @@ class MonitorCommand(Command):
         sinks = []
         try:
             try:
-                sinks += policy_sinks(args, config)
-                sinks += [JsonlLog(args.log) if args.log else None, SummaryWriter(args.summary) if args.summary else None]
+                sinks = open_sinks(args, config)
                 sampler = SystemSampler(process_filter(args), period_ns=10**9 // args.rate,
                                         window_samples=args.window, kernel=args.kernel_samples)
                 run = SystemRun(sampler, config, sinks, out=out,
