@@ -20,7 +20,7 @@
  * (push rax; lahf; seto al ... add al, 0x7f; sahf; pop rax). The slow stub saves every register,
  * the flags and the FPU/SSE state, and calls `ps_slow`, which rebalances the K budgets or, once
  * their sum is spent, cuts the interval: it harvests the non-zero slots into the output buffer as
- * one record (see host/phasescope/wire.py) and zeroes them. Blocks ending at the same branch PC
+ * one record (see host/phasescope/sources/wire.py) and zeroes them. Blocks ending at the same branch PC
  * share a slot (a per-thread PC -> slot chain settles it once the block is complete, then the
  * emitted counter is re-pointed), so a record holds each branch PC once. Nothing on the hot path
  * enters JavaScript or takes a Stalker callout. Counters or cold code out of rel32 reach (unusual
@@ -40,6 +40,8 @@
 #define PS_K 8                     /* budgets per thread (power of two) */
 #define PS_TAIL (PS_K * 64)        /* below this many instructions left: exact, per-block checks */
 #define PS_HASH_SIZE 4096          /* PC -> slot chains per thread: one slot per branch PC */
+#define PS_COLD_PER_BLOCK 26       /* cold bytes per block: its trampoline (see ps_emit_counter) */
+#define PS_RECORDER_BYTES 96       /* cold bytes per memory slot: its recorder, 16-aligned */
 
 struct ps_timespec { gint64 tv_sec; gint64 tv_nsec; };
 struct ps_timeval { gint64 tv_sec; gint64 tv_usec; };
@@ -53,6 +55,7 @@ struct ps_rusage
 
 extern int clock_gettime (int clk, struct ps_timespec * ts);
 extern int getrusage (int who, struct ps_rusage * usage);
+extern int mprotect (gpointer addr, gsize len, int prot);
 
 typedef struct _PsThread PsThread;
 typedef struct _PsGlobal PsGlobal;
@@ -102,6 +105,7 @@ struct _PsGlobal
   guint8 * buf[2];
   guint64 len[2];
   guint64 buf_size;
+  guint64 page;
   guint64 cur;
   guint64 dropped_records;
   guint64 dropped_instructions;
@@ -157,30 +161,73 @@ ps_fill_budgets (PsThread * t, gint64 left)
 }
 
 static void ps_cold_init (PsThread * t);
+static void ps_thread_locality (PsThread * t, guint8 * region, guint64 mslots, guint64 window, guint64 every);
 
-void
-ps_thread_init (PsThread * t, guint64 tid, guint64 * arena, guint64 capacity, guint8 * cold,
-    guint64 cold_size)
+/* Where the parts of one thread's region lie (byte offsets), each part page-aligned: the PsThread;
+ * its arena (counters, PCs and chain links per slot, then the PS_HASH_SIZE chain heads); its cold
+ * code (the slow stub, one trampoline per block); with --locality the recorders (cold too), the
+ * memory slots' table (code address, rel32) and the window buffer. */
+typedef struct { guint64 arena, cold, rec, table, win, end; } PsLayout;
+
+static guint64
+ps_pages (guint64 n)
 {
+  return (n + ps.page - 1) / ps.page * ps.page;
+}
+
+static PsLayout
+ps_layout (guint64 slots, guint64 mslots, guint64 window)
+{
+  PsLayout l;
+  l.arena = ps_pages (sizeof (PsThread));
+  l.cold = l.arena + ps_pages (slots * (8 + 8 + 4) + PS_HASH_SIZE * 4);
+  l.rec = l.cold + ps_pages (slots * PS_COLD_PER_BLOCK + ps.page);
+  l.table = l.rec + ps_pages (mslots * PS_RECORDER_BYTES);
+  l.win = l.table + ps_pages (mslots * (8 + 4));
+  l.end = l.win + ps_pages (window * 8);
+  return l;
+}
+
+/* Bytes of the region a thread needs (`ps_thread_init`): `slots` block counters; with --locality
+ * (`mslots` > 0) that many memory slots and a window of `window` addresses. */
+guint64
+ps_region_size (guint64 slots, guint64 mslots, guint64 window)
+{
+  return ps_layout (slots, mslots, window).end;
+}
+
+/* Sets up a thread's counting state in `region` (page-aligned, ps_region_size bytes), the
+ * transform's user data. Returns 0, or -1 when its cold code cannot be made executable. */
+int
+ps_thread_init (guint8 * region, guint64 tid, guint64 slots, guint64 mslots, guint64 window, guint64 every)
+{
+  PsThread * t = (PsThread *) region;
+  PsLayout l = ps_layout (slots, mslots, window);
+  guint64 * arena = (guint64 *) (region + l.arena);
+  if (mprotect (region + l.cold, l.table - l.cold, 7 /* PROT_READ | PROT_WRITE | PROT_EXEC */) != 0)
+    return -1;
   t->counts = arena;
-  t->pcs = arena + capacity;
-  t->next = (guint32 *) (t->pcs + capacity);
-  t->heads = t->next + capacity;
-  t->capacity = capacity;
+  t->pcs = arena + slots;
+  t->next = (guint32 *) (t->pcs + slots);
+  t->heads = t->next + slots;
+  t->capacity = slots;
   t->n_slots = 0;
   t->tid = tid;
   t->seq = 0;
   t->stub = NULL;
-  t->cold_cur = cold;
-  t->cold_end = cold + cold_size;
+  t->cold_cur = region + l.cold;
+  t->cold_end = region + l.rec;
   ps_cold_init (t);
   t->carry = 0;
   t->closed = 0;
   t->fresh = 1;
   t->limit = 0;
   t->start_ns = ps_now_ns ();
+  if (mslots != 0)
+    ps_thread_locality (t, region, mslots, window, every);
   /* The first block takes the slow path, which samples the OS counters on the thread itself. */
   ps_fill_budgets (t, 0);
+  return 0;
 }
 
 /* Exact bursts: the thread ships `n` complete intervals, then no more records (not even a
@@ -203,7 +250,7 @@ static void ps_win_reset (PsThread * t);
 static void ps_win_open (PsThread * t);
 
 /* Called on the thread itself, with all registers saved by the stub. */
-void
+static void
 ps_slow (PsThread * t)
 {
   gint64 left = t->tail;
@@ -416,21 +463,21 @@ ps_win_full (PsThread * t)
   ps_win_patch (t, FALSE);
 }
 
-void
-ps_thread_locality (PsThread * t, guint64 * buf, guint64 size, guint64 every, guint8 ** mslot,
-    guint32 * mrel, guint64 cap, guint8 * rec, guint64 rec_size)
+static void
+ps_thread_locality (PsThread * t, guint8 * region, guint64 mslots, guint64 window, guint64 every)
 {
-  t->win_buf = buf;
-  t->win_size = size;
+  PsLayout l = ps_layout (t->capacity, mslots, window);
+  t->win_buf = (guint64 *) (region + l.win);
+  t->win_size = window;
   t->win_every = every == 0 ? 1 : every;
   t->win_open = 0;
   t->win_ship = 1;
-  t->mslot = mslot;
-  t->mrel = mrel;
+  t->mslot = (guint8 **) (region + l.table);
+  t->mrel = (guint32 *) (t->mslot + mslots);
   t->n_mslots = 0;
-  t->cap_mslots = cap;
-  t->rec_cur = rec;
-  t->rec_end = rec + rec_size;
+  t->cap_mslots = mslots;
+  t->rec_cur = region + l.rec;
+  t->rec_end = region + l.table;
   ps_win_reset (t);
 }
 
@@ -508,13 +555,18 @@ ps_thread_flush (PsThread * t)
     ps_cut (t, PS_FLAG_PARTIAL, FALSE);
 }
 
-void
-ps_configure (guint64 interval, guint8 * buf0, guint8 * buf1, guint64 buf_size)
+/* Returns sizeof (PsGlobal), having configured nothing when `ps` (`ps_bytes` long) cannot hold it. */
+guint64
+ps_configure (guint64 interval, guint8 * buf0, guint8 * buf1, guint64 buf_size, guint64 page, guint64 ps_bytes)
 {
+  if (ps_bytes < sizeof (PsGlobal))
+    return sizeof (PsGlobal);
+  ps.page = page;
   ps.interval = interval;
   ps.buf[0] = buf0;
   ps.buf[1] = buf1;
   ps.buf_size = buf_size;
+  return sizeof (PsGlobal);
 }
 
 /* The agent's running counters, indexed by PS_STAT_* (phasescope.sources.wire.STATS). */
