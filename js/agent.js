@@ -147,6 +147,7 @@ const HOT_MAX = 1024;
 function releaseHotLoop(tid, region) {
   if (region === null)
     return;
+  api.thread_release(region); // its register loops (counter.c) leave through their block's start
   const out = Memory.alloc(HOT_MAX * 8);
   invalidateAfter(tid, out, api.thread_hot(region, out, uint64(HOT_MAX)).toNumber());
 }
