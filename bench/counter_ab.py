@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Exact mode's hot path against an earlier one, on the same program in the same run: native, bare
+Stalker, then phasescope with each ``agent/counter.c`` given, interleaved, minimum of the runs.
+
+    python3 bench/counter_ab.py [--runs 3] [--ref main] [--json] -- PROGRAM [ARGS...]
+
+``--ref REV`` adds counter.c as of that git revision (named REV) before the working tree's (``tree``).
+Besides wall time (as ``phasescope bench``), it reports the CPU time of the target's main thread
+(``/proc/PID/schedstat``, polled every 2 ms), which a machine shared with other work inflates less
+than wall time. The agent's JavaScript is the tree's for every variant, so a revision's counter.c
+must export the C functions the tree's agent calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(ROOT, "host"))
+from phasescope.commands.bench import _native, _traced  # noqa: E402
+from phasescope.sources.device import resolve_device, resolve_target  # noqa: E402
+from phasescope.sources.session import TraceSession  # noqa: E402
+
+
+class MainThreadCpu:
+    """Polls the CPU seconds of a process's main thread, from when ``pid()`` names one until it is gone."""
+
+    def __init__(self, pid):
+        self._pid, self.seconds, self._stop = pid, 0.0, False
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self):
+        while not self._stop:
+            pid = self._pid()
+            if pid is not None:
+                try:
+                    with open(f"/proc/{pid}/schedstat") as f:
+                        self.seconds = int(f.read().split()[0]) / 1e9
+                except OSError:
+                    if self.seconds:
+                        return
+            time.sleep(0.002)
+
+    def stop(self) -> float:
+        self._stop = True
+        self._thread.join()
+        return self.seconds
+
+
+def _run_native(argv):
+    proc = None
+
+    def pid():
+        return proc.pid if proc is not None else None
+
+    cpu = MainThreadCpu(pid)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc.wait()
+    return time.perf_counter() - t0, cpu.stop()
+
+
+def _run_traced(session, what):
+    cpu = MainThreadCpu(lambda: session.pid)
+    wall = _traced(session, what)[0]
+    return wall, cpu.stop()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--ref", action="append", default=[], help="a git revision whose counter.c to compare")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("argv", nargs="+")
+    args = ap.parse_args()
+    variants = [(ref, subprocess.run(["git", "-C", ROOT, "show", f"{ref}:agent/counter.c"], check=True,
+                                     capture_output=True, text=True).stdout) for ref in args.ref]
+    with open(os.path.join(ROOT, "agent", "counter.c")) as f:
+        variants.append(("tree", f.read()))
+    device = resolve_device()
+    target = resolve_target(device, argv=list(args.argv))
+    _native(target.argv)  # fail early, with phasescope's message, on a program that does not run
+    runs = {name: [] for name in ["native", "bare"] + [n for n, _ in variants]}
+    for _ in range(args.runs):
+        runs["native"].append(_run_native(target.argv))
+        runs["bare"].append(_run_traced(TraceSession(device, target, stdio="inherit", bare=True), "bare Stalker"))
+        for name, source in variants:
+            runs[name].append(_run_traced(TraceSession(device, target, stdio="inherit", counter_source=source),
+                                          f"counter.c of {name}"))
+    wall = {k: min(w for w, _ in v) for k, v in runs.items()}
+    cpu = {k: min(c for _, c in v) for k, v in runs.items()}
+    row = {"command": target.argv, "runs": args.runs, "native_s": wall["native"], "native_cpu_s": cpu["native"],
+           "bare/native": wall["bare"] / wall["native"], "bare/native cpu": cpu["bare"] / cpu["native"]}
+    for name, _ in variants:
+        row[f"{name}/bare"] = wall[name] / wall["bare"]
+        row[f"{name}/bare cpu"] = cpu[name] / cpu["bare"]
+    if args.json:
+        print(json.dumps(row))
+    else:
+        print(" ".join(target.argv))
+        print(f"  native {wall['native']:.3f} s (main thread cpu {cpu['native']:.3f} s), "
+              f"bare/native {row['bare/native']:.2f}x (cpu {row['bare/native cpu']:.2f}x)")
+        for name, _ in variants:
+            print(f"  {name + '/bare':<14} {row[f'{name}/bare']:.3f}x  (cpu {row[f'{name}/bare cpu']:.3f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
