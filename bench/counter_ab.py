@@ -5,9 +5,8 @@ Stalker, then phasescope with each ``agent/counter.c`` given, interleaved, minim
     python3 bench/counter_ab.py [--runs 3] [--ref main] [--json] -- PROGRAM [ARGS...]
 
 ``--ref REV`` adds counter.c as of that git revision (named REV) before the working tree's (``tree``).
-Besides wall time (as ``phasescope bench``), it reports the CPU time of the target's main thread
-(``/proc/PID/schedstat``, polled every 2 ms), which a machine shared with other work inflates less
-than wall time. The agent's JavaScript is the tree's for every variant, so a revision's counter.c
+Besides wall time it reports the CPU time of the target's main thread (as ``phasescope bench``
+does for traced/bare), which a machine shared with other work inflates less than wall time. The agent's JavaScript is the tree's for every variant, so a revision's counter.c
 must export the C functions the tree's agent calls.
 """
 
@@ -18,8 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
-import time
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(ROOT, "host"))
@@ -28,49 +25,14 @@ from phasescope.sources.device import resolve_device, resolve_target  # noqa: E4
 from phasescope.sources.session import TraceSession  # noqa: E402
 
 
-class MainThreadCpu:
-    """Polls the CPU seconds of a process's main thread, from when ``pid()`` names one until it is gone."""
-
-    def __init__(self, pid):
-        self._pid, self.seconds, self._stop = pid, 0.0, False
-        self._thread = threading.Thread(target=self._poll, daemon=True)
-        self._thread.start()
-
-    def _poll(self):
-        while not self._stop:
-            pid = self._pid()
-            if pid is not None:
-                try:
-                    with open(f"/proc/{pid}/schedstat") as f:
-                        self.seconds = int(f.read().split()[0]) / 1e9
-                except OSError:
-                    if self.seconds:
-                        return
-            time.sleep(0.002)
-
-    def stop(self) -> float:
-        self._stop = True
-        self._thread.join()
-        return self.seconds
-
-
 def _run_native(argv):
-    proc = None
-
-    def pid():
-        return proc.pid if proc is not None else None
-
-    cpu = MainThreadCpu(pid)
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    proc.wait()
-    return time.perf_counter() - t0, cpu.stop()
+    cpu = []
+    return _native(argv, cpu), cpu[0]
 
 
 def _run_traced(session, what):
-    cpu = MainThreadCpu(lambda: session.pid)
-    wall = _traced(session, what)[0]
-    return wall, cpu.stop()
+    run = _traced(session, what)
+    return run[0], run[5]
 
 
 def main() -> int:
@@ -86,7 +48,6 @@ def main() -> int:
         variants.append(("tree", f.read()))
     device = resolve_device()
     target = resolve_target(device, argv=list(args.argv))
-    _native(target.argv)  # fail early, with phasescope's message, on a program that does not run
     runs = {name: [] for name in ["native", "bare"] + [n for n, _ in variants]}
     for _ in range(args.runs):
         runs["native"].append(_run_native(target.argv))
