@@ -1220,6 +1220,15 @@ ps_emit_mem_slot (GumX86Writer * w, PsThread * t, const cs_insn * insn)
 #define PS_LOOP_CAP 65536          /* instructions counted in r between two flushes */
 #define PS_LOOP_FRAME 144          /* red zone (128), saved r, r at entry */
 
+/* A register loop, in the thread's chain (t->loops), just before its trampoline in the cold area. */
+typedef struct
+{
+  guint8 * next;
+  guint8 * site;                   /* the rel32 of its `jcc top` */
+  gint32 rel;                      /* that rel32 as emitted */
+  guint32 pad;
+} PsLoopLink;
+
 typedef struct
 {
   int reg;                         /* the counting register (hardware number), -1: no loop */
@@ -1430,7 +1439,7 @@ static guint8 *
 ps_emit_loop_count (GumX86Writer * w, PsThread * t, const PsLoop * lp, guint64 slot)
 {
   PsCode c, cold;
-  GumAddress back, at = GPOINTER_TO_SIZE (t->cold_cur) + 16, slow_at;
+  GumAddress back, at = GPOINTER_TO_SIZE (t->cold_cur) + sizeof (PsLoopLink), slow_at;
   gpointer counter = &t->counts[slot], budget = &t->budget[slot & (PS_K - 1)];
   guint js_slow, jne_slow, back_in;
   int r = lp->reg;
@@ -1442,7 +1451,7 @@ ps_emit_loop_count (GumX86Writer * w, PsThread * t, const PsLoop * lp, guint64 s
   back = w->pc + c.n + 4;
   ps_put_rel32 (&c, back, at);
 
-  /* the trampoline, after a 16-byte link of the thread's loop chain (next loop, its `jcc top`) */
+  /* the trampoline, after the loop's link in the thread's chain */
   cold.n = 0;
   ps_put_loop_flush (&cold, at, r, 8, counter, budget);
   ps_put_u8 (&cold, 0x78); ps_put_u8 (&cold, 0);                                       /* js slow */
@@ -1465,10 +1474,10 @@ ps_emit_loop_count (GumX86Writer * w, PsThread * t, const PsLoop * lp, guint64 s
   ps_put (&cold, ps_lea_up, sizeof (ps_lea_up));
   ps_put_u8 (&cold, 0xeb);
   ps_put_u8 (&cold, (guint8) (gint8) ((gint) back_in - (gint) (cold.n + 1)));
-  ((guint8 **) t->cold_cur)[0] = t->loops;    /* link; [1]: the `jcc top`, set by ps_emit_loop_exit */
-  ((guint8 **) t->cold_cur)[1] = NULL;
+  ((PsLoopLink *) t->cold_cur)->next = t->loops;
+  ((PsLoopLink *) t->cold_cur)->site = NULL;   /* set by ps_emit_loop_exit */
   t->loops = t->cold_cur;
-  t->cold_cur += 16;
+  t->cold_cur += sizeof (PsLoopLink);
   ps_cold_put (t, &cold);
   gum_x86_writer_put_bytes (w, c.b, c.n);
   return w->code - c.n + 3;
@@ -1490,7 +1499,9 @@ ps_emit_loop_exit (GumX86Writer * w, PsThread * t, const PsLoop * lp, const cs_i
     guint8 cc = branch->bytes[0] == 0x0f ? branch->bytes[1] & 0x0f : branch->bytes[0] & 0x0f;
     ps_put_u8 (&c, 0x0f); ps_put_u8 (&c, (guint8) (0x80 | cc));
     ps_put_rel32 (&c, w->pc + c.n + 4, top);
-    ((guint8 **) t->loops)[1] = w->code + 2;   /* the rel32 a release zeroes */
+    PsLoopLink * link = (PsLoopLink *) t->loops;
+    link->site = w->code + 2;                  /* the rel32 a release zeroes */
+    link->rel = (gint32) ((gint64) top - (gint64) (w->pc + 6));
   }
   ps_put (&c, flags_save, sizeof (flags_save));
   ps_put_loop_flush (&c, w->pc, lp->reg, 16, &t->counts[slot], &t->budget[slot & (PS_K - 1)]);
@@ -1503,11 +1514,12 @@ ps_emit_loop_exit (GumX86Writer * w, PsThread * t, const PsLoop * lp, const cs_i
 static void
 ps_loops_release (PsThread * t)
 {
-  guint8 * l;
-  for (l = t->loops; l != NULL; l = ((guint8 **) l)[0])
+  PsLoopLink * l;
+  for (l = (PsLoopLink *) t->loops; l != NULL; l = (PsLoopLink *) l->next)
   {
-    if (((guint8 **) l)[1] != NULL)
-      *(guint32 *) ((guint8 **) l)[1] = 0;  /* jcc top -> jcc exit: the next iteration leaves */
+    /* Only where the branch is still ours: Stalker may have recompiled the block in place. */
+    if (l->site != NULL && *(gint32 *) l->site == l->rel && (l->site[-1] & 0xf0) == 0x80 && l->site[-2] == 0x0f)
+      *(gint32 *) l->site = 0;  /* jcc top -> jcc exit: the next iteration leaves */
   }
   t->released = 1;
 }
