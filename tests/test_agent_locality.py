@@ -5,7 +5,7 @@ import json
 import subprocess
 
 from agent_support import functions
-from conftest import run_cli
+from conftest import read_records, run_cli
 
 ARGS = ("2", "4000000")  # rounds, steps per phase
 
@@ -15,8 +15,7 @@ def _phase_by_function(summary: dict, log, exe: str) -> dict:
     a key's low 32 bits are the offset in the module; not from symbol lookups, which are timing's)."""
     funcs = [(start, size, name.split(".")[0]) for start, size, name in functions(exe)]
     work: dict = {}  # (function, phase) -> instructions
-    for line in log.read_text().splitlines():
-        rec = json.loads(line)
+    for rec in read_records(log):
         for key, count in rec["blocks"]:
             offset = key & 0xFFFFFFFF
             for start, size, name in funcs:
