@@ -3,7 +3,6 @@ summary are well-formed and replay; threads created after attach are seen; refus
 
 from __future__ import annotations
 
-import pytest
 import json
 import os
 import subprocess
@@ -17,13 +16,14 @@ from phasescope.quality.metrics import adjusted_rand_index
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
 
 
-@pytest.mark.xfail(strict=False, reason="since 2026-11-24 phase_b of sampled_two.c often gets no phase of 15% share, with the tracker code of the last passing run too: not diagnosed yet (closing note)")
 def test_spawn_sampled_log_summary_and_replay(build, tmp_path):
+    # 400M: phase_a about 1 s and phase_b about 0.5 s of CPU, five windows or more. At 150M phase_b
+    # was one or two windows of six and its share fell under 15% on some runs (the xfail it had).
     exe = build("sampled_two.c")
-    native = subprocess.run([exe, "150000000"], capture_output=True, text=True, check=True).stdout
+    native = subprocess.run([exe, "400000000"], capture_output=True, text=True, check=True).stdout
     log, summary = tmp_path / "s.jsonl", tmp_path / "s.json"
     r = run_cli("--mode", "sampled", "--no-dashboard", "--window", "100", "--log", str(log),
-                "--summary", str(summary), "-f", exe, "150000000")
+                "--summary", str(summary), "-f", exe, "400000000")
     assert r.returncode == 0, r.stderr
     assert r.stdout == native  # nothing of phasescope's in the target's output
     records = read_records(log)

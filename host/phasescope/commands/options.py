@@ -157,14 +157,27 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
     t.add_argument("-f", "--file", dest="program", metavar="PROGRAM",
                    help="spawn PROGRAM; its arguments follow as positionals (after -- if they start with -)")
     t.add_argument("args", nargs="*", metavar="ARGS", help="arguments of the spawned PROGRAM")
+    t.add_argument("-a", "--system-wide", action="store_true",
+                   help="every process on every CPU, as perf -a (sampled mode; nothing injected): one phase "
+                        "engine per process, a dashboard of the busiest; --phase-db is then a directory")
+    a = p.add_argument_group("system-wide (-a)")
+    a.add_argument("--comm", action="append", default=[], metavar="NAME",
+                   help="-a: follow processes with this command name (repeatable; default: every process)")
+    a.add_argument("--pids", metavar="PID[,PID...]", help="-a: follow these processes")
+    a.add_argument("--cgroup", metavar="PATH",
+                   help="-a: follow processes in this cgroup or below it (its path as /proc/PID/cgroup says, "
+                        "e.g. /system.slice/nginx.service)")
+    a.add_argument("--max-processes", type=int, default=256, metavar="N",
+                   help="-a: phase engines alive at once; the least recently active is retired to make room "
+                        "(default 256)")
 
 
 def add_source_options(p: argparse.ArgumentParser):
     """The signal source's group, --mode, --rate, --window and --bursts (live runs and bench; check
     them with :func:`validate_source_options`); returned for a command's own source options."""
     s = p.add_argument_group("signal source")
-    s.add_argument("--mode", choices=("exact", "sampled"), default="exact",
-                   help="exact: Stalker counts every block's instructions (costs a multiple of native); sampled: "
+    s.add_argument("--mode", choices=("exact", "sampled"), default=None,
+                   help="(default exact; sampled with -a) exact: Stalker counts every block's instructions (costs a multiple of native); sampled: "
                         "the kernel's CPU-clock samples (perf_event_open, no code on the target's hot path; "
                         "local device, needs root or perf_event_paranoid <= 1)")
     s.add_argument("--rate", type=int, default=DEFAULT_RATE, metavar="HZ",
@@ -180,7 +193,10 @@ def add_source_options(p: argparse.ArgumentParser):
 
 
 def validate_source_options(args: argparse.Namespace) -> None:
-    """One-line InputErrors for source options that the chosen --mode has no use for."""
+    """Settle --mode (sampled with -a, else exact); one-line InputErrors for source options that
+    the chosen --mode has no use for."""
+    if args.mode is None:
+        args.mode = "sampled" if getattr(args, "system_wide", False) else "exact"
     if args.bursts and args.mode != "sampled":
         raise InputError("--bursts needs --mode sampled (exact mode follows every interval already)")
 
@@ -220,7 +236,12 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
 
 
 def validate_run_options(args: argparse.Namespace) -> None:
-    """One-line InputErrors for out-of-range run options."""
+    """One-line InputErrors for out-of-range run options; settles --mode (sampled with -a)."""
+    if getattr(args, "system_wide", False):
+        validate_system_options(args)
+    elif getattr(args, "comm", None) or getattr(args, "pids", None) or getattr(args, "cgroup", None):
+        raise InputError("--comm, --pids and --cgroup filter what -a follows: give -a")
+    validate_source_options(args)
     if args.duration is not None and not 0 < args.duration < float("inf"):  # also rejects nan
         raise InputError(f"--duration must be positive (got {args.duration})")
     if not 0 < args.status_every < float("inf"):
@@ -244,6 +265,39 @@ def validate_run_options(args: argparse.Namespace) -> None:
         if args.locality_size not in CACHE_BYTES:
             raise InputError(f"--locality-size must be a power of two from {CACHE_BYTES[0]} to "
                              f"{CACHE_BYTES[-1]} (got {args.locality_size})")
+
+
+def validate_system_options(args: argparse.Namespace) -> None:
+    """-a: sampled mode only, no target, filters well formed (one-line InputErrors)."""
+    if args.pid is not None or args.name is not None or args.program is not None:
+        raise InputError("-a follows every process: it takes no -p, -n or -f (filter with --comm, --pids, --cgroup)")
+    if args.mode == "exact":
+        raise InputError("-a samples the whole system: it needs --mode sampled (exact mode traces one process)")
+    if args.bursts:
+        raise InputError("-a injects nothing: --bursts (which injects an agent) is not available with it")
+    if args.device or args.usb or args.host:
+        raise InputError("-a samples this machine's kernel: -D/-U/-H do not apply")
+    if args.bbv:
+        raise InputError("--bbv writes one program's vectors for SimPoint: not with -a (use --log, which has pid)")
+    if args.max_processes < 1:
+        raise InputError(f"--max-processes must be at least 1 (got {args.max_processes})")
+    process_filter(args)
+
+
+def process_filter(args: argparse.Namespace):
+    """The :class:`~phasescope.sources.system_sampler.ProcessFilter` of --comm, --pids and --cgroup."""
+    from phasescope.sources.system_sampler import ProcessFilter
+    pids = set()
+    for part in (args.pids or "").split(","):
+        if part.strip():
+            try:
+                pids.add(int(part))
+            except ValueError:
+                raise InputError(f"--pids takes process ids separated by commas (got {args.pids!r})") from None
+    if args.cgroup is not None and not args.cgroup.startswith("/"):
+        raise InputError(f"--cgroup takes a cgroup path starting with / as /proc/PID/cgroup shows it "
+                         f"(got {args.cgroup!r})")
+    return ProcessFilter(frozenset(args.comm), frozenset(pids), args.cgroup)
 
 
 def locality_options(args: argparse.Namespace):

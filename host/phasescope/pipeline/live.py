@@ -16,6 +16,7 @@ from phasescope import __version__
 from phasescope.engine import EngineConfig, PhaseEngine
 from phasescope.engine.bursts import BurstPlanner
 from phasescope.engine.segments import Segmenter
+from phasescope.pipeline.processes import ProcessEngines
 from phasescope.errors import EXIT_FAILED, EXIT_KILLED, EXIT_OK, PhasescopeError
 from phasescope.sinks.base import Sink, Sinks
 from phasescope.sources.calls import QUERY_TIMEOUT
@@ -24,6 +25,7 @@ from phasescope.sources.events import (AgentError, BurstEvent, Dropped, Ended, F
                                       Output, ThreadExited, ThreadStarted)
 from phasescope.sources.output import OutputRelay
 from phasescope.sources.symbols import Symbolizer
+from phasescope.view.dashboard import render
 from phasescope.view.plain import PlainView
 from phasescope.view.report import print_hot_code, print_report
 from phasescope.view.screen import DashboardScreen
@@ -68,6 +70,8 @@ class LiveRun:
         self.ended: Optional[Ended] = None
         self.stop_reason: Optional[str] = None
         self.forked: List[int] = []  # children the target forked (not traced)
+        #: children followed (sampled mode), each with its own engine, feeding the same sinks
+        self.children = ProcessEngines(config, [self.sinks.on_interval])
         self.agent_errors: List[str] = []
         self.started_wall = time.time()
         self.summary: Optional[dict] = None
@@ -87,8 +91,8 @@ class LiveRun:
             self.state.status = "tracing"
             self.state.threads_followed = len(self.session.threads)
             self.sinks.on_start(self._start_info())
-            self.view = (DashboardScreen(self.state, self.refresh) if self.dashboard
-                         else PlainView(self.state, self.out, self.status_every))
+            self.view = (DashboardScreen(lambda w, h: render(self.state.snapshot(), w, h), self.refresh)
+                         if self.dashboard else PlainView(self.state, self.out, self.status_every))
             try:
                 with self.view:
                     self._loop(stop)
@@ -150,6 +154,9 @@ class LiveRun:
 
     def _handle(self, event) -> None:
         if isinstance(event, IntervalEvent):
+            if event.interval.pid is not None:  # a forked child's (sampled mode): its own engine
+                self.children.feed(event.interval)
+                return
             for iv in self.segmenter.push(event.interval):
                 self.engine.feed(iv)
         elif isinstance(event, BurstEvent):
@@ -203,6 +210,7 @@ class LiveRun:
             hottest = p["top_code"][0] if p["top_code"] else None
             if hottest is not None and hottest["pc"] is not None:
                 hottest["disassembly"] = [f"{a:#x}: {text}" for a, text in self.symbols.block(hottest["pc"])]
+        s["children"] = self.children.summary()
         end = self.ended
         s["end"] = {"how": end.how if end else "aborted", "code": end.code if end else None,
                     "signal": end.signal if end else None, "reason": self.stop_reason}

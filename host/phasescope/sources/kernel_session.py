@@ -4,7 +4,8 @@
 is forked by phasescope and held before ``exec`` until the sampler's inherited events cover it, so
 it is sampled from its first instruction; an attached one is sampled from the next tick. The
 modules come from /proc/PID/maps (the sampler re-reads it for code it has not seen, after
-``exec`` and ``dlopen``), the threads from the sampler's FORK/EXIT records, the end from
+``exec`` and ``dlopen``), the threads from the sampler's FORK/EXIT records (forked children
+inherit the events and are followed too: their windows carry ``pid`` and ``comm``), the end from
 ``waitpid`` (spawned: the exit status or signal) or from the process leaving /proc (attached),
 and names from the ELF files on disk (:mod:`phasescope.sources.elf_symbols`). Code for the hot
 blocks is read from /proc/PID/mem while the process lives. Exact bursts need Stalker, so
@@ -101,7 +102,7 @@ class KernelSession(SampledSource):
 
     def _sampler(self) -> Sampler:
         return Sampler(self.pid, period_ns=self.period_ns, window_samples=self.window_samples,
-                       kernel=self.kernel).start()
+                       kernel=self.kernel, children=True).start()
 
     def _spawn(self) -> None:
         """Fork, hold the child before exec until sampling covers it, then let it run."""
