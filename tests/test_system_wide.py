@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import cli_command, run_cli
+from conftest import cli_command, read_records, run_cli
 from phasescope.engine import EngineConfig, Interval
 from phasescope.engine.tracker import PRESETS, TrackerConfig
 from phasescope.pipeline.processes import ProcessEngines
@@ -57,7 +57,7 @@ def test_a_sees_two_programs_started_after_it_and_tells_their_phases_apart(build
         p = procs[pid]
         assert p["comm"] == "two_sys" and p["ended"] == "exited"
         assert len(_main_phases(p)) == 2, p["phases"]  # phase_a and phase_b, each its own phase
-    records = [json.loads(line) for line in log.read_text().splitlines()]
+    records = read_records(log)
     assert {r["pid"] for r in records} == {first.pid, second.pid}
     assert all(r["comm"] == "two_sys" for r in records)
     for pid in (first.pid, second.pid):  # each engine numbers its own phases from 0
@@ -90,7 +90,7 @@ def test_a_shell_pipeline_is_followed_children_included(build, tmp_path):
     children = {c["comm"]: c for c in json.loads(summary.read_text())["children"]}
     assert "two_pipe" in children, children  # exec renamed the forked shell
     assert len(_main_phases(children["two_pipe"])) == 2, children["two_pipe"]["phases"]
-    records = [json.loads(line) for line in log.read_text().splitlines()]
+    records = read_records(log)
     assert any(rec.get("comm") == "two_pipe" for rec in records)
 
 
