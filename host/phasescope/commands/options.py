@@ -183,6 +183,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     s.add_argument("--locality-size", type=int, default=1 << 20, metavar="BYTES",
                    help="--locality: cache size of the dashboard's miss-rate column, a power of two from 4096 to "
                         "64 MiB (default 1 MiB)")
+    s.add_argument("--input-size", metavar="SIZE",
+                   help="--locality with --phase-db: the run's input (data) size, with a unit (e.g. 4MiB, 512KiB, "
+                        "100MB), saved with each phase's reuse signature for locality-model (default: the data "
+                        "the run's windows touched together)")
     o = p.add_argument_group("output")
     o.add_argument("-o", "--output", metavar="FILE",
                    help="phasescope's own lines (changes, status, report) go to FILE instead of stderr")
@@ -223,6 +227,24 @@ def add_policy_options(o) -> None:
                         "save this run's at the end")
 
 
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "kb": 10**3, "m": 1 << 20, "mib": 1 << 20, "mb": 10**6,
+          "g": 1 << 30, "gib": 1 << 30, "gb": 10**9, "t": 1 << 40, "tib": 1 << 40, "tb": 10**12}
+
+
+def parse_size(text: str, what: str) -> int:
+    """Bytes of a size with an optional unit: 4096, 64KiB, 1.5MiB, 100MB, 2G (K/M/G: powers of 1024)."""
+    t = str(text).strip().lower().replace(" ", "")
+    num = t.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = t[len(num):]
+    try:
+        value = float(num) * _UNITS[unit]
+    except (ValueError, KeyError):
+        raise InputError(f"{what}: {text!r} is not a size (a number and a unit: 4096, 64KiB, 1.5MiB, 100MB)") from None
+    if not 1 <= value < float(1 << 60):
+        raise InputError(f"{what}: {text!r} is out of range (1 byte to 1 EiB)")
+    return int(value)
+
+
 def policy_sinks(args, config) -> list:
     """The sinks of --events, --metrics and --phase-db (each validates its input before the target
     is touched)."""
@@ -230,7 +252,8 @@ def policy_sinks(args, config) -> list:
     sinks = []
     if getattr(args, "phase_db", None):
         from phasescope.sinks.phase_db import PhaseDb
-        sinks.append(PhaseDb(args.phase_db, config))
+        size = getattr(args, "input_size", None)
+        sinks.append(PhaseDb(args.phase_db, config, input_size=None if size is None else parse_size(size, "--input-size")))
     if args.events:
         if args.events_queue < 1:
             raise InputError(f"--events-queue must be at least 1 (got {args.events_queue})")
@@ -273,6 +296,12 @@ def validate_run_options(args: argparse.Namespace) -> None:
         if args.locality_size not in CACHE_BYTES:
             raise InputError(f"--locality-size must be a power of two from {CACHE_BYTES[0]} to "
                              f"{CACHE_BYTES[-1]} (got {args.locality_size})")
+
+
+    if getattr(args, "input_size", None) is not None:
+        if not getattr(args, "locality", False):
+            raise InputError("--input-size needs --locality (it labels the run's reuse signatures)")
+        parse_size(args.input_size, "--input-size")
 
 
 def locality_options(args: argparse.Namespace):
