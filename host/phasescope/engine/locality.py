@@ -57,7 +57,7 @@ this against the exact full-trace curve: cyclic working sets larger and smaller 
 random working sets and a streaming trace agree with the exact curve at every reported size, and
 the sizes beyond a large-footprint window are ``None``.
 
-The reuse signature (issue 21) is the same estimate on a finer grid of cache sizes, 8 per octave
+The reuse signature (issue 21) is the same estimate on a finer grid of cache sizes, 16 per octave
 from 1 block to 2^24 blocks (1 GiB), kept only where it is exact to 0.5%: the phase's reuse-distance
 distribution, P(distance >= C), as far as its windows reach (``signature``). Together with the
 run's input size it is what :mod:`phasescope.engine.locality_model` fits across runs. The data a
@@ -85,8 +85,8 @@ MAX_UNCERTAINTY = 0.05
 #: the signature keeps the sizes its windows measure exactly, but for this much (first uses counted
 #: as misses in windows that never fill the cache): past them lie the reuses no window can see
 SIGNATURE_UNCERTAINTY = 0.005
-#: cache sizes (blocks) of the reuse signature: 8 per octave, 1 block to 2^24 blocks (1 GiB)
-SIGNATURE_BLOCKS = tuple(int(b) for b in np.unique(np.round(2.0 ** (np.arange(8 * 24 + 1) / 8)).astype(np.int64)))
+#: cache sizes (blocks) of the reuse signature: 16 per octave, 1 block to 2^24 blocks (1 GiB)
+SIGNATURE_BLOCKS = tuple(int(b) for b in np.unique(np.round(2.0 ** (np.arange(16 * 24 + 1) / 16)).astype(np.int64)))
 
 
 def previous_occurrences(blocks: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ whose reuse distance is at least C blocks, as far as its windows reach) and the 
 Reference groups (the paper's 2.1.1). Each run's distribution is cut into G = 1000 groups of 0.1%
 of the accesses each, from the shortest distance to the longest; a group's distance is the
 distribution's quantile at the group's middle (geometric interpolation between the signature's
-points, which are 8 per octave). The i-th groups of all runs are paired.
+points, which are 16 per octave). The i-th groups of all runs are paired.
 
 Patterns (2.1.2-2.1.3). Each group's distance follows d = c + e * f(s) with f one of s^0 (constant),
 s^1/3 (cube root), s^1/2 (square root), s^2/3 and s (linear): the largest reuse distance cannot
