@@ -200,3 +200,18 @@ def test_too_few_runs_and_runs_too_close_are_one_line(tmp_path):
     bad.write_text('{"format": "phasescope-phase-db", "representatives": [{"phase": 0, "locality_runs": 5}]}')
     r = run_cli("locality-model", str(bad))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "not a valid" in r.stderr
+
+
+def test_plot_of_the_model(tmp_path):
+    pytest.importorskip("matplotlib")
+    rng = np.random.default_rng(17)
+    db = _db(tmp_path / "db.json", {0: [run_of(linear_stream, s, rng) for s in (256 * KIB, 512 * KIB, MIB)],
+                                    1: [run_of(sqrt_stream, s, rng) for s in (256 * KIB, 512 * KIB, MIB)]})
+    out = tmp_path / "model.png"
+    r = run_cli("locality-model", str(db), "--predict", "16MiB", "--plot", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "2 phase(s)" in r.stderr
+    r = run_cli("locality-model", str(db), "--plot", str(tmp_path / "model.nope"))
+    assert r.returncode == 2 and "unknown image format" in r.stderr and r.stderr.count("\n") == 1
+    r = run_cli("locality-model", str(db), "--plot", str(db))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1  # the database is never overwritten

@@ -3,12 +3,14 @@
 Reads the reuse signatures that ``--locality --phase-db DB`` runs saved (with each run's input
 size), fits every phase's reference-group patterns (:mod:`phasescope.engine.locality_model`) and
 reports them, the critical input sizes of a list of cache sizes and how sure it is; ``--predict
-SIZE`` adds each phase's predicted miss-rate curve (4 KiB to 64 MiB), ``--json`` prints JSON.
+SIZE`` adds each phase's predicted miss-rate curve (4 KiB to 64 MiB), ``--json`` prints JSON and
+``--plot FILE`` draws predicted miss rate against input size and cache size per main phase.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from typing import List, Optional
@@ -21,6 +23,7 @@ from phasescope.errors import InputError
 from phasescope.sinks.phase_db import read_locality_runs
 
 DEFAULT_CACHES = "32KiB,256KiB,1MiB,8MiB"
+PLOT_PHASES = 4  # main phases drawn
 
 
 def size_text(n: float) -> str:
@@ -39,6 +42,7 @@ class LocalityModelCommand(Command):
                    "more --locality --phase-db runs of different input sizes (--input-size), and predict its "
                    "LRU miss rates for input sizes never run.")
     inputs = {"DB": "db"}
+    outputs = {"--plot": "plot"}
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("db", metavar="DB", help="phase database written by --locality --phase-db runs")
@@ -50,12 +54,22 @@ class LocalityModelCommand(Command):
         p.add_argument("--json", action="store_true",
                        help="JSON on stdout; with --predict exactly {\"phases\": [{\"phase\", \"top_code\", "
                             "\"miss_rate_curve\": [[cache_bytes, rate], ...]}]}")
+        p.add_argument("--plot", metavar="FILE",
+                       help="draw predicted miss rate against input size and cache size per main phase, the "
+                            "measured runs marked (.png, .svg, .pdf; needs matplotlib)")
 
     def run(self, args) -> int:
         predict = None if args.predict is None else parse_size(args.predict, "--predict")
         caches = [parse_size(c, "--caches") for c in args.caches.split(",") if c.strip()]
         if not caches or any(c < 64 for c in caches):
             raise InputError(f"--caches: {args.caches!r}: give one or more cache sizes of 64 bytes or more")
+        if args.plot:
+            try:
+                importlib.import_module("matplotlib")
+            except ImportError:
+                raise InputError("--plot needs matplotlib: pip install 'phasescope[plot]'") from None
+            from phasescope.view.plot import check_output
+            check_output(args.plot)
         db = read_locality_runs(args.db)
         models, skipped = self._models(args.db, db)
         reports = [self._report(p, runs, model, top, predict, caches) for p, runs, model, top in models]
@@ -69,6 +83,11 @@ class LocalityModelCommand(Command):
             print()
         else:
             self._print(args.db, db, reports, skipped, predict)
+        if args.plot:
+            from phasescope.view.plot import plot_locality_model
+            plot_locality_model([(r, m[2]) for r, m in zip(reports, models)][:PLOT_PHASES], args.plot,
+                                predict, title=f"phasescope locality-model {args.db}")
+            print(f"{args.plot}: {min(len(models), PLOT_PHASES)} phase(s)", file=sys.stderr)
         return 0
 
     def _models(self, path: str, db: dict):
