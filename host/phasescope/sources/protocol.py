@@ -45,6 +45,9 @@ class Session(Protocol):
 
     def burst(self, tid: int) -> bool: ...
 
+    def request_window(self, tid: int) -> bool:
+        """--locality: a locality window on thread ``tid`` at its next interval (False: none here)."""
+
     def describe_mode(self) -> str: ...
 
     def info(self) -> dict:
