@@ -140,3 +140,18 @@ def test_process_engines_stay_bounded_and_keep_each_process_apart():
     assert [p["pid"] for p in kept[:2]] == [107, 109] or [p["pid"] for p in kept[:2]] == [109, 107]
     assert {p["pid"]: p["ended"] for p in kept}[108] == "exited"
     assert sum(1 for p in kept if p["ended"] == "retired") == 7
+
+
+def test_a_without_the_right_to_sample_every_cpu_says_what_to_change():
+    """As an unprivileged user (perf_event_paranoid > 0) CPU-wide events are refused: one line
+    naming the settings that allow them, exit 2."""
+    if open("/proc/sys/kernel/perf_event_paranoid").read().strip() in ("-1", "0"):
+        pytest.skip("perf_event_paranoid allows CPU-wide events to every user here")
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        *cli_command("-a", "--duration", "1", "--no-dashboard")],
+                       capture_output=True, text=True, timeout=60)
+    if "No module named" in r.stderr or "Permission denied: '" in r.stderr:
+        pytest.skip(f"the unprivileged user cannot run this checkout's interpreter: {r.stderr.strip()[:200]}")
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert "CAP_PERFMON" in r.stderr and "perf_event_paranoid" in r.stderr
