@@ -19,8 +19,7 @@ from phasescope.engine.segments import Segmenter
 from phasescope.pipeline.processes import ProcessEngines
 from phasescope.errors import EXIT_FAILED, EXIT_KILLED, EXIT_OK, PhasescopeError
 from phasescope.sinks.base import Sink, Sinks
-from phasescope.sources.calls import QUERY_TIMEOUT
-from phasescope.sources.protocol import Session
+from phasescope.sources.protocol import QUERY_TIMEOUT, Session
 from phasescope.sources.events import (AgentError, BurstEvent, Dropped, Ended, Forked, IntervalEvent, ModulesChanged,
                                       Output, ThreadExited, ThreadStarted)
 from phasescope.sources.output import OutputRelay

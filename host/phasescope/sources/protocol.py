@@ -12,6 +12,8 @@ from phasescope.sources.device import Target
 from phasescope.sources.events import Dropped, Ended
 from phasescope.sources.modules import ModuleMap
 
+QUERY_TIMEOUT = 5.0  # seconds a session's symbolize / read_code may take
+
 
 class Session(Protocol):
     mode: str  # "exact" or "sampled"
