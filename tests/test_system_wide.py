@@ -155,3 +155,35 @@ def test_a_without_the_right_to_sample_every_cpu_says_what_to_change():
     assert r.returncode == 2, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert "CAP_PERFMON" in r.stderr and "perf_event_paranoid" in r.stderr
+
+
+class _Run:
+    """What system_view.render reads of a run: a header and the busiest rows."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def header(self):
+        return {"status": "sampling", "filter": "every process", "elapsed": 12.0, "rate_hz": 1000, "cpus": 2,
+                "processes": len(self.rows), "seen": 40, "samples": 123456, "lost": 0, "skipped": 0, "recent_s": 5.0}
+
+    def busiest(self, n):
+        return self.rows[:n]
+
+
+@pytest.mark.parametrize("width, height", [(80, 24), (100, 30), (160, 48)])
+def test_the_system_dashboard_shows_every_figure_whole(width, height):
+    from rich.console import Console
+    from phasescope.view.system_view import render
+    rows = [{"pid": 4000000 + i, "comm": "a-rather-long-command-name" if i == 0 else f"proc{i}", "cpu_s": 1.0,
+             "recent_cpu_s": 4.5 - i * 0.1, "threads": 3, "intervals": 99, "phases": 12, "changes": 345,
+             "thread": 4000000 + i, "phase": 10 + i, "run_length": 777, "next": 11 + i, "confidence": 0.83,
+             "ended": None} for i in range(30)]
+    console = Console(width=width, height=height, record=True, color_system=None)
+    console.print(render(_Run(rows), width, height))
+    text = console.export_text()
+    lines = text.splitlines()
+    assert len(lines) <= height and max(map(len, lines)) <= width
+    for i, row in enumerate(rows[:height - 12]):
+        assert str(row["pid"]) in text and f"P{row['phase']}" in text and f"{90 - 2 * i}%" in text, (i, text)
+    assert "123456" in text and "83%" in text
