@@ -77,6 +77,7 @@ def test_a_forked_child_is_followed_with_its_own_engine(build, tmp_path):
     children = s["children"]
     assert [c["comm"] for c in children] == ["forks_sampled"], children
     assert children[0]["intervals"] >= 2 and children[0]["pid"] != s["target"]["pid"]
+    assert children[0]["ended"] == "exited"  # its end was seen, not only the run's
 
 
 def test_a_shell_pipeline_is_followed_children_included(build, tmp_path):

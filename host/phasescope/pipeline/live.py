@@ -20,8 +20,8 @@ from phasescope.pipeline.processes import ProcessEngines
 from phasescope.errors import EXIT_FAILED, EXIT_KILLED, EXIT_OK, PhasescopeError
 from phasescope.sinks.base import Sink, Sinks
 from phasescope.sources.protocol import QUERY_TIMEOUT, Session
-from phasescope.sources.events import (AgentError, BurstEvent, Dropped, Ended, Forked, IntervalEvent, ModulesChanged,
-                                      Output, ThreadExited, ThreadStarted)
+from phasescope.sources.events import (AgentError, BurstEvent, ChildEnded, Dropped, Ended, Forked, IntervalEvent,
+                                      ModulesChanged, Output, ThreadExited, ThreadStarted)
 from phasescope.sources.output import OutputRelay
 from phasescope.sources.symbols import Symbolizer
 from phasescope.view.dashboard import render
@@ -181,6 +181,8 @@ class LiveRun:
         elif isinstance(event, AgentError):
             self.agent_errors.append(event.message)
             self.view.note(f"phasescope: agent error: {event.message} (the trace may be incomplete)")
+        elif isinstance(event, ChildEnded):
+            self.children.end(event.pid)
         elif isinstance(event, Forked):
             self.forked.append(event.pid)
             if not self.dashboard:  # the dashboard owns the screen: said once at the end instead
