@@ -21,8 +21,9 @@
  * the flags and the FPU/SSE state, and calls `ps_slow`, which rebalances the K budgets or, once
  * their sum is spent, cuts the interval: it harvests the non-zero slots into the output buffer as
  * one record (see host/phasescope/sources/wire.py) and zeroes them. Blocks ending at the same branch PC
- * share a slot (a per-thread PC -> slot chain settles it once the block is complete, then the
- * emitted counter is re-pointed), so a record holds each branch PC once. Nothing on the hot path
+ * count in slots of their own, the later ones aliases of the first (a per-thread PC -> slot chain
+ * tells, once the block is complete), which the harvest adds together, so a record holds each
+ * branch PC once. Nothing on the hot path
  * enters JavaScript or takes a Stalker callout. Counters or cold code out of rel32 reach (unusual
  * address space layouts) get slower but equivalent forms (absolute addressing, inline stub call).
  *
@@ -68,6 +69,8 @@ struct _PsThread
   guint64 * pcs;             /* per-slot branch PC (address of the block's last instruction) */
   guint32 * next;            /* per-slot chain link (slot + 1, 0 ends) of the PC -> slot hash */
   guint32 * heads;           /* PS_HASH_SIZE chain heads */
+  guint32 * aliases;         /* slots whose branch PC an earlier slot has (see ps_settle_slot) */
+  guint64 n_aliases;
   guint64 n_slots;
   guint64 capacity;          /* slots; the last one collects blocks beyond capacity (pc 0) */
   guint64 tid;
@@ -174,7 +177,7 @@ static void ps_cold_init (PsThread * t);
 static void ps_thread_locality (PsThread * t, guint8 * region, guint64 mslots, guint64 window, guint64 every);
 
 /* Where the parts of one thread's region lie (byte offsets), each part page-aligned: the PsThread;
- * its arena (counters, PCs and chain links per slot, then the PS_HASH_SIZE chain heads); its cold
+ * its arena (counters, PCs, chain links and aliases per slot, then the PS_HASH_SIZE chain heads); its cold
  * code (the slow stub, one trampoline per block); with --locality the recorders (cold too), the
  * memory slots' table (code address, rel32) and the window buffer. */
 typedef struct { guint64 arena, cold, rec, table, win, end; } PsLayout;
@@ -190,7 +193,7 @@ ps_layout (guint64 slots, guint64 mslots, guint64 window)
 {
   PsLayout l;
   l.arena = ps_pages (sizeof (PsThread));
-  l.cold = l.arena + ps_pages (slots * (8 + 8 + 4) + PS_HASH_SIZE * 4);
+  l.cold = l.arena + ps_pages (slots * (8 + 8 + 4 + 4) + PS_HASH_SIZE * 4);
   l.rec = l.cold + ps_pages (slots * PS_COLD_PER_BLOCK + ps.page);
   l.table = l.rec + ps_pages (mslots * PS_RECORDER_BYTES);
   l.win = l.table + ps_pages (mslots * (8 + 4));
@@ -219,7 +222,9 @@ ps_thread_init (guint8 * region, guint64 tid, guint64 slots, guint64 mslots, gui
   t->counts = arena;
   t->pcs = arena + slots;
   t->next = (guint32 *) (t->pcs + slots);
-  t->heads = t->next + slots;
+  t->aliases = t->next + slots;
+  t->heads = t->aliases + slots;
+  t->n_aliases = 0;
   t->capacity = slots;
   t->n_slots = 0;
   t->tid = tid;
@@ -327,6 +332,16 @@ ps_cut (PsThread * t, guint32 flags, gboolean empty_too)
 
   end_ns = ps_now_ns ();
   ps_os_sample (os_now);
+  for (i = 0; i != t->n_aliases; i++)
+  {
+    guint32 a = t->aliases[i];
+    c = counts[a];
+    if (c != 0)
+    {
+      counts[a] = 0;
+      counts[t->next[a] - 1] += c;
+    }
+  }
 
   gum_spinlock_acquire (&ps.lock);
   out = ps.buf[ps.cur] + ps.len[ps.cur];
@@ -669,31 +684,32 @@ ps_take_slot (PsThread * t)
 }
 
 /*
- * Blocks that end at the same branch (a jump into the middle of a block, a recompiled block) share
- * one slot, so every record holds each branch PC once. `slot` was taken for this block; returns the
- * slot the block's counter must use (releasing `slot` when another block already has the PC).
+ * Names `slot` (taken for a block) with the block's branch PC. Blocks that end at the same branch (a
+ * loop's first iteration in the block before it, a jump into the middle of a block, a recompiled
+ * block) keep counters of their own: one shared counter would be updated twice per iteration of
+ * such a loop, a store-to-load chain twice as long. The later ones are aliases of the first, which
+ * the harvest adds them into, so a record still holds each branch PC once.
  */
-static guint64
+static void
 ps_settle_slot (PsThread * t, guint64 slot, guint64 pc)
 {
   guint32 h = (guint32) ((pc ^ (pc >> 12) ^ (pc >> 24)) & (PS_HASH_SIZE - 1));
   guint32 s;
 
   if (slot == t->capacity - 1)
-    return slot;
+    return;
+  t->pcs[slot] = pc;
   for (s = t->heads[h]; s != 0; s = t->next[s - 1])
   {
     if (t->pcs[s - 1] == pc)
     {
-      if (slot == t->n_slots - 1)
-        t->n_slots--;
-      return s - 1;
+      t->next[slot] = s;                 /* not in a chain: its primary + 1 */
+      t->aliases[t->n_aliases++] = (guint32) slot;
+      return;
     }
   }
-  t->pcs[slot] = pc;
   t->next[slot] = t->heads[h];
   t->heads[h] = (guint32) slot + 1;
-  return slot;
 }
 
 void
@@ -729,7 +745,7 @@ transform_portable (GumStalkerIterator * iterator, GumStalkerOutput * output, gp
   if (b == NULL)
     return;
   b->n = (gint64) n;
-  b->slot = ps_settle_slot (t, b->slot, last_pc);
+  ps_settle_slot (t, b->slot, last_pc);
 }
 
 #if defined (HAVE_I386) && GLIB_SIZEOF_VOID_P == 8
@@ -913,23 +929,20 @@ ps_cold_put (PsThread * t, const PsCode * c)
 }
 
 /* `op qword [target], imm32` (op: 0 add, 5 sub) rip-relative when reachable from `pc`, else
- * through r11 (saved by the caller's sequence). Returns the offset of the imm32 in the code and
- * stores that of the target operand (rel32, or the imm64 of the movabs when far) in *addr. */
+ * through r11 (saved by the caller's sequence). Returns the offset of the imm32 in the code. */
 static guint
-ps_put_rmw (PsCode * c, GumAddress pc, guint8 op, gpointer target, gboolean far, guint * addr)
+ps_put_rmw (PsCode * c, GumAddress pc, guint8 op, gpointer target, gboolean far)
 {
   guint imm;
   if (!far)
   {
     ps_put_u8 (c, 0x48); ps_put_u8 (c, 0x81); ps_put_u8 (c, 0x05 | (op << 3));
-    *addr = c->n;
     ps_put_rel32 (c, pc + c->n + 8, GPOINTER_TO_SIZE (target));
     imm = c->n;
     ps_put_u32 (c, 0);
     return imm;
   }
   ps_put_u8 (c, 0x49); ps_put_u8 (c, 0xbb); /* movabs r11, target */
-  *addr = c->n;
   ps_put_u64 (c, GPOINTER_TO_SIZE (target));
   ps_put_u8 (c, 0x49); ps_put_u8 (c, 0x81); ps_put_u8 (c, 0x03 | (op << 3)); /* op qword [r11], imm32 */
   imm = c->n;
@@ -937,24 +950,12 @@ ps_put_rmw (PsCode * c, GumAddress pc, guint8 op, gpointer target, gboolean far,
   return imm;
 }
 
-/* Where to patch the emitted counter code once the block is complete. */
+/* Where to patch the emitted counter code once the block's length is known. */
 typedef struct
 {
   guint8 * count_imm;
   guint8 * budget_imm;
-  guint8 * count_addr;      /* the counter's address operand: rel32 ending at count_end, or abs64 */
-  GumAddress count_end;
-  gboolean far;
 } PsPatch;
-
-static void
-ps_patch_counter (const PsPatch * p, gpointer counter)
-{
-  if (p->far)
-    *(guint64 *) p->count_addr = GPOINTER_TO_SIZE (counter);
-  else
-    *(gint32 *) p->count_addr = (gint32) ((gint64) GPOINTER_TO_SIZE (counter) - (gint64) p->count_end);
-}
 
 /*
  * The counter sequence of one block. The budget-exhausted branch goes to a per-block trampoline in
@@ -973,7 +974,7 @@ ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_fla
   gpointer counter = &t->counts[slot];
   gpointer budget = &t->budget[slot & (PS_K - 1)];
   GumAddress pc = w->pc, tramp = 0, stub = GPOINTER_TO_SIZE (t->stub);
-  guint count_imm, budget_imm, count_addr, budget_addr, js_at = 0;
+  guint count_imm, budget_imm, js_at = 0;
   gboolean far, cold_ok;
 
   far = !ps_near (pc, GPOINTER_TO_SIZE (counter)) || !ps_near (pc, GPOINTER_TO_SIZE (budget));
@@ -992,8 +993,8 @@ ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_fla
     if (far)
       ps_put (&c, r11_save, sizeof (r11_save));
   }
-  count_imm = ps_put_rmw (&c, pc, 0, counter, far, &count_addr);
-  budget_imm = ps_put_rmw (&c, pc, 5, budget, far, &budget_addr);
+  count_imm = ps_put_rmw (&c, pc, 0, counter, far);
+  budget_imm = ps_put_rmw (&c, pc, 5, budget, far);
   if (cold_ok)
   {
     ps_put_u8 (&c, 0x0f); ps_put_u8 (&c, 0x88); /* js rel32 trampoline (patched below) */
@@ -1056,9 +1057,6 @@ ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_fla
 
   p.count_imm = w->code + count_imm;
   p.budget_imm = w->code + budget_imm;
-  p.count_addr = w->code + count_addr;
-  p.count_end = pc + count_imm + 4;
-  p.far = far;
   gum_x86_writer_put_bytes (w, c.b, c.n);
   return p;
 }
@@ -1254,6 +1252,15 @@ ps_emit_mem_slot (GumX86Writer * w, PsThread * t, const cs_insn * insn)
 #define PS_LOOP_MAX 24             /* instructions of a block that may become a register loop */
 #define PS_LOOP_CAP 65536          /* instructions counted in r between two flushes */
 #define PS_LOOP_FRAME 144          /* red zone (128), saved r, r at entry */
+
+/* A register loop, in the thread's chain (t->loops), just before its trampoline in the cold area. */
+typedef struct
+{
+  guint8 * next;
+  guint8 * site;                   /* the rel32 of its `jcc top` */
+  gint32 rel;                      /* that rel32 as emitted */
+  guint32 pad;
+} PsLoopLink;
 
 typedef struct
 {
@@ -1465,7 +1472,7 @@ static guint8 *
 ps_emit_loop_count (GumX86Writer * w, PsThread * t, const PsLoop * lp, guint64 slot)
 {
   PsCode c, cold;
-  GumAddress back, at = GPOINTER_TO_SIZE (t->cold_cur) + 16, slow_at;
+  GumAddress back, at = GPOINTER_TO_SIZE (t->cold_cur) + sizeof (PsLoopLink), slow_at;
   gpointer counter = &t->counts[slot], budget = &t->budget[slot & (PS_K - 1)];
   guint js_slow, jne_slow, back_in;
   int r = lp->reg;
@@ -1477,7 +1484,7 @@ ps_emit_loop_count (GumX86Writer * w, PsThread * t, const PsLoop * lp, guint64 s
   back = w->pc + c.n + 4;
   ps_put_rel32 (&c, back, at);
 
-  /* the trampoline, after a 16-byte link of the thread's loop chain (next loop, its `jcc top`) */
+  /* the trampoline, after the loop's link in the thread's chain */
   cold.n = 0;
   ps_put_loop_flush (&cold, at, r, 8, counter, budget);
   ps_put_u8 (&cold, 0x78); ps_put_u8 (&cold, 0);                                       /* js slow */
@@ -1500,10 +1507,10 @@ ps_emit_loop_count (GumX86Writer * w, PsThread * t, const PsLoop * lp, guint64 s
   ps_put (&cold, ps_lea_up, sizeof (ps_lea_up));
   ps_put_u8 (&cold, 0xeb);
   ps_put_u8 (&cold, (guint8) (gint8) ((gint) back_in - (gint) (cold.n + 1)));
-  ((guint8 **) t->cold_cur)[0] = t->loops;    /* link; [1]: the `jcc top`, set by ps_emit_loop_exit */
-  ((guint8 **) t->cold_cur)[1] = NULL;
+  ((PsLoopLink *) t->cold_cur)->next = t->loops;
+  ((PsLoopLink *) t->cold_cur)->site = NULL;   /* set by ps_emit_loop_exit */
   t->loops = t->cold_cur;
-  t->cold_cur += 16;
+  t->cold_cur += sizeof (PsLoopLink);
   ps_cold_put (t, &cold);
   gum_x86_writer_put_bytes (w, c.b, c.n);
   return w->code - c.n + 3;
@@ -1525,7 +1532,9 @@ ps_emit_loop_exit (GumX86Writer * w, PsThread * t, const PsLoop * lp, const cs_i
     guint8 cc = branch->bytes[0] == 0x0f ? branch->bytes[1] & 0x0f : branch->bytes[0] & 0x0f;
     ps_put_u8 (&c, 0x0f); ps_put_u8 (&c, (guint8) (0x80 | cc));
     ps_put_rel32 (&c, w->pc + c.n + 4, top);
-    ((guint8 **) t->loops)[1] = w->code + 2;   /* the rel32 a release zeroes */
+    PsLoopLink * link = (PsLoopLink *) t->loops;
+    link->site = w->code + 2;                  /* the rel32 a release zeroes */
+    link->rel = (gint32) ((gint64) top - (gint64) (w->pc + 6));
   }
   ps_put (&c, flags_save, sizeof (flags_save));
   ps_put_loop_flush (&c, w->pc, lp->reg, 16, &t->counts[slot], &t->budget[slot & (PS_K - 1)]);
@@ -1538,11 +1547,12 @@ ps_emit_loop_exit (GumX86Writer * w, PsThread * t, const PsLoop * lp, const cs_i
 static void
 ps_loops_release (PsThread * t)
 {
-  guint8 * l;
-  for (l = t->loops; l != NULL; l = ((guint8 **) l)[0])
+  PsLoopLink * l;
+  for (l = (PsLoopLink *) t->loops; l != NULL; l = (PsLoopLink *) l->next)
   {
-    if (((guint8 **) l)[1] != NULL)
-      *(guint32 *) ((guint8 **) l)[1] = 0;  /* jcc top -> jcc exit: the next iteration leaves */
+    /* Only where the branch is still ours: Stalker may have recompiled the block in place. */
+    if (l->site != NULL && *(gint32 *) l->site == l->rel && (l->site[-1] & 0xf0) == 0x80 && l->site[-2] == 0x0f)
+      *(gint32 *) l->site = 0;  /* jcc top -> jcc exit: the next iteration leaves */
   }
   t->released = 1;
 }
@@ -1553,7 +1563,7 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   PsThread * t = user_data;
   GumX86Writer * w = output->writer.x86;
   const cs_insn * insn;
-  guint64 n = 0, slot, final, last_pc = 0;
+  guint64 n = 0, slot, last_pc = 0;
   gboolean placed = FALSE, loop = FALSE;
   GumAddress top = 0;
   guint8 * loop_n = NULL;
@@ -1567,7 +1577,7 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
     if (n == 0 && ps_loop_plan (iterator, t, w->pc, insn, &lp))
     {
       loop = TRUE;
-      slot = ps_settle_slot (t, slot, lp.branch_pc);
+      ps_settle_slot (t, slot, lp.branch_pc);
       ps_emit_loop_entry (w, t, &lp, slot);
       top = w->pc;
     }
@@ -1624,9 +1634,7 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   t->carry = 0;
   *(guint32 *) patch.count_imm = (guint32) n;
   *(guint32 *) patch.budget_imm = (guint32) n;
-  final = ps_settle_slot (t, slot, last_pc);
-  if (final != slot)
-    ps_patch_counter (&patch, &t->counts[final]);
+  ps_settle_slot (t, slot, last_pc);
 }
 
 static void

@@ -2,11 +2,12 @@
  * next to the loop's own work. One kernel per run, chosen by argument 1; argument 2 scales it
  * (default 1: about a second natively on the dev VM). Prints a checksum, so nothing is optimised out.
  *
- *   int    s += i * i                      one self-looping block of four instructions
+ *   int    s += i * i                      one self-looping block of six instructions
  *   fp     x = x * 1.0000001 + 0.5         a floating-point recurrence (latency-bound)
- *   call   s += f (i), f a one-block noinline function   two blocks per iteration, call + ret
+ *   call   s += f (i), f a one-block noinline function   three blocks per iteration, call + ret
+ *   short  an inner loop of two iterations     three short blocks per outer iteration
  *   qsort  qsort with a comparison callback    call-heavy library code
- *   mixed  int, then fp, then call, then qsort
+ *   mixed  int, then fp, then call, then short, then qsort
  *
  * Build: cc -O2 -o hot_loops bench/hot_loops.c
  */
@@ -50,6 +51,21 @@ static uint64_t kernel_call (uint64_t n)
   return s;
 }
 
+static uint64_t kernel_short (uint64_t n, uint64_t inner)
+{
+  uint64_t s = 0;
+  for (uint64_t i = 0; i < n; i++)
+  {
+    uint64_t j = 0;
+    do
+    {
+      s += (i ^ j) * j;
+      __asm__ volatile ("" : "+r" (s));
+    } while (++j < inner);
+  }
+  return s;
+}
+
 static int cmp_u32 (const void * a, const void * b)
 {
   uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
@@ -83,10 +99,12 @@ int main (int argc, char ** argv)
   if (all || strcmp (which, "int") == 0) { s += kernel_int (3000000000ULL * scale); known = 1; }
   if (all || strcmp (which, "fp") == 0) { s += kernel_fp (750000000ULL * scale); known = 1; }
   if (all || strcmp (which, "call") == 0) { s += kernel_call (900000000ULL * scale); known = 1; }
+  /* the inner count from argc so that the compiler keeps the inner loop a loop: 2 iterations */
+  if (all || strcmp (which, "short") == 0) { s += kernel_short (700000000ULL * scale, 2 + (argc > 3)); known = 1; }
   if (all || strcmp (which, "qsort") == 0) { s += kernel_qsort (10 * scale); known = 1; }
   if (!known)
   {
-    fprintf (stderr, "usage: hot_loops int|fp|call|qsort|mixed [SCALE]\n");
+    fprintf (stderr, "usage: hot_loops int|fp|call|short|qsort|mixed [SCALE]\n");
     return 2;
   }
   printf ("%llu\n", (unsigned long long) s);

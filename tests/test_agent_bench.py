@@ -15,7 +15,7 @@ def test_bench_reports_all_ratios(build):
     proc = run_cli(*args, *([] if valgrind else ["--no-valgrind"]), "--", binary, "2000000")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    expected = {"bare", "traced", "end-to-end", "traced/bare"} | ({"exp-bbv"} if valgrind else set())
+    expected = {"bare", "traced", "end-to-end", "traced/bare", "traced/bare cpu"} | ({"exp-bbv"} if valgrind else set())
     assert set(result["ratios"]) == expected
     assert all(r > 0 for r in result["ratios"].values())
     assert result["intervals"] >= 40 and result["instructions"] >= 40_000_000

@@ -106,3 +106,15 @@ def test_exec_ships_the_last_intervals_and_says_so(tmp_path):
     assert traced.output.get(1, b"") == b"before\nafter\n"
     assert sum(i.instructions for i in traced.intervals) > 3_000_000 * 4
     assert traced.intervals[-1].partial
+
+
+def test_register_loops_interrupted_by_signals_running_them_change_nothing(build):
+    """The self-looping block of loop_signals.c is counted in a register saved below the red zone;
+    a SIGPROF handler runs the same loop every 0.5 ms of CPU time, on top of the interrupted one."""
+    exe = build("loop_signals.c")
+    native = subprocess.run([exe], capture_output=True, check=True).stdout
+    traced = trace_spawn([exe], interval=1_000_000)
+    assert traced.ended.how == "exited" and traced.ended.code == 0
+    assert traced.output.get(1, b"") == native
+    assert native.endswith(b"handled many\n")
+    assert len(traced.intervals) > 50

@@ -118,3 +118,13 @@ def test_agent_calls_into_c_through_signatures_read_from_counter_c():
     # no signature or region size written by hand in the agent
     assert "new NativeFunction(cm." not in AGENT_JS
     assert not re.search(r"\b4096\b|cap \* \d", AGENT_JS)
+
+
+def test_c_exports_reads_gnu_style_definitions_and_refuses_types_it_cannot_pass():
+    import pytest
+    from phasescope.sources.agent import c_exports
+    source = ("static void\nps_hidden (PsThread * t)\n{\n}\n\nguint8 *\nps_buffer (guint64 * len, int which)\n{\n}\n\n"
+              "void\nps_none (void)\n{\n}\n")
+    assert c_exports(source) == {"ps_buffer": ["pointer", ["pointer", "int"]], "ps_none": ["void", []]}
+    with pytest.raises(ValueError, match="double"):
+        c_exports("void\nps_bad (double x)\n{\n}\n")

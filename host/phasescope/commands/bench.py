@@ -15,7 +15,8 @@ the same machine load, and reports the minimum wall time of each:
                      has its thread followed by Stalker for one exact interval)
 
 ``bare`` and ``traced`` time the target from the moment it is resumed with every thread followed
-until the host learns that it exited.
+until the host learns that it exited. ``traced/bare`` is also given in the CPU time of the target's
+main thread (read when the agent reports its exit), which the machine's other work inflates less.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from phasescope.engine.tracker import TrackerConfig, preset
 from phasescope.errors import InputError, PhasescopeError
 from phasescope.sources.kernel_session import KernelSession
 from phasescope.sources.sampled_session import SampledSession
+from phasescope.sources.procfs import main_thread_cpu
 from phasescope.sources.session import TraceSession
 from phasescope.sources.events import BurstEvent, Ended, IntervalEvent
 from phasescope.sources.device import resolve_device, resolve_target
@@ -81,14 +83,18 @@ class BenchCommand(Command):
         return 0
 
 
-def _native(argv) -> float:
+def _native(argv, cpu: Optional[list] = None) -> float:
+    """Wall seconds of one native run; appends its main thread's CPU seconds to ``cpu`` if given."""
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except OSError as e:
         raise InputError(f"cannot run {argv[0]}: {e.strerror}") from None
+    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # ended, not yet reaped: its counters remain
     elapsed = time.perf_counter() - t0
-    if proc.returncode != 0:
+    if cpu is not None:
+        cpu.append(main_thread_cpu(proc.pid))
+    if proc.wait() != 0:
         raise PhasescopeError(f"{argv[0]} exited with code {proc.returncode} when run natively")
     return elapsed
 
@@ -110,8 +116,9 @@ def _stdout_to_devnull():
 
 
 def _traced(session, what: str):
-    """(target wall seconds, end-to-end seconds, intervals, instructions, bursts) of one traced run:
-    the target's from just before its resume to its exit() (as the agent reports it; else when the
+    """(target wall seconds, end-to-end seconds, intervals, instructions, bursts, main thread CPU
+    seconds or None) of one traced run: the target's from just before its resume to its exit() (as
+    the agent reports it, holding the exiting thread: its CPU time is read then; else when the
     host learned that it ended); end to end from before the spawn to after the detach. (Not from
     when start() returns: on a busy machine a short target may be done by then.) A sampled run's
     windows go through the phase engine as in a live run, so that new phases ask for bursts when
@@ -143,7 +150,7 @@ def _traced(session, what: str):
     if ended is None or ended.how != "exited" or ended.code != 0:
         how = ended.describe() if ended else "ended without a report"
         raise PhasescopeError(f"{session.target.argv[0]} {how} under {what}")
-    return (session.final_at or t_end) - (session.resumed_at or t1), t2 - t0, n, instructions, bursts
+    return (session.final_at or t_end) - (session.resumed_at or t1), t2 - t0, n, instructions, bursts, session.final_cpu
 
 
 def _valgrind(argv, interval: int) -> float:
@@ -179,6 +186,7 @@ def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = Tr
     if use_valgrind:
         times["exp-bbv"] = []
     intervals = instructions = bursts = 0
+    cpu = {"bare": [], "traced": []}  # exact mode: main thread CPU seconds
     if sampled is not None:
         use_valgrind = valgrind = bare = False
         times = {"native": [], "sampled": [], "end-to-end": []}
@@ -187,23 +195,25 @@ def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = Tr
     for _ in range(runs):
         times["native"].append(_native(argv))
         if bare:
-            times["bare"].append(_traced(TraceSession(device, target, interval=interval, stdio="inherit", bare=True,
-                                                      trust_threshold=trust_threshold),
-                                         "bare Stalker")[0])
+            run = _traced(TraceSession(device, target, interval=interval, stdio="inherit", bare=True,
+                                       trust_threshold=trust_threshold), "bare Stalker")
+            times["bare"].append(run[0])
+            cpu["bare"].append(run[5])
         if sampled is not None:
             options = {k: v for k, v in sampled.items() if k != "bursts"}  # as a live run: nothing injected
-            wall, e2e, intervals, instructions, _ = _traced(KernelSession(target, stdio="inherit", **options),
-                                                            "sampled mode")
+            wall, e2e, intervals, instructions, _, _ = _traced(KernelSession(target, stdio="inherit", **options),
+                                                               "sampled mode")
             times["sampled"].append(wall)
             times["end-to-end"].append(e2e)
             if "bursts" in times:
-                wall, _, _, _, bursts = _traced(SampledSession(device, target, stdio="inherit", bursts=True, **options),
+                wall, _, _, _, bursts, _ = _traced(SampledSession(device, target, stdio="inherit", bursts=True, **options),
                                                 "sampled mode with bursts")
                 times["bursts"].append(wall)
             continue
-        wall, e2e, intervals, instructions, _ = _traced(
+        wall, e2e, intervals, instructions, _, traced_cpu = _traced(
             TraceSession(device, target, interval=interval, stdio="inherit", trust_threshold=trust_threshold),
             "phasescope")
+        cpu["traced"].append(traced_cpu)
         times["traced"].append(wall)
         times["end-to-end"].append(e2e)
         if use_valgrind:
@@ -212,6 +222,8 @@ def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = Tr
     ratios = {k: best[k] / best["native"] for k in best if k != "native"}
     if bare:
         ratios["traced/bare"] = best["traced"] / best["bare"]
+        if all(None not in cpu[k] for k in cpu):
+            ratios["traced/bare cpu"] = min(cpu["traced"]) / min(cpu["bare"])
     if "bursts" in best:
         ratios["bursts/sampled"] = best["bursts"] / best["sampled"]
     return {
@@ -248,7 +260,9 @@ def format_report(result: dict) -> str:
     if "bursts/sampled" in result["ratios"]:
         lines.append(f"bursts/sampled {result['ratios']['bursts/sampled']:5.3f}x")
     if "traced/bare" in result["ratios"]:
-        lines.append(f"traced/bare {result['ratios']['traced/bare']:8.2f}x")
+        lines.append(f"traced/bare {result['ratios']['traced/bare']:8.2f}x"
+                     + (f"  (main thread CPU: {result['ratios']['traced/bare cpu']:.2f}x)"
+                        if "traced/bare cpu" in result["ratios"] else ""))
     if result["valgrind"] == "not installed":
         lines.append("exp-bbv     (valgrind is not installed)")
     return "\n".join(lines)

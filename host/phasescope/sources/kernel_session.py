@@ -43,6 +43,7 @@ class KernelSession(SampledSource):
     abandoned: Optional[str] = None  # the session never gives up on an agent: there is none
     unload_stuck: Optional[str] = None
     final_at: Optional[float] = None
+    final_cpu: Optional[float] = None
 
     def __init__(self, target: Target, stdio: str = "inherit", rate_hz: int = 10**9 // DEFAULT_PERIOD_NS,
                  window_samples: int = DEFAULT_WINDOW_SAMPLES, kernel: bool = False):

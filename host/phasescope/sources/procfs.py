@@ -1,9 +1,9 @@
-"""What /proc tells of a process: its threads and its file-backed modules."""
+"""What /proc tells of a process: its threads, its main thread's CPU time and its file-backed modules."""
 
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Set
+from typing import Dict, List, Optional, Set
 
 from phasescope.sources.modules import Module, ModuleMap
 
@@ -14,6 +14,15 @@ def thread_ids(pid: int) -> Set[int]:
         return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
     except OSError:
         return set()
+
+
+def main_thread_cpu(pid: int) -> Optional[float]:
+    """CPU seconds the main thread of ``pid`` has run so far (``/proc/PID/schedstat``), None when gone."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def process_comm(pid: int) -> str:

@@ -58,6 +58,7 @@ class SampledSession(SampledSource):
     unload_stuck = property(lambda self: self.trace.unload_stuck)
     ended = property(lambda self: self.trace.ended)
     final_at = property(lambda self: self.trace.final_at)
+    final_cpu = property(lambda self: self.trace.final_cpu)
     resumed_at = property(lambda self: self.trace.resumed_at)
 
     @property

@@ -52,6 +52,7 @@ from phasescope.sources.device import Target, resolve_target
 from phasescope.sources.events import (AgentError, Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output,
                                       ThreadExited, ThreadStarted)
 from phasescope.sources.modules import Module, ModuleMap
+from phasescope.sources.procfs import main_thread_cpu
 from phasescope.sources.stdio import PipedStdio
 
 
@@ -153,6 +154,8 @@ class TraceSession:
         self.resumed_at: Optional[float] = None
         #: time.perf_counter() when the agent said the target exits (or crashes, or execs)
         self.final_at: Optional[float] = None
+        #: CPU seconds of the target's main thread then (the agent holds the ending thread); None if unread
+        self.final_cpu: Optional[float] = None
         #: called from :meth:`events` when the target is about to end and the agent can still
         #: answer (symbols, code): the last chance to look things up in a process that exits
         self.before_final_ack: Optional[Callable[[], None]] = None
@@ -482,6 +485,8 @@ class TraceSession:
             else:
                 self._final = Ended("exec", program=meta["path"])
             self.final_at = time.perf_counter()
+            if self.pid is not None:
+                self.final_cpu = main_thread_cpu(self.pid)
             self._final_pending = True
             put(_FinalAck())
             timer = threading.Timer(FINAL_ACK_GRACE, self._post_final_ack)  # a consumer that stopped reading

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Exact mode's hot path against an earlier one, on the same program in the same run: native, bare
+Stalker, then phasescope with each ``agent/counter.c`` given, interleaved, minimum of the runs.
+
+    python3 bench/counter_ab.py [--runs 3] [--ref REV] [--json] -- PROGRAM [ARGS...]
+    python3 bench/counter_ab.py [--runs 3] [--ref REV] [--json] --programs
+
+``--ref REV`` adds counter.c as of that git revision (named REV) before the working tree's (``tree``).
+``--programs``: the system programs of bench/sampled_overhead.py (bzip2, xz, python3, cc1, sqlite3)
+one after the other. Besides wall time it reports the CPU time of the target's main thread (as
+``phasescope bench`` does for traced/bare), which a machine shared with other work inflates less
+than wall time. The agent's JavaScript is the tree's for every variant, so a revision's counter.c
+must export the C functions the tree's agent calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(ROOT, "host"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from phasescope.commands.bench import _native, _traced  # noqa: E402
+from phasescope.sources.device import resolve_device, resolve_target  # noqa: E402
+from phasescope.sources.session import TraceSession  # noqa: E402
+
+
+def _run_native(argv):
+    cpu = []
+    return _native(argv, cpu), cpu[0]
+
+
+def _run_traced(session, what):
+    run = _traced(session, what)
+    return run[0], run[5]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--ref", action="append", default=[], help="a git revision whose counter.c to compare")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--programs", action="store_true", help="bench/sampled_overhead.py's system programs")
+    ap.add_argument("argv", nargs="*")
+    args = ap.parse_args()
+    if args.programs == bool(args.argv):
+        ap.error("give either PROGRAM [ARGS...] or --programs")
+    variants = [(ref, subprocess.run(["git", "-C", ROOT, "show", f"{ref}:agent/counter.c"], check=True,
+                                     capture_output=True, text=True).stdout) for ref in args.ref]
+    with open(os.path.join(ROOT, "agent", "counter.c")) as f:
+        variants.append(("tree", f.read()))
+    if not args.programs:
+        _report(_compare(args.argv, variants, args.runs), variants, args.json)
+        return 0
+    from sampled_overhead import make_data, workloads
+    with tempfile.TemporaryDirectory(prefix="phasescope-ab-") as tmp:
+        for _, argv in workloads(make_data(tmp), tmp):
+            _report(_compare(argv, variants, args.runs), variants, args.json)
+    return 0
+
+
+def _compare(argv, variants, runs_per: int) -> dict:
+    device = resolve_device()
+    target = resolve_target(device, argv=list(argv))
+    runs = {name: [] for name in ["native", "bare"] + [n for n, _ in variants]}
+    for _ in range(runs_per):
+        runs["native"].append(_run_native(target.argv))
+        runs["bare"].append(_run_traced(TraceSession(device, target, stdio="inherit", bare=True), "bare Stalker"))
+        for name, source in variants:
+            runs[name].append(_run_traced(TraceSession(device, target, stdio="inherit", counter_source=source),
+                                          f"counter.c of {name}"))
+    wall = {k: min(w for w, _ in v) for k, v in runs.items()}
+    cpu = {k: min(c for _, c in v) for k, v in runs.items()}
+    row = {"command": target.argv, "runs": runs_per, "native_s": wall["native"], "native_cpu_s": cpu["native"],
+           "bare/native": wall["bare"] / wall["native"], "bare/native cpu": cpu["bare"] / cpu["native"]}
+    for name, _ in variants:
+        row[f"{name}/bare"] = wall[name] / wall["bare"]
+        row[f"{name}/bare cpu"] = cpu[name] / cpu["bare"]
+    return row
+
+
+def _report(row: dict, variants, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(row), flush=True)
+        return
+    print(" ".join(row["command"]))
+    print(f"  native {row['native_s']:.3f} s (main thread cpu {row['native_cpu_s']:.3f} s), "
+          f"bare/native {row['bare/native']:.2f}x (cpu {row['bare/native cpu']:.2f}x)")
+    for name, _ in variants:
+        print(f"  {name + '/bare':<14} {row[f'{name}/bare']:.3f}x  (cpu {row[f'{name}/bare cpu']:.3f}x)", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
