@@ -76,6 +76,10 @@ def test_locality_options_are_checked():
     assert r.returncode != 0 and "--locality-size" in r.stderr
     r = run_cli("--locality", "--mode", "sampled", "-f", "/bin/true")
     assert r.returncode != 0 and "--locality" in r.stderr
+    r = run_cli("--input-size", "4MiB", "-f", "/bin/true")
+    assert r.returncode == 2 and "--input-size needs --locality" in r.stderr and r.stderr.count("\n") == 1
+    r = run_cli("--locality", "--input-size", "4 parsecs", "-f", "/bin/true")
+    assert r.returncode == 2 and "is not a size" in r.stderr and r.stderr.count("\n") == 1
 
 
 def test_every_phase_gets_a_window(build, tmp_path):
