@@ -72,10 +72,15 @@ class Program:
         self.ref10 = simpoint.reference_of(self.intervals, max_k=10).labels
         truth = programs.truth_path(log)
         self.truth = read_truth(truth) if os.path.exists(truth) else None
+        self._footprints: dict = {}
 
     def phases(self, config) -> np.ndarray:
         tracker = make_tracker(config)
-        fps, _ = tracker.footprints([iv.keys for iv in self.intervals], [iv.counts for iv in self.intervals])
+        form = (config.method, config.buckets, config.bits, config.projection)
+        if form not in self._footprints:  # settings that share a footprint (thresholds, tables) reuse it
+            self._footprints[form] = tracker.footprints([iv.keys for iv in self.intervals],
+                                                        [iv.counts for iv in self.intervals])[0]
+        fps = self._footprints[form]
         return np.array([m.phase for m in tracker.classify_many(fps, None, self.threads)])
 
     def scores(self, labels: np.ndarray) -> dict:
@@ -94,32 +99,77 @@ def fmt(x, pct=False):
     return "-" if x is None else (f"{100 * x:.0f}%" if pct else f"{x:.2f}")
 
 
+def per_program(name: str, progs, rows: dict, base: dict) -> None:
+    """One setting's table: every program, then the mean of each half."""
+    print(f"\n#### `{name}`\n")
+    print("| program | kind | SP30 ARI | vs paper | changes | same | phases (k) | ref10 ARI | truth ARI | own phase |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for p in progs:
+        r, (kind, split) = rows[p.name], programs.PROGRAMS[p.name]
+        print(f"| {p.name}{' *' if split == 'held-out' else ''} | {kind} | {r['ari']:.2f} | {r['ari'] - base[p.name]:+.2f} "
+              f"| {fmt(r['chg'], True)} | {fmt(r['same'], True)} | {r['phases']} ({r['k']}) | {r['ref10']:.2f} "
+              f"| {fmt(r.get('truth'))} | {fmt(r.get('distinct'), True)} |")
+    for split in ("tune", "held-out"):
+        m = half(rows, base, split)
+        print(f"| **mean, {split}** | | **{m['ari']:.2f}** | worst {m['worst']:+.2f} | {fmt(m['chg'], True)} "
+              f"| {fmt(m['same'], True)} | | {m['ref10']:.2f} | {fmt(m['truth'])} | {fmt(m['distinct'], True)} |")
+
+
+def half(rows: dict, base: dict, split: str) -> dict:
+    """Means over one half's programs of each score, and its worst ARI against the paper preset's."""
+    names = [n for n in rows if programs.PROGRAMS[n][1] == split]
+    out = {}
+    for k in ("ari", "chg", "same", "ref10", "truth", "distinct"):
+        vals = [rows[n][k] for n in names if rows[n].get(k) is not None]
+        out[k] = float(np.mean(vals)) if vals else None
+    out["worst"] = min(rows[n]["ari"] - base[n] for n in names)
+    return out
+
+
+def summary(results: dict, base: dict) -> None:
+    """One row per setting: both halves (held-out marked *), all three scorings."""
+    print("\n| setting | SP30 ARI | SP30 ARI * | worst vs paper | worst vs paper * | changes * | same * "
+          "| ref10 ARI | ref10 ARI * | truth ARI | truth ARI * | own phase | own phase * |")
+    print("| --- |" + " --- |" * 12)
+    for name, rows in results.items():
+        t, h = half(rows, base, "tune"), half(rows, base, "held-out")
+        print(f"| `{name}` | {t['ari']:.2f} | {h['ari']:.2f} | {t['worst']:+.2f} | {h['worst']:+.2f} "
+              f"| {fmt(h['chg'], True)} | {fmt(h['same'], True)} | {t['ref10']:.2f} | {h['ref10']:.2f} "
+              f"| {fmt(t['truth'])} | {fmt(h['truth'])} | {fmt(t['distinct'], True)} | {fmt(h['distinct'], True)} |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir", help="the logs of bench/quality/capture.py")
     ap.add_argument("--simpoint", required=True, metavar="PATH", help="SimPoint 3.2's simpoint binary")
-    ap.add_argument("--configs", default="default,coarse", help=f"comma-separated, from: {', '.join(CONFIGS)}")
+    ap.add_argument("--configs", default="default,coarse",
+                    help=f"comma-separated, from: {', '.join(CONFIGS)}; or PRESET:FIELD=VALUE:... (bench/quality/run.py)")
+    ap.add_argument("--split", choices=("tune", "held-out", "all"), default="all",
+                    help="score only one half (tune on the tuning half without looking at the other)")
+    ap.add_argument("--detail", default=None, metavar="CONFIGS",
+                    help="comma-separated settings that also get a table per program (default: every one)")
     args = ap.parse_args()
-    names = [n for n in programs.PROGRAMS if os.path.exists(os.path.join(args.dir, n + ".jsonl"))]
+    names = [n for n in programs.PROGRAMS if os.path.exists(os.path.join(args.dir, n + ".jsonl"))
+             and args.split in ("all", programs.PROGRAMS[n][1])]
     progs = [Program(os.path.join(args.dir, n + ".jsonl"), args.simpoint) for n in names]
     base = {p.name: p.scores(p.phases(tracker_config("paper", 10_000_000)))["ari"] for p in progs}
-    for name in args.configs.split(","):
+    configs = args.configs.split(",")
+    detail = configs if args.detail is None else args.detail.split(",")
+    results = {}
+    for name in configs:
         config = tracker_config(name, 10_000_000)
-        rows = {p.name: p.scores(p.phases(config)) for p in progs}
-        print(f"\n#### `{name}`\n")
-        print("| program | kind | SP30 ARI | vs paper | changes | same | phases (k) | ref10 ARI | truth ARI | own phase |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-        for p in progs:
-            r, (kind, split) = rows[p.name], programs.PROGRAMS[p.name]
-            print(f"| {p.name}{' *' if split == 'held-out' else ''} | {kind} | {r['ari']:.2f} | {r['ari'] - base[p.name]:+.2f} "
-                  f"| {fmt(r['chg'], True)} | {fmt(r['same'], True)} | {r['phases']} ({r['k']}) | {r['ref10']:.2f} "
-                  f"| {fmt(r.get('truth'))} | {fmt(r.get('distinct'), True)} |")
-        for split in ("tune", "held-out"):
-            rs = [rows[n] for n in names if programs.PROGRAMS[n][1] == split]
-            mean = lambda k: np.mean([r[k] for r in rs if r.get(k) is not None]) if any(r.get(k) is not None for r in rs) else None
-            worst = min(rows[n]["ari"] - base[n] for n in names if programs.PROGRAMS[n][1] == split)
-            print(f"| **mean, {split}** | | **{mean('ari'):.2f}** | worst {worst:+.2f} | {fmt(mean('chg'), True)} "
-                  f"| {fmt(mean('same'), True)} | | {mean('ref10'):.2f} | {fmt(mean('truth'))} | {fmt(mean('distinct'), True)} |")
+        results[name] = {p.name: p.scores(p.phases(config)) for p in progs}
+        if name in detail:
+            per_program(name, progs, results[name], base)
+    if args.split == "all":
+        summary(results, base)
+    else:
+        print(f"\n| setting ({args.split}) | SP30 ARI | worst vs paper | changes | same | ref10 ARI | truth ARI | own phase |")
+        print("| --- |" + " --- |" * 7)
+        for name, rows in results.items():
+            m = half(rows, base, args.split)
+            print(f"| `{name}` | {m['ari']:.2f} | {m['worst']:+.2f} | {fmt(m['chg'], True)} | {fmt(m['same'], True)} "
+                  f"| {m['ref10']:.2f} | {fmt(m['truth'])} | {fmt(m['distinct'], True)} |")
     return 0
 
 

@@ -12,7 +12,7 @@ Format (JSON)::
 
     {"format": "phasescope-phase-db", "version": 1,
      "settings": {"buckets": 32, "bits": 6, "scale": 32.0, "threshold": 0.1, "interval": 10000000,
-                  "update_policy": "none", "hash": "mix64"},
+                  "update_policy": "none", "method": "table", "projection": false, "hash": "mix64"},
      "runs": 2, "next_id": 9,
      "representatives": [{"phase": 0, "footprint": [...], "intervals": 40, "instructions": ...,
                           "first_seen_run": 1, "last_seen_run": 2, "top_code": [key, ...]}, ...]}
@@ -37,7 +37,9 @@ from phasescope.sinks.base import Sink, write_json_atomically
 
 FORMAT = "phasescope-phase-db"
 VERSION = 1
-SETTINGS = ("buckets", "bits", "scale", "threshold", "interval", "update_policy", "method")
+SETTINGS = ("buckets", "bits", "scale", "threshold", "interval", "update_policy", "method", "projection")
+#: what a database saved before a setting existed had
+OLD_DEFAULTS = {"method": "table", "projection": False}
 
 
 def settings_of(config: EngineConfig) -> dict:
@@ -91,7 +93,7 @@ class PhaseDb(Sink):
         if not isinstance(db, dict) or db.get("format") != FORMAT or not isinstance(db.get("settings"), dict):
             raise InputError(f"{bad} (no format marker or settings); left unchanged")
         def differs(k, v):  # a replay keeping the recorded intervals (None) fits any interval
-            old = db["settings"].get(k, "table" if k == "method" else None)  # before the page tracker
+            old = db["settings"].get(k, OLD_DEFAULTS.get(k))
             return old != v and not (k == "interval" and (old is None or v is None))
         diff = ", ".join(f"{k} {db['settings'].get(k)!r} (now {v!r})" for k, v in self.settings.items() if differs(k, v))
         if diff:
