@@ -81,9 +81,12 @@ class Program:
             self._footprints[form] = tracker.footprints([iv.keys for iv in self.intervals],
                                                         [iv.counts for iv in self.intervals])[0]
         fps = self._footprints[form]
-        return np.array([m.phase for m in tracker.classify_many(fps, None, self.threads)])
+        matches = tracker.classify_many(fps, None, self.threads)
+        return np.array([m.phase for m in matches]), [m.merged for m in matches if m.merged is not None]
 
-    def scores(self, labels: np.ndarray) -> dict:
+    def scores(self, labels: np.ndarray, merged=()) -> dict:
+        """Scores of a setting's labels; with the (gone, kept) pairs its tracker folded, also the
+        SP30 ARI of the labels renumbered as if every folded phase had had its final ID all along."""
         s = score(LabelStream(labels, self.weights, self.threads), LabelStream(self.sp30, self.weights, self.threads))
         out = {"ari": s["ari"], "chg": s["changes_detected"], "same": s["same_agreed"], "phases": s["phases"],
                "k": s["reference_phases"], "ref10": adjusted_rand_index(labels, self.ref10)}
@@ -92,7 +95,26 @@ class Program:
             cpu = np.array([iv.cpu_ns or 0 for iv in self.intervals], float)[main]
             t = score_stream(cpu, labels[main], np.full(int(main.sum()), -1), self.truth)
             out["truth"], out["distinct"] = t["ari"], t["distinct"]
+        out["merges"] = len(merged)
+        if merged:
+            final = renumbered(labels, merged)
+            out["renumbered"] = score(LabelStream(final, self.weights, self.threads),
+                                      LabelStream(self.sp30, self.weights, self.threads))["ari"]
+            out["folded_share"] = float(self.weights[final != labels].sum() / self.weights.sum())
         return out
+
+
+def renumbered(labels: np.ndarray, merged) -> np.ndarray:
+    """``labels`` with each phase folded away (``merged``: (gone, kept) in order) replaced by the
+    phase it ended up in (a kept phase may be folded later in turn)."""
+    into = dict(merged)
+    final = {}
+    for gone in into:
+        p = gone
+        while p in into:
+            p = into[p]
+        final[gone] = p
+    return np.array([final.get(int(x), int(x)) for x in labels])
 
 
 def fmt(x, pct=False):
@@ -102,17 +124,27 @@ def fmt(x, pct=False):
 def per_program(name: str, progs, rows: dict, base: dict) -> None:
     """One setting's table: every program, then the mean of each half."""
     print(f"\n#### `{name}`\n")
-    print("| program | kind | SP30 ARI | vs paper | changes | same | phases (k) | ref10 ARI | truth ARI | own phase |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| program | kind | SP30 ARI | vs paper | changes | same | phases (k) | ref10 ARI | truth ARI | own phase "
+          "| merges: share folded, SP30 ARI renumbered |")
+    print("|" + " --- |" * 11)
     for p in progs:
         r, (kind, split) = rows[p.name], programs.PROGRAMS[p.name]
         print(f"| {p.name}{' *' if split == 'held-out' else ''} | {kind} | {r['ari']:.2f} | {r['ari'] - base[p.name]:+.2f} "
               f"| {fmt(r['chg'], True)} | {fmt(r['same'], True)} | {r['phases']} ({r['k']}) | {r['ref10']:.2f} "
-              f"| {fmt(r.get('truth'))} | {fmt(r.get('distinct'), True)} |")
-    for split in ("tune", "held-out"):
+              f"| {fmt(r.get('truth'))} | {fmt(r.get('distinct'), True)} "
+              f"| {folds(r)} |")
+    for split in sorted({programs.PROGRAMS[n][1] for n in rows}, reverse=True):  # tune, then held-out
         m = half(rows, base, split)
         print(f"| **mean, {split}** | | **{m['ari']:.2f}** | worst {m['worst']:+.2f} | {fmt(m['chg'], True)} "
-              f"| {fmt(m['same'], True)} | | {m['ref10']:.2f} | {fmt(m['truth'])} | {fmt(m['distinct'], True)} |")
+              f"| {fmt(m['same'], True)} | | {m['ref10']:.2f} | {fmt(m['truth'])} | {fmt(m['distinct'], True)} | |")
+
+
+def folds(r: dict) -> str:
+    """A program's merges, the share of its instructions labelled with a phase later folded away,
+    and its SP30 ARI once renumbered."""
+    if not r["merges"]:
+        return "0"
+    return f"{r['merges']}: {fmt(r['folded_share'], True)}, {r['renumbered']:.2f}"
 
 
 def half(rows: dict, base: dict, split: str) -> dict:
@@ -152,13 +184,13 @@ def main() -> int:
     names = [n for n in programs.PROGRAMS if os.path.exists(os.path.join(args.dir, n + ".jsonl"))
              and args.split in ("all", programs.PROGRAMS[n][1])]
     progs = [Program(os.path.join(args.dir, n + ".jsonl"), args.simpoint) for n in names]
-    base = {p.name: p.scores(p.phases(tracker_config("paper", 10_000_000)))["ari"] for p in progs}
+    base = {p.name: p.scores(*p.phases(tracker_config("paper", 10_000_000)))["ari"] for p in progs}
     configs = args.configs.split(",")
     detail = configs if args.detail is None else args.detail.split(",")
     results = {}
     for name in configs:
         config = tracker_config(name, 10_000_000)
-        results[name] = {p.name: p.scores(p.phases(config)) for p in progs}
+        results[name] = {p.name: p.scores(*p.phases(config)) for p in progs}
         if name in detail:
             per_program(name, progs, results[name], base)
     if args.split == "all":

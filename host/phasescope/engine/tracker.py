@@ -94,13 +94,14 @@ def bucket_index(keys: np.ndarray, buckets: int) -> np.ndarray:
     return z.view(np.int64)
 
 
-def projection_rows(keys: np.ndarray, dims: int) -> np.ndarray:
-    """Each key's random vector, shape (len(keys), dims), uniform in [-1, 1): output j is the
-    (j+1)-th output of SplitMix64 seeded with the key, its top 53 bits as a fraction."""
+def projection_rows(keys: np.ndarray, dims: int, first: int = 0) -> np.ndarray:
+    """Entries ``first`` to ``first + dims`` of each key's random vector, shape (len(keys), dims),
+    uniform in [-1, 1): entry j is the (j+1)-th output of SplitMix64 seeded with the key, its top
+    53 bits as a fraction."""
     keys = np.asarray(keys, dtype=np.uint64)
     out = np.empty((len(keys), dims))
     for j in range(dims):
-        z = mix64(keys + np.uint64(j * GOLDEN & M64))
+        z = mix64(keys + np.uint64((first + j) * GOLDEN & M64))
         np.right_shift(z, np.uint64(11), out=z)
         out[:, j] = z * 2.0**-52 - 1.0
     return out
@@ -323,8 +324,10 @@ class Tracker(BoundedTable):
         if self.config.projection:
             total = np.bincount(rows, weights=flat_counts, minlength=n)
             uniq, inverse = np.unique(flat_keys, return_inverse=True)
-            vectors = projection_rows(uniq, nb)[inverse] * np.asarray(flat_counts, float)[:, None]
-            acc = np.stack([np.bincount(rows, weights=vectors[:, j], minlength=n) for j in range(nb)], axis=1)
+            weights = np.asarray(flat_counts, float)
+            acc = np.empty((n, nb))
+            for j in range(nb):  # one dimension at a time: memory stays a few times the keys'
+                acc[:, j] = np.bincount(rows, weights=weights * projection_rows(uniq, 1, j)[inverse, 0], minlength=n)
             scale = 3.0
         else:
             idx = bucket_index(flat_keys, nb)
