@@ -43,16 +43,19 @@ from run import CONFIGS, tracker_config  # noqa: E402
 from truth_score import read_truth, score_stream  # noqa: E402
 
 
-def simpoint_labels(log: str, intervals, binary: str) -> np.ndarray:
-    """SimPoint 3.2's labels (-maxK 30) for the log's intervals, computed once and kept."""
-    labels = log[: -len(".jsonl")] + ".sp30.labels"
+def simpoint_labels(log: str, intervals, binary: str, seed: int = 0) -> np.ndarray:
+    """SimPoint 3.2's labels (-maxK 30) for the log's intervals, computed once and kept; ``seed``
+    other than 0: rerun with that projection and k-means seed (its agreement with itself)."""
+    stem = log[: -len(".jsonl")]
+    labels = stem + (f".sp30-seed{seed}.labels" if seed else ".sp30.labels")
     if not os.path.exists(labels):
-        bb = log[: -len(".jsonl")] + ".bb"
+        bb = stem + ".bb"
         writer = BbvWriter(bb)
         for iv in intervals:
             writer.write(iv)
         writer.close()
-        subprocess.run([binary, "-loadFVFile", bb, "-maxK", "30", "-saveLabels", labels],
+        seeds = ["-seedproj", str(seed), "-seedkm", str(seed)] if seed else []
+        subprocess.run([binary, "-loadFVFile", bb, "-maxK", "30", *seeds, "-saveLabels", labels],
                        stdout=subprocess.DEVNULL, check=True)
     out = read_simpoint_labels(labels).labels
     if len(out) != len(intervals):
@@ -63,13 +66,16 @@ def simpoint_labels(log: str, intervals, binary: str) -> np.ndarray:
 class Program:
     """One log's intervals and its three references."""
 
-    def __init__(self, log: str, binary: str):
+    def __init__(self, log: str, binary: str, self_seed: int = 0):
         self.name = os.path.basename(log)[: -len(".jsonl")]
         self.intervals = [iv for iv in merge_intervals(read_log(log), 10_000_000) if iv.instructions]
         self.weights = np.array([iv.instructions for iv in self.intervals], float)
         self.threads = np.array([iv.thread for iv in self.intervals])
         self.sp30 = simpoint_labels(log, self.intervals, binary)
         self.ref10 = simpoint.reference_of(self.intervals, max_k=10).labels
+        #: SimPoint's SP30 ARI against itself under another seed (None: not asked for)
+        self.sp30_self = (adjusted_rand_index(self.sp30, simpoint_labels(log, self.intervals, binary, self_seed))
+                          if self_seed else None)
         truth = programs.truth_path(log)
         self.truth = read_truth(truth) if os.path.exists(truth) else None
         self._footprints: dict = {}
@@ -124,18 +130,21 @@ def fmt(x, pct=False):
 def per_program(name: str, progs, rows: dict, base: dict) -> None:
     """One setting's table: every program, then the mean of each half."""
     print(f"\n#### `{name}`\n")
-    print("| program | kind | SP30 ARI | vs paper | changes | same | phases (k) | ref10 ARI | truth ARI | own phase "
-          "| merges: share folded, SP30 ARI renumbered |")
-    print("|" + " --- |" * 11)
+    print("| program | kind | SP30 ARI | vs paper | SimPoint vs itself | changes | same | phases (k) | ref10 ARI "
+          "| truth ARI | own phase | merges: share folded, SP30 ARI renumbered |")
+    print("|" + " --- |" * 12)
     for p in progs:
         r, (kind, split) = rows[p.name], programs.PROGRAMS[p.name]
         print(f"| {p.name}{' *' if split == 'held-out' else ''} | {kind} | {r['ari']:.2f} | {r['ari'] - base[p.name]:+.2f} "
+              f"| {fmt(p.sp30_self)} "
               f"| {fmt(r['chg'], True)} | {fmt(r['same'], True)} | {r['phases']} ({r['k']}) | {r['ref10']:.2f} "
               f"| {fmt(r.get('truth'))} | {fmt(r.get('distinct'), True)} "
               f"| {folds(r)} |")
     for split in sorted({programs.PROGRAMS[n][1] for n in rows}, reverse=True):  # tune, then held-out
         m = half(rows, base, split)
-        print(f"| **mean, {split}** | | **{m['ari']:.2f}** | worst {m['worst']:+.2f} | {fmt(m['chg'], True)} "
+        selfs = [p.sp30_self for p in progs if p.sp30_self is not None and programs.PROGRAMS[p.name][1] == split]
+        print(f"| **mean, {split}** | | **{m['ari']:.2f}** | worst {m['worst']:+.2f} "
+              f"| {fmt(np.mean(selfs) if selfs else None)} | {fmt(m['chg'], True)} "
               f"| {fmt(m['same'], True)} | | {m['ref10']:.2f} | {fmt(m['truth'])} | {fmt(m['distinct'], True)} | |")
 
 
@@ -178,12 +187,15 @@ def main() -> int:
                     help=f"comma-separated, from: {', '.join(CONFIGS)}; or PRESET:FIELD=VALUE:... (bench/quality/run.py)")
     ap.add_argument("--split", choices=("tune", "held-out", "all"), default="all",
                     help="score only one half (tune on the tuning half without looking at the other)")
+    ap.add_argument("--self-seed", type=int, default=0, metavar="N",
+                    help="also run SimPoint with -seedproj N -seedkm N and show its ARI against the default "
+                         "seeds' labels: how far SimPoint agrees with itself (default 0: not run)")
     ap.add_argument("--detail", default=None, metavar="CONFIGS",
                     help="comma-separated settings that also get a table per program (default: every one)")
     args = ap.parse_args()
     names = [n for n in programs.PROGRAMS if os.path.exists(os.path.join(args.dir, n + ".jsonl"))
              and args.split in ("all", programs.PROGRAMS[n][1])]
-    progs = [Program(os.path.join(args.dir, n + ".jsonl"), args.simpoint) for n in names]
+    progs = [Program(os.path.join(args.dir, n + ".jsonl"), args.simpoint, args.self_seed) for n in names]
     base = {p.name: p.scores(*p.phases(tracker_config("paper", 10_000_000)))["ari"] for p in progs}
     configs = args.configs.split(",")
     detail = configs if args.detail is None else args.detail.split(",")
