@@ -33,6 +33,7 @@ sys.path.insert(0, HERE)  # before truth/: both have a run.py
 
 from phasescope.engine.phase_engine import make_tracker  # noqa: E402
 from phasescope.engine.segments import merge_intervals  # noqa: E402
+from phasescope.engine.stats import final_ids  # noqa: E402
 from phasescope.formats.log import read_log  # noqa: E402
 from phasescope.quality import simpoint  # noqa: E402
 from phasescope.quality.labels import LabelStream, read_simpoint_labels  # noqa: E402
@@ -111,15 +112,8 @@ class Program:
 
 
 def renumbered(labels: np.ndarray, merged) -> np.ndarray:
-    """``labels`` with each phase folded away (``merged``: (gone, kept) in order) replaced by the
-    phase it ended up in (a kept phase may be folded later in turn)."""
-    into = dict(merged)
-    final = {}
-    for gone in into:
-        p = gone
-        while p in into:
-            p = into[p]
-        final[gone] = p
+    """``labels`` with each phase folded away (``merged``: (gone, kept) pairs) replaced by its final phase."""
+    final = final_ids(dict(merged))
     return np.array([final.get(int(x), int(x)) for x in labels])
 
 

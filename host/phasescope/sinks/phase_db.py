@@ -32,6 +32,7 @@ import tempfile
 from typing import Dict, Optional
 
 from phasescope.engine.phase_engine import EngineConfig
+from phasescope.engine.stats import final_ids
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sink, write_json_atomically
 
@@ -156,6 +157,11 @@ class PhaseDb(Sink):
         run = self.db["runs"] + 1
         by_phase: Dict[int, dict] = {r["phase"]: r for r in self.db["representatives"]}
         stats = {p["phase"]: p for p in summary.get("phases", [])}
+        # a phase folded into another (--full-policy merge) counts as the phase it ended up in
+        final = final_ids({p["phase"]: p["merged_into"] for p in stats.values() if p.get("merged_into") is not None})
+        folded: Dict[int, list] = {}
+        for gone, kept in final.items():
+            folded.setdefault(kept, []).append(stats[gone])
         for entry in self.engine.tracker.table():
             phase = entry["phase"]
             p = stats.get(phase)
@@ -165,8 +171,9 @@ class PhaseDb(Sink):
             if r is None:
                 r = by_phase[phase] = {"phase": phase, "intervals": 0, "instructions": 0, "first_seen_run": run}
             r["footprint"] = entry["representative"]
-            r["intervals"] = r.get("intervals", 0) + p["intervals"]
-            r["instructions"] = r.get("instructions", 0) + (p["instructions"] or 0)  # None: sampled
+            counted = [p] + folded.get(phase, [])
+            r["intervals"] = r.get("intervals", 0) + sum(q["intervals"] for q in counted)
+            r["instructions"] = r.get("instructions", 0) + sum(q["instructions"] or 0 for q in counted)  # None: sampled
             r["last_seen_run"] = run
             r["top_code"] = [b["key"] for b in p.get("top_code", [])[:8]]
         self.db = {"format": FORMAT, "version": VERSION, "settings": self.settings, "runs": run,
