@@ -13,8 +13,12 @@ intervals of its log (captured with ``bench/quality/capture.py DIR``, 10M-instru
   activities that got a phase of their own (whose main phase is no other activity's main phase).
 
     python3 bench/quality/generalize.py --simpoint /path/to/simpoint DIR [--configs default,coarse]
+        [--split tune] [--self-seed N] [--detail SETTINGS]
 
-A setting is chosen on the tuning half; the held-out half is reported, never tuned on.
+A setting is a name of bench/quality/run.py or ``PRESET:FIELD=VALUE:...``. Each setting named in
+``--detail`` gets a table per program (with SimPoint's ARI against itself under seed N, and the cost
+of renumbering folded phases); then one row per setting summarises both halves. A setting is
+chosen on the tuning half (``--split tune``); the held-out half is reported, never tuned on.
 """
 
 from __future__ import annotations
