@@ -96,3 +96,15 @@ def test_a_folded_phase_counts_as_the_phase_it_was_folded_into(tmp_path):
     saved = {r["phase"]: r for r in json.loads(db.read_text())["representatives"]}
     assert {p: r["intervals"] for p, r in saved.items()} == {0: 7, 2: 5}
     assert saved[0]["instructions"] == 700000
+
+
+def test_a_database_saved_before_projection_existed_is_used(tmp_path):
+    log = _log(tmp_path / "a.jsonl", [1000, 2000])
+    db = tmp_path / "db.json"
+    assert run_cli("replay", str(log), "--phase-db", str(db)).returncode == 0
+    saved = json.loads(db.read_text())
+    assert saved["settings"].pop("projection") is False
+    db.write_text(json.dumps(saved))
+    r = run_cli("replay", str(log), "--phase-db", str(db))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(db.read_text())["runs"] == 2
