@@ -20,7 +20,7 @@
  * (push rax; lahf; seto al ... add al, 0x7f; sahf; pop rax). The slow stub saves every register,
  * the flags and the FPU/SSE state, and calls `ps_slow`, which rebalances the K budgets or, once
  * their sum is spent, cuts the interval: it harvests the non-zero slots into the output buffer as
- * one record (see host/phasescope/wire.py) and zeroes them. Blocks ending at the same branch PC
+ * one record (see host/phasescope/sources/wire.py) and zeroes them. Blocks ending at the same branch PC
  * share a slot (a per-thread PC -> slot chain settles it once the block is complete, then the
  * emitted counter is re-pointed), so a record holds each branch PC once. Nothing on the hot path
  * enters JavaScript or takes a Stalker callout. Counters or cold code out of rel32 reach (unusual
@@ -40,6 +40,8 @@
 #define PS_K 8                     /* budgets per thread (power of two) */
 #define PS_TAIL (PS_K * 64)        /* below this many instructions left: exact, per-block checks */
 #define PS_HASH_SIZE 4096          /* PC -> slot chains per thread: one slot per branch PC */
+#define PS_COLD_PER_BLOCK 26       /* cold bytes per block: its trampoline (see ps_emit_counter) */
+#define PS_RECORDER_BYTES 96       /* cold bytes per memory slot: its recorder, 16-aligned */
 
 struct ps_timespec { gint64 tv_sec; gint64 tv_nsec; };
 struct ps_timeval { gint64 tv_sec; gint64 tv_usec; };
@@ -53,6 +55,7 @@ struct ps_rusage
 
 extern int clock_gettime (int clk, struct ps_timespec * ts);
 extern int getrusage (int who, struct ps_rusage * usage);
+extern int mprotect (gpointer addr, gsize len, int prot);
 
 typedef struct _PsThread PsThread;
 typedef struct _PsGlobal PsGlobal;
@@ -78,6 +81,11 @@ struct _PsThread
   guint64 closed;
   guint64 fresh;             /* no block ran yet: the first slow path starts the first interval */
   guint64 limit;             /* intervals to cut, then count on unshipped (an exact burst); 0: no limit */
+  /* register loops (see "self-looping blocks" below) */
+  guint64 loop_slot;         /* slot + 1 of the register loop the thread last entered; 0: none */
+  guint64 release;           /* set by the agent: leave register loops (the thread is being unfollowed) */
+  guint64 released;
+  guint8 * loops;            /* chain of the thread's register loops, in its cold area */
   /* --locality: windows of sampled memory addresses (see "memory access windows" below) */
   guint64 * win_ptr;         /* next free entry of the open window (written by the recorders) */
   gint64 win_left;           /* accesses left in the window: a recorder calls the stub at 0 */
@@ -87,6 +95,10 @@ struct _PsThread
   guint64 win_every;         /* one window every M intervals */
   guint64 win_open;          /* the thread's memory slots jump to their recorders */
   guint64 win_ship;          /* 0 once the thread was closed: a full window is recycled, not shipped */
+  guint64 new_from;          /* slots from here on were created in the last two intervals (new code) */
+  guint64 new_mid;           /* n_slots when the current interval started */
+  guint64 new_code;          /* the interval just cut ran mostly new code: open a window (a new phase) */
+  guint64 win_want;          /* the host asked for a window (a phase it saw with none yet) */
   guint8 ** mslot;           /* code address of each memory slot (5 bytes before a memory access) */
   guint32 * mrel;            /* rel32 of the jmp from that slot to its recorder */
   guint64 n_mslots;
@@ -102,9 +114,11 @@ struct _PsGlobal
   guint8 * buf[2];
   guint64 len[2];
   guint64 buf_size;
+  guint64 page;
   guint64 cur;
   guint64 dropped_records;
   guint64 dropped_instructions;
+  guint64 win_hold;          /* --locality: the host is behind, open no scheduled window */
 };
 
 extern PsGlobal ps;
@@ -157,30 +171,73 @@ ps_fill_budgets (PsThread * t, gint64 left)
 }
 
 static void ps_cold_init (PsThread * t);
+static void ps_thread_locality (PsThread * t, guint8 * region, guint64 mslots, guint64 window, guint64 every);
 
-void
-ps_thread_init (PsThread * t, guint64 tid, guint64 * arena, guint64 capacity, guint8 * cold,
-    guint64 cold_size)
+/* Where the parts of one thread's region lie (byte offsets), each part page-aligned: the PsThread;
+ * its arena (counters, PCs and chain links per slot, then the PS_HASH_SIZE chain heads); its cold
+ * code (the slow stub, one trampoline per block); with --locality the recorders (cold too), the
+ * memory slots' table (code address, rel32) and the window buffer. */
+typedef struct { guint64 arena, cold, rec, table, win, end; } PsLayout;
+
+static guint64
+ps_pages (guint64 n)
 {
+  return (n + ps.page - 1) / ps.page * ps.page;
+}
+
+static PsLayout
+ps_layout (guint64 slots, guint64 mslots, guint64 window)
+{
+  PsLayout l;
+  l.arena = ps_pages (sizeof (PsThread));
+  l.cold = l.arena + ps_pages (slots * (8 + 8 + 4) + PS_HASH_SIZE * 4);
+  l.rec = l.cold + ps_pages (slots * PS_COLD_PER_BLOCK + ps.page);
+  l.table = l.rec + ps_pages (mslots * PS_RECORDER_BYTES);
+  l.win = l.table + ps_pages (mslots * (8 + 4));
+  l.end = l.win + ps_pages (window * 8);
+  return l;
+}
+
+/* Bytes of the region a thread needs (`ps_thread_init`): `slots` block counters; with --locality
+ * (`mslots` > 0) that many memory slots and a window of `window` addresses. */
+guint64
+ps_region_size (guint64 slots, guint64 mslots, guint64 window)
+{
+  return ps_layout (slots, mslots, window).end;
+}
+
+/* Sets up a thread's counting state in `region` (page-aligned, ps_region_size bytes), the
+ * transform's user data. Returns 0, or -1 when its cold code cannot be made executable. */
+int
+ps_thread_init (guint8 * region, guint64 tid, guint64 slots, guint64 mslots, guint64 window, guint64 every)
+{
+  PsThread * t = (PsThread *) region;
+  PsLayout l = ps_layout (slots, mslots, window);
+  guint64 * arena = (guint64 *) (region + l.arena);
+  if (mprotect (region + l.cold, l.table - l.cold, 7 /* PROT_READ | PROT_WRITE | PROT_EXEC */) != 0)
+    return -1;
   t->counts = arena;
-  t->pcs = arena + capacity;
-  t->next = (guint32 *) (t->pcs + capacity);
-  t->heads = t->next + capacity;
-  t->capacity = capacity;
+  t->pcs = arena + slots;
+  t->next = (guint32 *) (t->pcs + slots);
+  t->heads = t->next + slots;
+  t->capacity = slots;
   t->n_slots = 0;
   t->tid = tid;
   t->seq = 0;
   t->stub = NULL;
-  t->cold_cur = cold;
-  t->cold_end = cold + cold_size;
+  t->cold_cur = region + l.cold;
+  t->cold_end = region + l.rec;
   ps_cold_init (t);
   t->carry = 0;
   t->closed = 0;
   t->fresh = 1;
   t->limit = 0;
   t->start_ns = ps_now_ns ();
+  if (mslots != 0)
+    ps_thread_locality (t, region, mslots, window, every);
   /* The first block takes the slow path, which samples the OS counters on the thread itself. */
   ps_fill_budgets (t, 0);
+  return 0;
 }
 
 /* Exact bursts: the thread ships `n` complete intervals, then no more records (not even a
@@ -201,9 +258,10 @@ ps_thread_done (PsThread * t)
 static void ps_win_full (PsThread * t);
 static void ps_win_reset (PsThread * t);
 static void ps_win_open (PsThread * t);
+static void ps_loops_release (PsThread * t);
 
 /* Called on the thread itself, with all registers saved by the stub. */
-void
+static void
 ps_slow (PsThread * t)
 {
   gint64 left = t->tail;
@@ -217,6 +275,8 @@ ps_slow (PsThread * t)
     else
       ps_win_reset (t);
   }
+  if (t->release && !t->released)
+    ps_loops_release (t);
   for (i = 0; i != PS_K; i++)
     left += t->budget[i];
   if (t->fresh)
@@ -238,8 +298,12 @@ ps_slow (PsThread * t)
   }
   ps_cut (t, 0, FALSE);
   ps_fill_budgets (t, (gint64) ps.interval);
-  if (t->win_size != 0 && t->seq % t->win_every == 0)
+  if (t->win_size != 0 && ((t->seq % t->win_every == 0 && !ps.win_hold) ||
+      ((t->new_code || t->win_want) && !t->win_open)))
+  {
+    t->win_want = 0;
     ps_win_open (t);
+  }
 }
 
 static void
@@ -257,7 +321,7 @@ static void
 ps_cut (PsThread * t, guint32 flags, gboolean empty_too)
 {
   guint64 n = t->n_slots, i, c, pairs = 0, total = 0, os_now[PS_REC_OS_FIELDS], end_ns;
-  guint64 * counts = t->counts;
+  guint64 * counts = t->counts, fresh = 0;
   guint8 * out, * p, * end;
   gboolean fits;
 
@@ -277,6 +341,8 @@ ps_cut (PsThread * t, guint32 flags, gboolean empty_too)
     counts[i] = 0;
     pairs++;
     total += c;
+    if (i >= t->new_from)
+      fresh += c;
     if (fits && p + PS_PAIR_SIZE <= end)
     {
       ps_put64 (p, t->pcs[i]);
@@ -288,6 +354,12 @@ ps_cut (PsThread * t, guint32 flags, gboolean empty_too)
       fits = FALSE;
     }
   }
+  /* --locality: a quarter of the interval in blocks first run in it or the interval before is a
+   * phase starting; the next interval gets a window whatever the schedule, so that every phase,
+   * however short, gets at least one (new code is new only once: this adds at most a few windows) */
+  t->new_code = total != 0 && fresh * 4 >= total;
+  t->new_from = t->new_mid;
+  t->new_mid = n;
   if (total == 0 && !empty_too)
   {
     gum_spinlock_release (&ps.lock);
@@ -330,7 +402,8 @@ ps_cut (PsThread * t, guint32 flags, gboolean empty_too)
  * the red zone and the flags, computes the operand's address with lea (rip-relative: a constant),
  * appends it to the window and, on the N-th access, calls the slow stub, which closes the window
  * and ships it (one PS_REC_LOCALITY record, tagged with the interval it ends in: it precedes that
- * interval's record in the stream). A window opens with interval 0 and every win_every-th one.
+ * interval's record in the stream). A window opens with interval 0 and every win_every-th one,
+ * and after an interval that ran mostly new code (see ps_cut), so a short phase gets one too.
  */
 
 static void
@@ -416,21 +489,22 @@ ps_win_full (PsThread * t)
   ps_win_patch (t, FALSE);
 }
 
-void
-ps_thread_locality (PsThread * t, guint64 * buf, guint64 size, guint64 every, guint8 ** mslot,
-    guint32 * mrel, guint64 cap, guint8 * rec, guint64 rec_size)
+static void
+ps_thread_locality (PsThread * t, guint8 * region, guint64 mslots, guint64 window, guint64 every)
 {
-  t->win_buf = buf;
-  t->win_size = size;
+  PsLayout l = ps_layout (t->capacity, mslots, window);
+  t->win_buf = (guint64 *) (region + l.win);
+  t->win_size = window;
   t->win_every = every == 0 ? 1 : every;
   t->win_open = 0;
   t->win_ship = 1;
-  t->mslot = mslot;
-  t->mrel = mrel;
+  t->new_from = t->new_mid = t->new_code = t->win_want = 0;
+  t->mslot = (guint8 **) (region + l.table);
+  t->mrel = (guint32 *) (t->mslot + mslots);
   t->n_mslots = 0;
-  t->cap_mslots = cap;
-  t->rec_cur = rec;
-  t->rec_end = rec + rec_size;
+  t->cap_mslots = mslots;
+  t->rec_cur = region + l.rec;
+  t->rec_end = region + l.table;
   ps_win_reset (t);
 }
 
@@ -458,12 +532,22 @@ guint64
 ps_thread_hot (PsThread * t, guint64 * out, guint64 max)
 {
   guint64 i, n = 0;
+  if (t->loop_slot != 0 && max != 0 && t->pcs[t->loop_slot - 1] != 0)
+    out[n++] = t->pcs[t->loop_slot - 1];  /* its count may still be in a register */
   for (i = 0; i < t->n_slots && n < max; i++)
   {
     if (t->counts[i] != 0 && t->pcs[i] != 0)
       out[n++] = t->pcs[i];
   }
   return n;
+}
+
+/* Makes the thread leave its register loops at their next iteration (before it is unfollowed: a
+ * loop that never ends would otherwise never pass through a block start again). */
+void
+ps_thread_release (PsThread * t)
+{
+  t->release = 1;
 }
 
 /* Copies to `out` the branch PCs of the (at most `max`, up to 32) slots that counted the most
@@ -508,13 +592,34 @@ ps_thread_flush (PsThread * t)
     ps_cut (t, PS_FLAG_PARTIAL, FALSE);
 }
 
-void
-ps_configure (guint64 interval, guint8 * buf0, guint8 * buf1, guint64 buf_size)
+/* Returns sizeof (PsGlobal), having configured nothing when `ps` (`ps_bytes` long) cannot hold it. */
+guint64
+ps_configure (guint64 interval, guint8 * buf0, guint8 * buf1, guint64 buf_size, guint64 page, guint64 ps_bytes)
 {
+  if (ps_bytes < sizeof (PsGlobal))
+    return sizeof (PsGlobal);
+  ps.page = page;
   ps.interval = interval;
   ps.buf[0] = buf0;
   ps.buf[1] = buf1;
   ps.buf_size = buf_size;
+  return sizeof (PsGlobal);
+}
+
+/* --locality: the host saw a phase with no window yet on this thread: open one at its next interval
+ * (written by another thread; read in the thread's slow path, a late read only delays the window). */
+void
+ps_thread_want_window (PsThread * t)
+{
+  t->win_want = 1;
+}
+
+/* --locality: while the host is behind (set by the agent's drain), scheduled windows are skipped
+ * rather than shipped into full buffers, where they and the intervals after them would be dropped. */
+void
+ps_win_hold (guint64 on)
+{
+  ps.win_hold = on;
 }
 
 /* The agent's running counters, indexed by PS_STAT_* (phasescope.sources.wire.STATS). */
@@ -1119,6 +1224,329 @@ ps_emit_mem_slot (GumX86Writer * w, PsThread * t, const cs_insn * insn)
   gum_x86_writer_put_bytes (w, c.b, c.n);
 }
 
+
+/* ---- self-looping blocks: the count in a register ----
+ *
+ * A block whose last instruction is a conditional branch back to its own first instruction (a tight
+ * loop) updating the same counter and budget in memory every iteration makes a store-to-load chain
+ * (on Intel about 5 cycles an iteration, longer than such a loop's body). When the block uses
+ * neither rsp nor some general register r, and its flags are dead before some instruction, it is
+ * compiled as
+ *
+ *   entry:  lea rsp, [rsp-144]; mov [rsp], r            ; r saved below the red zone
+ *           mov dword [loop_slot], slot+1               ; what ps_thread_hot reports meanwhile
+ *           mov r, [budget]; r = min (r, PS_LOOP_CAP); mov [rsp+8], r
+ *   top:    ...body...; sub r, n; js trampoline; ...body...   (at the flags-dead point)
+ *           jcc top                                     ; ours: the loop no longer leaves the block
+ *   exit:   push rax; lahf; seto al                     ; the flags are the branch's: keep them
+ *           counts[slot] += [rsp+16] - r; budget -= the same
+ *           add al, 0x7f; sahf; pop rax; mov r, [rsp]; lea rsp, [rsp+144]
+ *           jcc (Stalker's, condition false: the fall-through)
+ *
+ * and the trampoline (cold) moves what r consumed into the counter and the budget, calls the slow
+ * stub when the budget ran out (the interval is cut at this very block, as by the memory form) or
+ * the agent asked for a release, and reloads r. So r is flushed at least every PS_LOOP_CAP
+ * instructions. A release (ps_thread_release, then the slow path) rewrites every loop's `jcc top`
+ * to fall into its exit, so the next iteration leaves through Stalker's own branch: through the
+ * block's start, where Stalker's invalidation and unfollow take effect.
+ */
+
+#define PS_LOOP_MAX 24             /* instructions of a block that may become a register loop */
+#define PS_LOOP_CAP 65536          /* instructions counted in r between two flushes */
+#define PS_LOOP_FRAME 144          /* red zone (128), saved r, r at entry */
+
+typedef struct
+{
+  int reg;                         /* the counting register (hardware number), -1: no loop */
+  guint n;                         /* instructions in the block */
+  guint dead;                      /* index of the first instruction that kills every flag */
+  guint64 branch_pc;
+} PsLoop;
+
+/* Hardware number of any general register, whatever its width; -1 for anything else. */
+static int
+ps_gpr_any (x86_reg r)
+{
+  switch (r)
+  {
+    case X86_REG_AL: case X86_REG_AH: case X86_REG_AX: case X86_REG_EAX: case X86_REG_RAX: return 0;
+    case X86_REG_CL: case X86_REG_CH: case X86_REG_CX: case X86_REG_ECX: case X86_REG_RCX: return 1;
+    case X86_REG_DL: case X86_REG_DH: case X86_REG_DX: case X86_REG_EDX: case X86_REG_RDX: return 2;
+    case X86_REG_BL: case X86_REG_BH: case X86_REG_BX: case X86_REG_EBX: case X86_REG_RBX: return 3;
+    case X86_REG_SPL: case X86_REG_SP: case X86_REG_ESP: case X86_REG_RSP: return 4;
+    case X86_REG_BPL: case X86_REG_BP: case X86_REG_EBP: case X86_REG_RBP: return 5;
+    case X86_REG_SIL: case X86_REG_SI: case X86_REG_ESI: case X86_REG_RSI: return 6;
+    case X86_REG_DIL: case X86_REG_DI: case X86_REG_EDI: case X86_REG_RDI: return 7;
+    case X86_REG_R8B: case X86_REG_R8W: case X86_REG_R8D: case X86_REG_R8: return 8;
+    case X86_REG_R9B: case X86_REG_R9W: case X86_REG_R9D: case X86_REG_R9: return 9;
+    case X86_REG_R10B: case X86_REG_R10W: case X86_REG_R10D: case X86_REG_R10: return 10;
+    case X86_REG_R11B: case X86_REG_R11W: case X86_REG_R11D: case X86_REG_R11: return 11;
+    case X86_REG_R12B: case X86_REG_R12W: case X86_REG_R12D: case X86_REG_R12: return 12;
+    case X86_REG_R13B: case X86_REG_R13W: case X86_REG_R13D: case X86_REG_R13: return 13;
+    case X86_REG_R14B: case X86_REG_R14W: case X86_REG_R14D: case X86_REG_R14: return 14;
+    case X86_REG_R15B: case X86_REG_R15W: case X86_REG_R15D: case X86_REG_R15: return 15;
+    default: return -1;
+  }
+}
+
+/* Adds the general registers `insn` reads or writes (explicitly or not) to *used. */
+static void
+ps_regs_used (const cs_insn * insn, guint32 * used)
+{
+  const cs_x86 * x = &insn->detail->x86;
+  int r;
+  guint8 i;
+  for (i = 0; i != insn->detail->regs_read_count; i++)
+    if ((r = ps_gpr_any (insn->detail->regs_read[i])) >= 0)
+      *used |= 1u << r;
+  for (i = 0; i != insn->detail->regs_write_count; i++)
+    if ((r = ps_gpr_any (insn->detail->regs_write[i])) >= 0)
+      *used |= 1u << r;
+  for (i = 0; i != x->op_count; i++)
+  {
+    const cs_x86_op * op = &x->operands[i];
+    if (op->type == X86_OP_REG && (r = ps_gpr_any (op->reg)) >= 0)
+      *used |= 1u << r;
+    if (op->type == X86_OP_MEM)
+    {
+      if ((r = ps_gpr_any (op->mem.base)) >= 0)
+        *used |= 1u << r;
+      if ((r = ps_gpr_any (op->mem.index)) >= 0)
+        *used |= 1u << r;
+    }
+  }
+}
+
+/* String instructions: their registers are implied (and, with rep, rcx too). */
+static gboolean
+ps_is_string_op (const cs_insn * insn)
+{
+  switch (insn->id)
+  {
+    case X86_INS_MOVSB: case X86_INS_MOVSW: case X86_INS_MOVSD: case X86_INS_MOVSQ:
+    case X86_INS_STOSB: case X86_INS_STOSW: case X86_INS_STOSD: case X86_INS_STOSQ:
+    case X86_INS_LODSB: case X86_INS_LODSW: case X86_INS_LODSD: case X86_INS_LODSQ:
+    case X86_INS_SCASB: case X86_INS_SCASW: case X86_INS_SCASD: case X86_INS_SCASQ:
+    case X86_INS_CMPSB: case X86_INS_CMPSW: case X86_INS_CMPSD: case X86_INS_CMPSQ:
+      return TRUE;
+    default:
+      return FALSE;
+  }
+}
+
+/* Whether the block starting at `first` is a register loop, by decoding it ahead of Stalker. */
+static gboolean
+ps_loop_plan (GumStalkerIterator * iterator, PsThread * t, GumAddress pc, const cs_insn * first, PsLoop * lp)
+{
+  static const int order[] = { 11, 10, 9, 8, 2, 1, 6, 7, 3, 5, 12, 13, 14, 15 };
+  csh cs = gum_stalker_iterator_get_capstone (iterator);
+  const guint8 * code = GSIZE_TO_POINTER (first->address);
+  size_t size = PS_LOOP_MAX * 15;
+  guint64 address = first->address;
+  guint32 used = 0;
+  cs_insn * ci;
+  guint i = 0, k;
+  int dead = -1;
+  gboolean loop = FALSE;
+
+  if (t->win_size != 0 || t->limit != 0 || t->carry != 0 || t->stub == NULL ||
+      t->cold_cur + 256 > t->cold_end || !ps_near (pc, GPOINTER_TO_SIZE (t->cold_cur)) ||
+      !ps_near (pc, GPOINTER_TO_SIZE (t->cold_end)) || !ps_near (pc, GPOINTER_TO_SIZE (t)) ||
+      !ps_near (pc, GPOINTER_TO_SIZE (t->counts + t->capacity)) || !ps_near (pc, GPOINTER_TO_SIZE (t->counts)))
+    return FALSE;
+  ci = cs_malloc (cs);
+  while (i < PS_LOOP_MAX && cs_disasm_iter (cs, &code, &size, &address, ci))
+  {
+    int use = ps_flag_use (ci);
+    if (ps_is_string_op (ci))
+      break;
+    if (dead < 0 && use == PS_FLAGS_READ && !ps_ends_block (ci))
+      break;
+    if (dead < 0 && use == PS_FLAGS_KILL)
+      dead = (int) i;
+    ps_regs_used (ci, &used);
+    i++;
+    if (ps_ends_block (ci))
+    {
+      const cs_x86 * x = &ci->detail->x86;
+      loop = dead >= 0 && x->op_count == 1 && x->operands[0].type == X86_OP_IMM &&
+          (guint64) x->operands[0].imm == first->address && ci->id != X86_INS_JMP &&
+          ((ci->bytes[0] & 0xf0) == 0x70 || (ci->bytes[0] == 0x0f && (ci->bytes[1] & 0xf0) == 0x80));
+      lp->branch_pc = ci->address;
+      break;
+    }
+  }
+  cs_free (ci, 1);
+  if (!loop || (used & (1u << 4)) != 0)
+    return FALSE;
+  for (k = 0; k != G_N_ELEMENTS (order); k++)
+  {
+    if ((used & (1u << order[k])) == 0)
+    {
+      lp->reg = order[k];
+      lp->n = i;
+      lp->dead = (guint) dead;
+      return TRUE;
+    }
+  }
+  return FALSE;
+}
+
+/* REX.W with r in the ModRM reg field (`rm` FALSE) or in rm (TRUE). */
+static void
+ps_put_rex (PsCode * c, int r, gboolean rm)
+{
+  ps_put_u8 (c, (guint8) (0x48 | (r >= 8 ? (rm ? 0x01 : 0x04) : 0)));
+}
+
+/* `op r, [rip + field]` / `op [rip + field], r` (op: 8b mov load, 89 store, 03 add, 01 add to
+ * memory, 29 sub from memory), code at `at`. */
+static void
+ps_put_rip_reg (PsCode * c, GumAddress at, guint8 op, int r, gpointer field)
+{
+  ps_put_rex (c, r, FALSE);
+  ps_put_u8 (c, op);
+  ps_put_u8 (c, (guint8) (0x05 | ((r & 7) << 3)));
+  ps_put_rel32 (c, at + c->n + 4, GPOINTER_TO_SIZE (field));
+}
+
+/* `op r, [rsp + disp8]` / `op [rsp + disp8], r` (op as above). */
+static void
+ps_put_rsp_reg (PsCode * c, guint8 op, int r, guint8 disp)
+{
+  ps_put_rex (c, r, FALSE);
+  ps_put_u8 (c, op);
+  ps_put_u8 (c, (guint8) (0x44 | ((r & 7) << 3)));
+  ps_put_u8 (c, 0x24);
+  ps_put_u8 (c, disp);
+}
+
+/* r = min ([budget], PS_LOOP_CAP); [rsp + 8] = r (the flags are dead). */
+static void
+ps_put_loop_load (PsCode * c, GumAddress at, int r, gpointer budget)
+{
+  ps_put_rip_reg (c, at, 0x8b, r, budget);
+  ps_put_rex (c, r, TRUE); ps_put_u8 (c, 0x81); ps_put_u8 (c, (guint8) (0xf8 | (r & 7))); /* cmp r, cap */
+  ps_put_u32 (c, PS_LOOP_CAP);
+  ps_put_u8 (c, 0x7e); ps_put_u8 (c, 7);                                                  /* jle +7 */
+  ps_put_rex (c, r, TRUE); ps_put_u8 (c, 0xc7); ps_put_u8 (c, (guint8) (0xc0 | (r & 7))); /* mov r, cap */
+  ps_put_u32 (c, PS_LOOP_CAP);
+  ps_put_rsp_reg (c, 0x89, r, 8);
+}
+
+/* counts += [rsp + disp] - r; budget -= the same (r is clobbered; so are the flags). */
+static void
+ps_put_loop_flush (PsCode * c, GumAddress at, int r, guint8 disp, gpointer counter, gpointer budget)
+{
+  ps_put_rex (c, r, TRUE); ps_put_u8 (c, 0xf7); ps_put_u8 (c, (guint8) (0xd8 | (r & 7))); /* neg r */
+  ps_put_rsp_reg (c, 0x03, r, disp);
+  ps_put_rip_reg (c, at, 0x01, r, counter);
+  ps_put_rip_reg (c, at, 0x29, r, budget);
+}
+
+/* The loop's entry, at the block's start. */
+static void
+ps_emit_loop_entry (GumX86Writer * w, PsThread * t, const PsLoop * lp, guint64 slot)
+{
+  static const guint8 lea_down[] = { 0x48, 0x8d, 0xa4, 0x24, 0x70, 0xff, 0xff, 0xff }; /* lea rsp, [rsp-144] */
+  PsCode c;
+  c.n = 0;
+  ps_put (&c, lea_down, sizeof (lea_down));
+  ps_put_rsp_reg (&c, 0x89, lp->reg, 0);                                          /* mov [rsp], r */
+  ps_put_u8 (&c, 0xc7); ps_put_u8 (&c, 0x05);                                      /* mov dword [loop_slot], slot+1 */
+  ps_put_rel32 (&c, w->pc + c.n + 8, GPOINTER_TO_SIZE (&t->loop_slot));
+  ps_put_u32 (&c, (guint32) slot + 1);
+  ps_put_loop_load (&c, w->pc, lp->reg, &t->budget[slot & (PS_K - 1)]);
+  gum_x86_writer_put_bytes (w, c.b, c.n);
+}
+
+/* The per-iteration count at the flags-dead point: sub r, n; js trampoline. Returns where n is. */
+static guint8 *
+ps_emit_loop_count (GumX86Writer * w, PsThread * t, const PsLoop * lp, guint64 slot)
+{
+  PsCode c, cold;
+  GumAddress back, at = GPOINTER_TO_SIZE (t->cold_cur) + 16, slow_at;
+  gpointer counter = &t->counts[slot], budget = &t->budget[slot & (PS_K - 1)];
+  guint js_slow, jne_slow, back_in;
+  int r = lp->reg;
+
+  c.n = 0;
+  ps_put_rex (&c, r, TRUE); ps_put_u8 (&c, 0x81); ps_put_u8 (&c, (guint8) (0xe8 | (r & 7))); /* sub r, n */
+  ps_put_u32 (&c, lp->n);
+  ps_put_u8 (&c, 0x0f); ps_put_u8 (&c, 0x88);                                          /* js trampoline */
+  back = w->pc + c.n + 4;
+  ps_put_rel32 (&c, back, at);
+
+  /* the trampoline, after a 16-byte link of the thread's loop chain (next loop, its `jcc top`) */
+  cold.n = 0;
+  ps_put_loop_flush (&cold, at, r, 8, counter, budget);
+  ps_put_u8 (&cold, 0x78); ps_put_u8 (&cold, 0);                                       /* js slow */
+  js_slow = cold.n - 1;
+  ps_put_u8 (&cold, 0x48); ps_put_u8 (&cold, 0x83); ps_put_u8 (&cold, 0x3d);           /* cmp qword [release], 0 */
+  ps_put_rel32 (&cold, at + cold.n + 5, GPOINTER_TO_SIZE (&t->release));
+  ps_put_u8 (&cold, 0);
+  ps_put_u8 (&cold, 0x75); ps_put_u8 (&cold, 0);                                       /* jne slow */
+  jne_slow = cold.n - 1;
+  back_in = cold.n;
+  ps_put_loop_load (&cold, at, r, budget);
+  ps_put_u8 (&cold, 0xe9);
+  ps_put_rel32 (&cold, at + cold.n + 4, back);
+  slow_at = cold.n;
+  cold.b[js_slow] = (guint8) (slow_at - (js_slow + 1));
+  cold.b[jne_slow] = (guint8) (slow_at - (jne_slow + 1));
+  ps_put (&cold, ps_lea_down, sizeof (ps_lea_down));
+  ps_put_u8 (&cold, 0xe8);
+  ps_put_rel32 (&cold, at + cold.n + 4, GPOINTER_TO_SIZE (t->stub));
+  ps_put (&cold, ps_lea_up, sizeof (ps_lea_up));
+  ps_put_u8 (&cold, 0xeb);
+  ps_put_u8 (&cold, (guint8) (gint8) ((gint) back_in - (gint) (cold.n + 1)));
+  ((guint8 **) t->cold_cur)[0] = t->loops;    /* link; [1]: the `jcc top`, set by ps_emit_loop_exit */
+  ((guint8 **) t->cold_cur)[1] = NULL;
+  t->loops = t->cold_cur;
+  t->cold_cur += 16;
+  ps_cold_put (t, &cold);
+  gum_x86_writer_put_bytes (w, c.b, c.n);
+  return w->code - c.n + 3;
+}
+
+/* Before Stalker's branch: our `jcc top`, then the exit that flushes r and restores it (`branch`
+ * NULL: the exit alone). */
+static void
+ps_emit_loop_exit (GumX86Writer * w, PsThread * t, const PsLoop * lp, const cs_insn * branch, GumAddress top,
+    guint64 slot)
+{
+  static const guint8 flags_save[] = { 0x50, 0x9f, 0x0f, 0x90, 0xc0 };   /* push rax; lahf; seto al */
+  static const guint8 flags_restore[] = { 0x04, 0x7f, 0x9e, 0x58 };      /* add al, 0x7f; sahf; pop rax */
+  static const guint8 lea_up[] = { 0x48, 0x8d, 0xa4, 0x24, 0x90, 0x00, 0x00, 0x00 }; /* lea rsp, [rsp+144] */
+  PsCode c;
+  c.n = 0;
+  if (branch != NULL)
+  {
+    guint8 cc = branch->bytes[0] == 0x0f ? branch->bytes[1] & 0x0f : branch->bytes[0] & 0x0f;
+    ps_put_u8 (&c, 0x0f); ps_put_u8 (&c, (guint8) (0x80 | cc));
+    ps_put_rel32 (&c, w->pc + c.n + 4, top);
+    ((guint8 **) t->loops)[1] = w->code + 2;   /* the rel32 a release zeroes */
+  }
+  ps_put (&c, flags_save, sizeof (flags_save));
+  ps_put_loop_flush (&c, w->pc, lp->reg, 16, &t->counts[slot], &t->budget[slot & (PS_K - 1)]);
+  ps_put (&c, flags_restore, sizeof (flags_restore));
+  ps_put_rsp_reg (&c, 0x8b, lp->reg, 0);                                          /* mov r, [rsp] */
+  ps_put (&c, lea_up, sizeof (lea_up));
+  gum_x86_writer_put_bytes (w, c.b, c.n);
+}
+
+static void
+ps_loops_release (PsThread * t)
+{
+  guint8 * l;
+  for (l = t->loops; l != NULL; l = ((guint8 **) l)[0])
+  {
+    if (((guint8 **) l)[1] != NULL)
+      *(guint32 *) ((guint8 **) l)[1] = 0;  /* jcc top -> jcc exit: the next iteration leaves */
+  }
+  t->released = 1;
+}
+
 void
 transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer user_data)
 {
@@ -1126,14 +1554,37 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   GumX86Writer * w = output->writer.x86;
   const cs_insn * insn;
   guint64 n = 0, slot, final, last_pc = 0;
-  gboolean placed = FALSE;
+  gboolean placed = FALSE, loop = FALSE;
+  GumAddress top = 0;
+  guint8 * loop_n = NULL;
   PsPatch patch;
+  PsLoop lp;
 
   slot = ps_take_slot (t);
 
   while (gum_stalker_iterator_next (iterator, &insn))
   {
-    if (!placed)
+    if (n == 0 && ps_loop_plan (iterator, t, w->pc, insn, &lp))
+    {
+      loop = TRUE;
+      slot = ps_settle_slot (t, slot, lp.branch_pc);
+      ps_emit_loop_entry (w, t, &lp, slot);
+      top = w->pc;
+    }
+    if (loop)
+    {
+      if (n == lp.dead)
+      {
+        loop_n = ps_emit_loop_count (w, t, &lp, slot);
+        placed = TRUE;
+      }
+      if (insn->address == lp.branch_pc && n + 1 == lp.n)
+      {
+        ps_emit_loop_exit (w, t, &lp, insn, top, slot);
+        loop = FALSE;
+      }
+    }
+    else if (!placed)
     {
       int use = ps_flag_use (insn);
       gboolean dead = use == PS_FLAGS_KILL || (use == PS_FLAGS_NONE && ps_is_call (insn));
@@ -1150,6 +1601,19 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
     gum_stalker_iterator_keep (iterator);
   }
 
+  if (top != 0)
+  {
+    if (loop)
+    {
+      /* Stalker ended the block before its branch (code slab full): no loop, leave the register. */
+      ps_emit_loop_exit (w, t, &lp, NULL, 0, slot);
+      if (placed)
+        *(guint32 *) loop_n = (guint32) n;
+      else
+        t->carry += n;
+    }
+    return;
+  }
   if (!placed)
   {
     /* Stalker cut the block early (code slab full): count it with the next block. */
@@ -1178,6 +1642,11 @@ ps_cold_init (PsThread * t)
 
 static void
 ps_cold_init (PsThread * t)
+{
+}
+
+static void
+ps_loops_release (PsThread * t)
 {
 }
 

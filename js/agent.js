@@ -5,7 +5,7 @@
  * RPC: init(options) -> {arch, platform, pid, fast}; start(mainTid or null) -> [tid];
  *      resumed() after a spawned process was resumed; stop();
  *      burst(tid) -> bool (watch mode: follow the thread for one exact interval, see startBurst).
- * Messages to the host (send(meta[, data])), see host/phasescope/wire.py:
+ * Messages to the host (send(meta[, data])), see host/phasescope/sources/wire.py:
  *   {type: 'modules', modules: [[name, base, size, path]]}  full module map (start)
  *   {type: 'module-added', module: [...]} / {type: 'module-removed', base}
  *   {type: 'data', started: [tid], exited: [tid], forked: [pid], dropped_records, dropped_instructions,
@@ -15,6 +15,7 @@
  *   {type: 'exit', status} (exit/_exit) / {type: 'crash', signal, address} /
  *   {type: 'exec', path} (execve: the program is about to be replaced)
  * Host -> agent: {type: 'ack', bytes} after it consumed a 'data' message (flow control);
+ *   {type: 'window', tid} (--locality: open a window on that thread at its next interval);
  *   {type: 'final-ack'} once it received 'exit', 'crash' or 'exec' (the agent holds the thread
  *   until then).
  */
@@ -75,60 +76,42 @@ function setup(opts) {
     ps: globals,
     clock_gettime: Module.getGlobalExportByName('clock_gettime'),
     getrusage: Module.getGlobalExportByName('getrusage'),
+    mprotect: Module.getGlobalExportByName('mprotect'),
   };
   cm = new CModule(opts.source, symbols);
-  api = {
-    configure: new NativeFunction(cm.ps_configure, 'void', ['uint64', 'pointer', 'pointer', 'uint64']),
-    threadInit: new NativeFunction(cm.ps_thread_init, 'void', ['pointer', 'uint64', 'pointer', 'uint64', 'pointer', 'uint64']),
-    threadLocality: new NativeFunction(cm.ps_thread_locality, 'void',
-        ['pointer', 'pointer', 'uint64', 'uint64', 'pointer', 'pointer', 'uint64', 'pointer', 'uint64']),
-    threadClose: new NativeFunction(cm.ps_thread_close, 'void', ['pointer']),
-    threadFlush: new NativeFunction(cm.ps_thread_flush, 'void', ['pointer']),
-    threadHot: new NativeFunction(cm.ps_thread_hot, 'uint64', ['pointer', 'pointer', 'uint64']),
-    threadLimit: new NativeFunction(cm.ps_thread_limit, 'void', ['pointer', 'uint64']),
-    threadDone: new NativeFunction(cm.ps_thread_done, 'uint64', ['pointer']),
-    // Exclusive: these two fill memory shared by every caller (globals.lenOut and the drained
-    // buffer, globals.recent). A cooperative call lets another thread's JavaScript run meanwhile
-    // (a crashing or exiting thread flushing in finish()), and two interleaved drains swapped the
-    // buffers under each other: records shipped out of order, or with a stale length.
-    threadRecent: new NativeFunction(cm.ps_thread_recent, 'uint64', ['pointer', 'pointer', 'uint64'], EXCLUSIVE),
-    drain: new NativeFunction(cm.ps_drain, 'pointer', ['pointer'], EXCLUSIVE),
-    stats: new NativeFunction(cm.ps_stats, 'uint64', ['int']),
-    getpid: new NativeFunction(Module.getGlobalExportByName('getpid'), 'int', []),
-  };
+  // The C functions, by name without `ps_`; their signatures come from counter.c itself (the
+  // host reads them into opts.api). Exclusive: thread_recent and drain fill memory shared by every
+  // caller (globals.lenOut and the drained buffer, globals.recent). A cooperative call lets another
+  // thread's JavaScript run meanwhile (a crashing or exiting thread flushing in finish()), and two
+  // interleaved drains swapped the buffers under each other: records shipped out of order, or
+  // with a stale length.
+  api = {};
+  for (const [name, [ret, args]] of Object.entries(opts.api))
+    api[name.replace(/^ps_/, '')] = new NativeFunction(cm[name], ret, args,
+        name === 'ps_thread_recent' || name === 'ps_drain' ? EXCLUSIVE : {});
+  api.getpid = new NativeFunction(Module.getGlobalExportByName('getpid'), 'int', []);
   // Inline counters where the fast path exists (x86-64), else a C callout per block.
   transformFn = (opts.portable || cm.transform === undefined) ? cm.transform_portable : cm.transform;
   const bufSize = roundPages(opts.bufferBytes);
   globals.buffers = [Memory.alloc(bufSize), Memory.alloc(bufSize)];
   globals.lenOut = Memory.alloc(8);
   globals.recent = Memory.alloc(RELEASE_BLOCKS * 8);
-  api.configure(uint64(opts.interval), globals.buffers[0], globals.buffers[1], uint64(bufSize));
+  const used = api.configure(uint64(opts.interval), globals.buffers[0], globals.buffers[1], uint64(bufSize),
+      uint64(PAGE), uint64(GLOBAL_SIZE)).toNumber();
+  if (used > GLOBAL_SIZE)
+    throw new Error(`agent: PsGlobal needs ${used} bytes, GLOBAL_SIZE is ${GLOBAL_SIZE}`);
 }
 
-// One thread's counting state, as the transform's `data`: one mapping with its PsThread (the first
-// page); its counters, PCs and PC -> slot chains (links, 4096 heads); then its cold code (the slow
-// path stub and one trampoline of <= 26 bytes per block).
+// One thread's counting state, as the transform's `data`: one mapping laid out by the C side
+// (ps_region_size, ps_thread_init): its PsThread, counters, cold code and, with --locality
+// (inline path only), its memory slots and window.
 function newRegion(tid) {
-  const cap = config.slots;
-  const arenaSize = roundPages(cap * 20 + 4096 * 4);
-  const coldSize = roundPages(cap * 26 + PAGE);
-  // --locality (inline path only): the window buffer, the memory slots' table and recorders.
   const loc = config.locality && transformFn === cm.transform ? config.locality : null;
-  const mcap = loc === null ? 0 : loc.slots;
-  const recSize = roundPages(mcap * 96);
-  const tableSize = roundPages(mcap * 12);
-  const winSize = loc === null ? 0 : roundPages(loc.window * 8);
-  const region = Memory.alloc(PAGE + arenaSize + coldSize + recSize + tableSize + winSize);
-  const arena = region.add(PAGE);
-  const cold = arena.add(arenaSize);
-  Memory.protect(cold, coldSize + recSize, 'rwx');
-  api.threadInit(region, uint64(tid), arena, uint64(cap), cold, uint64(coldSize));
-  if (loc !== null) {
-    const rec = cold.add(coldSize);
-    const table = rec.add(recSize);
-    api.threadLocality(region, table.add(tableSize), uint64(loc.window), uint64(loc.every), table,
-        table.add(mcap * 8), uint64(mcap), rec, uint64(recSize));
-  }
+  const slots = uint64(config.slots), mslots = uint64(loc === null ? 0 : loc.slots);
+  const window = uint64(loc === null ? 0 : loc.window), every = uint64(loc === null ? 0 : loc.every);
+  const region = Memory.alloc(api.region_size(slots, mslots, window).toNumber());
+  if (api.thread_init(region, uint64(tid), slots, mslots, window, every) !== 0)
+    throw new Error('agent: cannot make the cold code area executable');
   return region;
 }
 
@@ -165,8 +148,9 @@ const HOT_MAX = 1024;
 function releaseHotLoop(tid, region) {
   if (region === null)
     return;
+  api.thread_release(region); // its register loops (counter.c) leave through their block's start
   const out = Memory.alloc(HOT_MAX * 8);
-  invalidateAfter(tid, out, api.threadHot(region, out, uint64(HOT_MAX)).toNumber());
+  invalidateAfter(tid, out, api.thread_hot(region, out, uint64(HOT_MAX)).toNumber());
 }
 
 // Invalidates, for thread `tid`, the blocks after the `n` branch PCs at `out` (up to a 0).
@@ -205,7 +189,7 @@ function close(tid, unfollow) {
   if (unfollow && !config.watch)
     Stalker.unfollow(tid);
   if (region !== null) {
-    api.threadClose(region);
+    api.thread_close(region);
     retired.push([Date.now(), region]);
   }
   exited.push(tid);
@@ -220,7 +204,7 @@ function startBurst(tid) {
   if (!config.watch || stopping || finished || !threads.has(tid) || bursts.has(tid) || following >= MAX_BURSTS)
     return false;
   const region = newRegion(tid);
-  api.threadLimit(region, uint64(1));
+  api.thread_limit(region, uint64(1));
   try {
     Stalker.follow(tid, { transform: transformFn, data: region });
   } catch (e) {
@@ -249,7 +233,7 @@ function unfollowBurst(tid, b) {
     return;
   b.leaving = true;
   b.quiet = userTicks(tid) || 0;
-  api.threadRecent(b.region, globals.recent, uint64(0)); // what ran so far no longer matters
+  api.thread_recent(b.region, globals.recent, uint64(0)); // what ran so far no longer matters
   if (tid === Process.getCurrentThreadId())
     Stalker.unfollow();
   else
@@ -271,7 +255,7 @@ function retireBurst(tid, b) {
 // thread ran since the last drain, if any, until it has run LEFT_TICKS of user time without
 // counting a block: it runs natively, and its region is retired.
 function nudge(tid, b) {
-  const ran = api.threadRecent(b.region, globals.recent, uint64(RELEASE_BLOCKS)).toNumber();
+  const ran = api.thread_recent(b.region, globals.recent, uint64(RELEASE_BLOCKS)).toNumber();
   const ticks = userTicks(tid);
   if (ran > 0) {
     invalidateAfter(tid, globals.recent, RELEASE_BLOCKS);
@@ -286,7 +270,7 @@ function checkBursts() {
   for (const [tid, b] of Array.from(bursts)) {
     if (b.leaving)
       nudge(tid, b);
-    else if (api.threadDone(b.region).toNumber() !== 0 || now - b.since > BURST_MAX_MS)
+    else if (api.thread_done(b.region).toNumber() !== 0 || now - b.since > BURST_MAX_MS)
       unfollowBurst(tid, b);
   }
 }
@@ -299,6 +283,8 @@ function drain(force) {
     Stalker.garbageCollect();
   while (retired.length > 0 && now - retired[0][0] > 5000)
     retired.shift();
+  if (config.locality)
+    api.win_hold(uint64(unacked > config.window / 4 ? 1 : 0));
   if (!force && unacked > config.window)
     return; // host is behind: data stays here, and the C side counts what it cannot keep
   const buf = api.drain(globals.lenOut);
@@ -328,6 +314,14 @@ function pump() {
   checkBursts();
   drain(false);
   drainTimer = setTimeout(pump, bursts.size > 0 ? BURST_POLL_MS : config.drainMs);
+}
+
+// --locality: the host saw a phase with no window yet on thread message.tid; one opens at its next interval.
+function onWindow(message) {
+  const region = threads.get(message.tid);
+  if (region && config.locality && transformFn === cm.transform)
+    api.thread_want_window(region);
+  recv('window', onWindow);
 }
 
 function onAck(message) {
@@ -416,7 +410,7 @@ function installHooks() {
         return;
       for (const region of threads.values()) {
         if (region !== null)
-          api.threadFlush(region);
+          api.thread_flush(region);
       }
       flushToHost({ type: 'exec', path: args[0].readUtf8String() });
     },
@@ -522,6 +516,7 @@ rpc.exports = {
     setup(opts);
     const fast = transformFn === cm.transform;
     recv('ack', onAck);
+    recv('window', onWindow);
     const modules = Process.enumerateModules();
     for (const m of modules)
       knownModules.add(m.base.toString());

@@ -1,4 +1,5 @@
-"""Shared fixtures: compile test programs with the system cc, run the real CLI."""
+"""Shared fixtures and helpers: compile test programs with the system cc, run the real CLI, wait for
+a condition, read and check an interval log."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Callable, Optional, Union
 
 import pytest
+
+from phasescope.formats.log import log_records
 
 PROGRAMS = Path(__file__).parent / "programs"
 
@@ -45,6 +49,59 @@ def run_cli(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProce
     return subprocess.run(cli_command(*args), capture_output=True, text=True, timeout=timeout, env=env, **kw)
 
 
+def wait_for(predicate: Callable, timeout: float = 30.0, what: Union[str, Callable[[], str]] = "condition",
+             every: float = 0.05):
+    """Poll ``predicate`` every ``every`` seconds until it returns something true, and return that;
+    fail the test after ``timeout`` seconds, saying ``what`` was awaited (a callable: called then,
+    for the state at that time)."""
+    end = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= end:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what() if callable(what) else what}")
+        time.sleep(every)
+
+
+def log_lines(path) -> int:
+    """Complete lines in a file so far (0 while it does not exist)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def read_records(path) -> list:
+    """Every record of a phasescope interval log, as dicts, read by the package's reader. A log
+    whose last line was cut short fails the test (the reader would skip it with a warning)."""
+    text = Path(path).read_text()
+    assert not text or text.endswith("\n"), f"{path}: the last record is cut short"
+    return [rec for _, rec in log_records(str(path))]
+
+
+def check_thread_streams(records: list, skipped_empty: Optional[int]) -> None:
+    """Each thread's records are numbered 0..n-1 without gaps, and only a thread's last record may be
+    partial. The agent ships a thread's last interval as partial even when it is empty (the thread
+    had just cut a full one: agent/counter.c ps_thread_close), and the engine skips an empty
+    interval, logging nothing and counting it in the summary's ``skipped_empty``: so each thread's
+    stream ends with a partial record, but for at most ``skipped_empty`` of them. None: the run could
+    not ship its last intervals (the target was killed, or the agent did not answer its stop), so its
+    streams may end anywhere."""
+    by_thread: dict = {}
+    for rec in records:
+        by_thread.setdefault(rec["thread"], []).append(rec)
+    for tid, recs in by_thread.items():
+        assert [r["thread_seq"] for r in recs] == list(range(len(recs))), f"gap in thread {tid}"
+        assert not any(r["partial"] for r in recs[:-1]), f"partial interval before the end of thread {tid}"
+    if skipped_empty is None:
+        return
+    unended = [tid for tid, recs in by_thread.items() if not recs[-1]["partial"]]
+    assert len(unended) <= skipped_empty, (f"threads {unended} end without a partial record, and the engine "
+                                           f"skipped {skipped_empty} empty intervals")
+
+
 class Tmux:
     """A real terminal: phasescope runs in a tmux pane; tests read its screen."""
 
@@ -61,14 +118,11 @@ class Tmux:
                               text=True, check=True).stdout
 
     def wait_for(self, pattern: str, timeout: float = 60.0) -> str:
-        end = time.monotonic() + timeout
-        text = ""
-        while time.monotonic() < end:
+        """The screen once ``pattern`` is on it."""
+        def shown():
             text = self.screen()
-            if re.search(pattern, text):
-                return text
-            time.sleep(0.2)
-        raise AssertionError(f"{pattern!r} never appeared on screen; last screen:\n{text}")
+            return text if re.search(pattern, text) else None
+        return wait_for(shown, timeout, lambda: f"{pattern!r} on screen; last screen:\n{self.screen()}", every=0.2)
 
     def close(self):
         subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-import time
 
 import numpy as np
 import pytest
 
 from agent_support import collect, trace_spawn
+from conftest import wait_for
 from phasescope.sources.session import TraceSession
 from phasescope.sources.events import Dropped, Ended, IntervalEvent, ModulesChanged
 from phasescope.sources.device import resolve_device, resolve_target
@@ -62,9 +62,7 @@ def test_backpressure_counts_what_it_drops(build):
         device, resolve_target(device, argv=argv), interval=100_000, stdio="pipe", buffer_bytes=4096, window=4096
     )
     session.start()
-    deadline = time.time() + 60
-    while session.ended is None and time.time() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: session.ended is not None, 60, "the traced program's end")
     got, dropped = 0, None
     for event in session.events(timeout=30):
         if isinstance(event, IntervalEvent):

@@ -9,12 +9,11 @@ import json
 import os
 import stat
 import subprocess
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import cli_command, run_cli
+from conftest import cli_command, run_cli, wait_for
 from phasescope.engine import PhaseEngine
 from phasescope.engine.interval import Interval
 from phasescope.formats.log import dumps, to_record
@@ -115,9 +114,7 @@ def test_event_addresses_say_what_they_bound_or_why_not(tmp_path):
 
 def test_pids_that_cannot_be_traced_say_why(tmp_path):
     child = subprocess.Popen(["true"])
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and "Z" not in open(f"/proc/{child.pid}/stat").read().split()[2]:
-        time.sleep(0.05)
+    wait_for(lambda: "Z" in open(f"/proc/{child.pid}/stat").read().split()[2], 10, "the child to be a zombie")
     try:
         one_line(run_cli("--no-dashboard", "-p", str(child.pid)), 2, "zombie")
     finally:

@@ -3,7 +3,6 @@ summary are well-formed and replay; threads created after attach are seen; refus
 
 from __future__ import annotations
 
-import pytest
 import json
 import os
 import subprocess
@@ -11,26 +10,23 @@ import sys
 
 import numpy as np
 
-from conftest import cli_command, run_cli
+from conftest import cli_command, read_records, run_cli
 from phasescope.quality.metrics import adjusted_rand_index
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
 
 
-def _records(path):
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-@pytest.mark.xfail(strict=False, reason="since 2026-11-24 phase_b of sampled_two.c often gets no phase of 15% share, with the tracker code of the last passing run too: not diagnosed yet (closing note)")
 def test_spawn_sampled_log_summary_and_replay(build, tmp_path):
+    # 400M: phase_a about 1 s and phase_b about 0.5 s of CPU, five windows or more. At 150M phase_b
+    # was one or two windows of six and its share fell under 15% on some runs (the xfail it had).
     exe = build("sampled_two.c")
-    native = subprocess.run([exe, "150000000"], capture_output=True, text=True, check=True).stdout
+    native = subprocess.run([exe, "400000000"], capture_output=True, text=True, check=True).stdout
     log, summary = tmp_path / "s.jsonl", tmp_path / "s.json"
     r = run_cli("--mode", "sampled", "--no-dashboard", "--window", "100", "--log", str(log),
-                "--summary", str(summary), "-f", exe, "150000000")
+                "--summary", str(summary), "-f", exe, "400000000")
     assert r.returncode == 0, r.stderr
     assert r.stdout == native  # nothing of phasescope's in the target's output
-    records = _records(log)
+    records = read_records(log)
     assert len(records) >= 3
     for rec in records:
         assert rec["mode"] == "sampled" and rec["instructions"] is None  # never invented
@@ -67,7 +63,7 @@ def test_attach_sampled_sees_threads_created_after_attach(build, tmp_path):
         assert proc.wait(timeout=30) == 0
         _, stderr = mon.communicate(timeout=60)
         assert mon.returncode == 0, stderr
-        sampled = {rec["thread"] for rec in _records(log)}
+        sampled = {rec["thread"] for rec in read_records(log)}
         assert set(workers) <= sampled, (workers, sampled)  # each worker was born after the attach
         s = json.loads(summary.read_text())
         assert s["end"]["how"] == "exited" and s["session"]["mode"] == "sampled"
@@ -121,7 +117,7 @@ def test_sampled_mode_tells_real_library_activities_apart_live(tmp_path):
                 "-f", sys.executable, "--", os.path.join(PROGRAMS, "libs.py"), str(truth), "0.8")
     assert r.returncode == 0, r.stderr
     segments = [(name, int(a), int(b)) for name, a, b in (line.split() for line in truth.read_text().splitlines())]
-    records = [rec for rec in _records(log)]
+    records = [rec for rec in read_records(log)]
     main = max({rec["thread"] for rec in records}, key=lambda t: sum(x["cpu_ns"] for x in records if x["thread"] == t))
     records = [rec for rec in records if rec["thread"] == main]
     end = np.cumsum([rec["cpu_ns"] for rec in records], dtype=np.float64)

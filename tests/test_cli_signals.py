@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import cli_command
+from conftest import cli_command, wait_for
 
 
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGQUIT, signal.SIGTERM, signal.SIGINT])
@@ -21,9 +21,7 @@ def test_a_stop_signal_mid_run_keeps_the_summary_and_the_report(build, tmp_path,
     proc = subprocess.Popen(cli_command("--no-dashboard", "--summary", str(summary), "-o", str(lines),
                                         "-f", exe, "0", "2"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (lines.exists() and "#0 thread" in lines.read_text()):
-            time.sleep(0.05)  # tracing: the first interval is classified
+        wait_for(lambda: lines.exists() and "#0 thread" in lines.read_text(), 60, "the first interval classified")
         time.sleep(0.5)
         proc.send_signal(sig)
         assert proc.wait(timeout=60) == 0

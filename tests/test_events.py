@@ -8,42 +8,31 @@ import os
 import socket
 import subprocess
 import threading
-import time
 
 import pytest
 
-from conftest import cli_command, run_cli
+from conftest import cli_command, log_lines, read_records, run_cli, wait_for
 
 
-def connect(path, timeout=20.0) -> socket.socket:
-    end = time.monotonic() + timeout
-    while True:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            s.connect(path)
-            return s
-        except OSError:
-            s.close()
-            if time.monotonic() > end:
-                raise
-            time.sleep(0.02)
+def try_connect(address):
+    """A socket connected to ``address`` (a unix path or a (host, port) pair), None while nobody listens."""
+    s = socket.socket(socket.AF_UNIX if isinstance(address, str) else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.connect(address)
+        return s
+    except OSError:
+        s.close()
+        return None
+
+
+def connect(address, timeout=20.0) -> socket.socket:
+    return wait_for(lambda: try_connect(address), timeout, f"a server on {address}", every=0.02)
 
 
 def read_events(sock, out):
     f = sock.makefile("r", encoding="utf-8")
     for line in f:
         out.append(json.loads(line))
-
-
-def wait_lines(path, n, timeout=20.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if os.path.exists(path):
-            with open(path) as f:
-                if sum(1 for _ in f) >= n:
-                    return
-        time.sleep(0.02)
-    raise AssertionError(f"{path}: fewer than {n} records")
 
 
 def test_clients_mid_run_slow_and_vanishing(build, tmp_path):
@@ -58,7 +47,7 @@ def test_clients_mid_run_slow_and_vanishing(build, tmp_path):
     try:
         silent = connect(sock_path)  # never reads
         silent.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        wait_lines(log, 5)  # the run is well under way
+        wait_for(lambda: log_lines(log) >= 5, 20, "5 records logged")  # the run is well under way
         vanishing = connect(sock_path)
         vanishing.recv(100)
         vanishing.close()  # abruptly, with events still coming
@@ -86,8 +75,7 @@ def test_clients_mid_run_slow_and_vanishing(build, tmp_path):
         if e["event"] == "phase_change":
             assert e["from"] != e["to"] and e["time"] > 0
     # the log has every record, contiguous, whatever the clients did
-    with open(log) as f:
-        records = [json.loads(line) for line in f]
+    records = read_records(log)
     assert [r["seq"] for r in records] == list(range(len(records)))
     threads = {}
     for r in records:
@@ -156,14 +144,9 @@ def test_tcp_loopback_client(build, tmp_path):
     proc = subprocess.Popen(cli_command("-f", prog, "3", "4", "--no-dashboard", "--events", f"tcp:127.0.0.1:{port}"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        end = time.monotonic() + 20
-        while True:
-            try:
-                s = socket.create_connection(("127.0.0.1", port))
-                break
-            except OSError:
-                assert time.monotonic() < end and proc.poll() is None
-                time.sleep(0.02)
+        s = wait_for(lambda: try_connect(("127.0.0.1", port)) or proc.poll() is not None, 20,
+                     f"the event server on port {port}", every=0.02)
+        assert isinstance(s, socket.socket), f"phasescope ended before serving events: {proc.stderr.read()}"
         events = []
         read_events(s, events)
         _, err = proc.communicate(timeout=30)
@@ -218,9 +201,7 @@ def test_a_merge_is_announced_before_the_new_phase_it_made_room_for(tmp_path):
     reader = threading.Thread(target=read_events, args=(client, got))
     reader.start()
     server.on_start({"target": "synthetic", "pid": None, "mode": "replay", "config": {}})
-    wait_for_hello = time.monotonic() + 10
-    while not server.served and time.monotonic() < wait_for_hello:
-        time.sleep(0.01)
+    wait_for(lambda: server.served, 10, "the client to be served hello", every=0.01)
     results = []
     for i, keys in enumerate([a1, a2, b, c]):
         r = engine.feed(iv(i, keys))

@@ -106,3 +106,15 @@ def test_locality_windows_attach_to_the_interval_they_ended_in():
     # a window whose interval was dropped is not attached to a later one
     ivs = wire.decode(_window(7, 3, [5]) + _interval(7, 4), ModuleMap(), pending)
     assert ivs[0].locality is None and pending == {}
+
+
+def test_agent_calls_into_c_through_signatures_read_from_counter_c():
+    from phasescope.sources.agent import c_exports
+    exports = c_exports(COUNTER_C)
+    defined = set(re.findall(r"^(?!static)[a-z]\w*(?: \*)?\n(ps_\w+) \(", COUNTER_C, re.M))
+    assert defined and set(exports) == defined
+    called = set(re.findall(r"\bapi\.(\w+)\(", AGENT_JS)) - {"getpid"}
+    assert called and {f"ps_{name}" for name in called} <= set(exports), called
+    # no signature or region size written by hand in the agent
+    assert "new NativeFunction(cm." not in AGENT_JS
+    assert not re.search(r"\b4096\b|cap \* \d", AGENT_JS)

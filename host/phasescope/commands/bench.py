@@ -31,7 +31,7 @@ import tempfile
 import time
 from typing import Optional
 
-from phasescope.commands.options import DEFAULT_RATE
+from phasescope.commands.options import add_interval_option, add_source_options, validate_source_options
 from phasescope.commands.runner import Command
 from phasescope.engine import EngineConfig, PhaseEngine
 from phasescope.engine.bursts import BurstPlanner
@@ -39,7 +39,6 @@ from phasescope.engine.tracker import TrackerConfig, preset
 from phasescope.errors import InputError, PhasescopeError
 from phasescope.sources.kernel_session import KernelSession
 from phasescope.sources.sampled_session import SampledSession
-from phasescope.sources.sampler import DEFAULT_WINDOW_SAMPLES
 from phasescope.sources.session import TraceSession
 from phasescope.sources.events import BurstEvent, Ended, IntervalEvent
 from phasescope.sources.device import resolve_device, resolve_target
@@ -48,27 +47,20 @@ from phasescope.sources.device import resolve_device, resolve_target
 class BenchCommand(Command):
     """Overhead against native, on the user's program."""
 
-    description = "Measure phasescope's overhead on a program."
+    description = ("Measure phasescope's overhead on a program: exact mode against bare Stalker and valgrind "
+                   "exp-bbv, or sampled mode (--bursts: with and without exact bursts).")
     usage = "phasescope bench [options] -- PROGRAM [ARGS...]"
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("-r", "--runs", type=int, default=3,
                        help="runs per configuration; the minimum counts (default 3)")
-        p.add_argument("-i", "--interval", type=int, default=TrackerConfig.interval,
-                       help=f"instructions per interval (default {TrackerConfig.interval:,})")
+        add_interval_option(p)
         p.add_argument("--no-valgrind", action="store_true", help="skip the valgrind exp-bbv comparison")
         p.add_argument("--no-bare", action="store_true", help="skip the bare Stalker.follow baseline")
         p.add_argument("--json", action="store_true", help="print the results as one JSON object")
         p.add_argument("--trust-threshold", type=int, default=None, metavar="N",
                        help="exact mode: Stalker.trustThreshold for bare and traced runs (default: Frida's)")
-        p.add_argument("--mode", choices=("exact", "sampled"), default="exact",
-                       help="measure exact mode (with bare Stalker and exp-bbv) or sampled mode")
-        p.add_argument("--rate", type=int, default=DEFAULT_RATE, metavar="HZ",
-                       help=f"sampled mode: samples per second (default {DEFAULT_RATE})")
-        p.add_argument("--window", type=int, default=DEFAULT_WINDOW_SAMPLES, metavar="SAMPLES",
-                       help=f"sampled mode: samples per interval (default {DEFAULT_WINDOW_SAMPLES})")
-        p.add_argument("--bursts", action="store_true",
-                       help="sampled mode: also measure exact bursts (one Stalker-followed interval per new phase)")
+        add_source_options(p)
         p.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
 
     def run(self, args) -> int:
@@ -77,9 +69,9 @@ class BenchCommand(Command):
             command = command[1:]
         if not command:
             raise InputError("no program given: phasescope bench [options] -- PROGRAM [ARGS...]")
-        interval = TrackerConfig(interval=args.interval).interval  # the one check of an interval
-        if args.bursts and args.mode != "sampled":
-            raise InputError("--bursts needs --mode sampled")
+        validate_source_options(args)
+        given = TrackerConfig.interval if args.interval is None else args.interval
+        interval = TrackerConfig(interval=given).interval  # the one check of an interval
         sampled = None if args.mode == "exact" else {"rate_hz": args.rate, "window_samples": args.window,
                                                      "bursts": args.bursts}
         result = measure(command, runs=args.runs, interval=interval, valgrind=not args.no_valgrind,

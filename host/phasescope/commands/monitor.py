@@ -14,19 +14,20 @@ from typing import List, Optional
 
 from phasescope import __version__
 from phasescope.pipeline.live import LiveRun
+from phasescope.pipeline.system import SystemRun
 from phasescope.commands.options import (add_device_options, add_run_options, add_target_options,
-                                         engine_config_from_args, policy_sinks,
-                                         locality_options, validate_run_options)
+                                         engine_config_from_args, locality_options, process_filter,
+                                         validate_run_options)
+from phasescope.commands.outputs import open_sinks
 from phasescope.commands.runner import Command, usage_error
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sinks
-from phasescope.sinks.bbv import BbvWriter
-from phasescope.sinks.log import JsonlLog
-from phasescope.sinks.summary import SummaryWriter
-from phasescope.sources.device import Target, resolve_device, resolve_target
+from phasescope.sources.device import Target, require_local, resolve_device, resolve_target
 from phasescope.sources.kernel_session import KernelSession
-from phasescope.sources.sampled_session import SampledSession, require_local
-from phasescope.sources.session import TraceSession
+from phasescope.sources.system_sampler import SystemSampler
+from phasescope.view.plain import PlainView
+from phasescope.view.screen import DashboardScreen
+from phasescope.view.system_view import print_system_report, render as render_system
 
 
 def split_dashdash(argv: List[str]):
@@ -61,7 +62,7 @@ class MonitorCommand(Command):
     def __init__(self, prog: str):
         super().__init__(prog)
         from phasescope.cli import SUBCOMMANDS  # the one list of subcommands
-        self.usage = (f"{prog} [options] (-p PID | -n NAME | -f PROGRAM [ARGS...] [-- ARGS...])\n"
+        self.usage = (f"{prog} [options] (-p PID | -n NAME | -f PROGRAM [ARGS...] [-- ARGS...] | -a)\n"
                       f"       {prog} {{{','.join(SUBCOMMANDS)}}} ...")
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
@@ -86,6 +87,8 @@ class MonitorCommand(Command):
 
     def run(self, args) -> int:
         validate_run_options(args)
+        if getattr(args, "system_wide", False):
+            return self.run_system(args)
         argv = self.target_argv(args)
         if argv is None and args.pid is None and args.name is None:
             raise InputError("give a target: -p PID, -n NAME or -f PROGRAM [ARGS...] (or try: phasescope demo)")
@@ -95,22 +98,25 @@ class MonitorCommand(Command):
         sinks = []
         try:
             try:
-                sinks += policy_sinks(args, config)
-                sinks += [JsonlLog(args.log) if args.log else None,
-                          BbvWriter(args.bbv) if args.bbv else None,
-                          SummaryWriter(args.summary) if args.summary else None]
+                sinks = open_sinks(args, config)
                 dashboard = not args.no_dashboard and sys.stdout.isatty()
-                device = resolve_device(args.device, args.usb, args.host)
+                zero_touch = args.mode == "sampled" and not args.bursts
+                # zero-touch on this machine: /proc, not Frida (never imported, so the target starts sooner)
+                local = zero_touch and not (args.device or args.usb or args.host)
+                device = None if local else resolve_device(args.device, args.usb, args.host)
                 target = resolve_target(device, pid=args.pid, name=args.name, argv=argv)
                 stdio = args.stdio or ("pipe" if dashboard else "inherit")
-                if args.mode == "sampled" and args.bursts:  # bursts need Stalker: the watching agent
-                    session = SampledSession(device, target, stdio=stdio, rate_hz=args.rate,
-                                             window_samples=args.window, bursts=True, kernel=args.kernel_samples)
-                elif args.mode == "sampled":  # zero-touch: nothing injected
-                    require_local(device)
+                if zero_touch:  # nothing injected
+                    if not local:
+                        require_local(device)
                     session = KernelSession(target, stdio=stdio, rate_hz=args.rate, window_samples=args.window,
                                             kernel=args.kernel_samples)
+                elif args.mode == "sampled":  # bursts need Stalker: the watching agent
+                    from phasescope.sources.sampled_session import SampledSession
+                    session = SampledSession(device, target, stdio=stdio, rate_hz=args.rate,
+                                             window_samples=args.window, bursts=True, kernel=args.kernel_samples)
                 else:
+                    from phasescope.sources.session import TraceSession
                     session = TraceSession(device, target, interval=config.tracker.interval, stdio=stdio,
                                            locality=locality_options(args))
                 run = LiveRun(session, config, sinks, dashboard=dashboard, out=out, title=short_title(target),
@@ -120,6 +126,46 @@ class MonitorCommand(Command):
                 Sinks(sinks).close()  # e.g. remove the event socket: the run never started
                 raise
             return run.run(self.stop)
+        finally:
+            if out is not sys.stderr:
+                out.close()
+
+    def run_system(self, args) -> int:
+        """``-a``: every process on every CPU, one engine each (:mod:`phasescope.pipeline.system`)."""
+        config = engine_config_from_args(args, preset_default="sampled")
+        db_dir = args.phase_db
+        if db_dir is not None:
+            if os.path.exists(db_dir) and not os.path.isdir(db_dir):
+                raise InputError(f"--phase-db {db_dir}: with -a it is a directory of per-program databases, "
+                                 "and this is a file")
+            try:
+                os.makedirs(db_dir, exist_ok=True)
+            except OSError as e:
+                raise InputError(f"--phase-db {db_dir}: cannot create the directory: {e.strerror}") from None
+            if not os.access(db_dir, os.W_OK | os.X_OK):
+                raise InputError(f"--phase-db {db_dir}: directory not writable")
+            args.phase_db = None  # not one database: the run opens one per program
+        out = _open_output(args.output)
+        sinks = []
+        try:
+            try:
+                sinks = open_sinks(args, config)
+                sampler = SystemSampler(process_filter(args), period_ns=10**9 // args.rate,
+                                        window_samples=args.window, kernel=args.kernel_samples)
+                run = SystemRun(sampler, config, sinks, out=out,
+                                duration=args.duration, phase_db_dir=db_dir, max_processes=args.max_processes)
+            except BaseException:
+                Sinks(sinks).close()
+                raise
+            dashboard = not args.no_dashboard and sys.stdout.isatty()
+            view = (DashboardScreen(lambda w, h: render_system(run, w, h), args.refresh) if dashboard
+                    else PlainView(run, out, args.status_every))
+            code = run.run(self.stop, view)
+            for note in view.notes + run.notes:
+                print(note, file=out)
+            print_system_report(run.final, file=out)
+            print(f"phasescope: system-wide sampling stopped ({run.stop_reason})", file=out, flush=True)
+            return code
         finally:
             if out is not sys.stderr:
                 out.close()

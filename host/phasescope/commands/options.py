@@ -1,12 +1,14 @@
 """Command-line option groups shared by subcommands: the phase engine's (live runs and replay), the
-device's and the target's (as in frida-tools), and a live run's outputs."""
+signal source's (live runs and bench), the device's and the target's (as in frida-tools), and a
+live run's (its outputs: :mod:`phasescope.commands.outputs`)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Optional
 
+from phasescope.commands.sizes import parse_size
+from phasescope.commands.outputs import add_output_options
 from phasescope.engine.phase_engine import EngineConfig
 from phasescope.errors import InputError
 from phasescope.sources.sampler import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES
@@ -64,9 +66,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--stay", type=float, default=None, metavar="FACTOR",
                    help="hysteresis: an interval keeps its thread's current phase while within FACTOR x the "
                         f"threshold of it, even when another phase is nearer (0: off; default {_T.stay:g})")
-    g.add_argument("--interval", type=int, default=None, metavar="INSNS",
-                   help=f"instructions per interval (live default {_T.interval:,}); replay merges consecutive "
-                        "recorded intervals of a thread up to this size (default: as recorded)")
+    add_interval_option(g)
     g.add_argument("--threshold", type=float, default=None, metavar="FRACTION",
                    help=f"match threshold, Manhattan distance as a fraction of the interval (default {_T.threshold})")
     g.add_argument("--table-size", type=int, default=None, metavar="N",
@@ -103,6 +103,14 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                    help=f"GPHT history depth in intervals (default {_P.gpht_depth})")
     p.add_argument("--gpht-entries", type=int, default=_P.gpht_entries, metavar="N",
                    help=f"GPHT entries, LRU (default {_P.gpht_entries})")
+
+
+def add_interval_option(g) -> None:
+    """--interval (live runs, bench, replay); None when absent, so that replay keeps the recorded
+    intervals."""
+    g.add_argument("--interval", type=int, default=None, metavar="INSNS",
+                   help=f"instructions per interval (live default {_T.interval:,}); replay merges consecutive "
+                        "recorded intervals of a thread up to this size (default: as recorded)")
 
 
 def engine_config_from_args(args: argparse.Namespace, interval_default: Optional[int] = _T.interval,
@@ -150,29 +158,58 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
     t.add_argument("-f", "--file", dest="program", metavar="PROGRAM",
                    help="spawn PROGRAM; its arguments follow as positionals (after -- if they start with -)")
     t.add_argument("args", nargs="*", metavar="ARGS", help="arguments of the spawned PROGRAM")
+    t.add_argument("-a", "--system-wide", action="store_true",
+                   help="every process on every CPU, as perf -a (sampled mode; nothing injected): one phase "
+                        "engine per process, a dashboard of the busiest; --phase-db is then a directory")
+    a = p.add_argument_group("system-wide (-a)")
+    a.add_argument("--comm", action="append", default=[], metavar="NAME",
+                   help="-a: follow processes with this command name (repeatable; default: every process)")
+    a.add_argument("--pids", metavar="PID[,PID...]", help="-a: follow these processes")
+    a.add_argument("--cgroup", metavar="PATH",
+                   help="-a: follow processes in this cgroup or below it (its path as /proc/PID/cgroup says, "
+                        "e.g. /system.slice/nginx.service)")
+    a.add_argument("--max-processes", type=int, default=256, metavar="N",
+                   help="-a: phase engines alive at once; the least recently active is retired to make room "
+                        "(default 256)")
 
 
-def add_run_options(p: argparse.ArgumentParser) -> None:
-    """The engine's options, the signal source and a live run's outputs (live monitor and demo)."""
-    add_engine_options(p)
+def add_source_options(p: argparse.ArgumentParser):
+    """The signal source's group, --mode, --rate, --window and --bursts (live runs and bench; check
+    them with :func:`validate_source_options`); returned for a command's own source options."""
     s = p.add_argument_group("signal source")
-    s.add_argument("--mode", choices=("exact", "sampled"), default="exact",
-                   help="exact: Stalker counts every block's instructions (costs a multiple of native); sampled: "
+    s.add_argument("--mode", choices=("exact", "sampled"), default=None,
+                   help="(default exact; sampled with -a) exact: Stalker counts every block's instructions (costs a multiple of native); sampled: "
                         "the kernel's CPU-clock samples (perf_event_open, no code on the target's hot path; "
                         "local device, needs root or perf_event_paranoid <= 1)")
     s.add_argument("--rate", type=int, default=DEFAULT_RATE, metavar="HZ",
                    help=f"sampled mode: samples per second of each thread's CPU time (default {DEFAULT_RATE})")
     s.add_argument("--window", type=int, default=DEFAULT_WINDOW_SAMPLES, metavar="SAMPLES",
                    help=f"sampled mode: samples per interval (default {DEFAULT_WINDOW_SAMPLES})")
-    s.add_argument("--kernel-samples", action="store_true",
-                   help="sampled mode: keep the samples that hit kernel mode (the target's system time), all "
-                        "as one key named [kernel], so syscall-heavy phases show as such (default: user code "
-                        "only; the kernel drops those ticks)")
     s.add_argument("--bursts", action=argparse.BooleanOptionalAction, default=False,
                    help="sampled mode: follow a thread with Stalker for one exact interval when it enters a new "
                         "phase (the one thing in sampled mode that injects an agent into the target) (summary phases[].burst: instructions, blocks, top code; at most one per phase, "
                         "one at a time). Off by default: a burst costs its thread Stalker's start-up on that "
                         "interval's code, 5-15%% of a second-long run, about 1 s per burst on a compiler")
+    return s
+
+
+def validate_source_options(args: argparse.Namespace) -> None:
+    """Settle --mode (sampled with -a, else exact); one-line InputErrors for source options that
+    the chosen --mode has no use for."""
+    if args.mode is None:
+        args.mode = "sampled" if getattr(args, "system_wide", False) else "exact"
+    if args.bursts and args.mode != "sampled":
+        raise InputError("--bursts needs --mode sampled (exact mode follows every interval already)")
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The engine's options, the signal source and a live run's outputs (live monitor and demo)."""
+    add_engine_options(p)
+    s = add_source_options(p)
+    s.add_argument("--kernel-samples", action="store_true",
+                   help="sampled mode: keep the samples that hit kernel mode (the target's system time), all "
+                        "as one key named [kernel], so syscall-heavy phases show as such (default: user code "
+                        "only; the kernel drops those ticks)")
     s.add_argument("--locality", action="store_true",
                    help="exact mode: sample windows of memory addresses (loads and stores) and report each "
                         "phase's reuse distances and LRU miss-rate curve (summary phases[].locality, a dashboard column)")
@@ -183,15 +220,15 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     s.add_argument("--locality-size", type=int, default=1 << 20, metavar="BYTES",
                    help="--locality: cache size of the dashboard's miss-rate column, a power of two from 4096 to "
                         "64 MiB (default 1 MiB)")
+    s.add_argument("--input-size", metavar="SIZE",
+                   help="--locality with --phase-db: the run's input (data) size, with a unit (e.g. 4MiB, 512KiB, "
+                        "100MB), saved with each phase's reuse signature for locality-model (default: the data "
+                        "the run's windows touched together)")
     o = p.add_argument_group("output")
     o.add_argument("-o", "--output", metavar="FILE",
                    help="phasescope's own lines (changes, status, report) go to FILE instead of stderr")
-    o.add_argument("--log", metavar="FILE", help="per-interval JSON Lines log, flushed every interval")
-    o.add_argument("--summary", metavar="FILE",
-                   help="JSON summary (per phase, per thread, predictors), rewritten atomically every few "
-                        "seconds and on every exit path")
+    add_output_options(o)
     o.add_argument("--bbv", metavar="FILE", help="SimPoint .bb file, written as intervals arrive")
-    add_policy_options(o)
     o.add_argument("--no-dashboard", action="store_true",
                    help="plain line output (automatic when stdout is not a terminal)")
     o.add_argument("--duration", type=float, metavar="SECONDS", help="stop, detach and exit after SECONDS")
@@ -203,52 +240,15 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "default: pipe with the dashboard, inherit without")
 
 
-def add_policy_options(o) -> None:
-    """--events, --metrics and --phase-db (live runs, demo and replay)."""
-    o.add_argument("--events", metavar="ADDRESS",
-                   help="serve JSON Lines events (hello, interval, phase_new, phase_merge, phase_change, prediction, "
-                        "dropped, end) on unix:PATH or tcp:HOST:PORT, to any number of clients; no authentication")
-    o.add_argument("--events-allow-remote", action="store_true",
-                   help="let --events tcp: bind a non-loopback address (anyone who connects sees code and phases)")
-    o.add_argument("--events-queue", type=int, default=4096, metavar="N",
-                   help="events queued per client before that client's events are dropped (default 4096)")
-    o.add_argument("--metrics", metavar="HOST:PORT",
-                   help="serve Prometheus/OpenMetrics metrics on HOST:PORT (current phase, prediction and "
-                        "confidence per thread, intervals, phase changes, prediction accuracy, dropped data; "
-                        "port 0: any free port); loopback only unless --metrics-allow-remote")
-    o.add_argument("--metrics-allow-remote", action="store_true",
-                   help="let --metrics bind a non-loopback address (anyone who can connect reads the phases)")
-    o.add_argument("--phase-db", metavar="FILE",
-                   help="phase database: load the representatives of earlier runs (same code, same phase ID), "
-                        "save this run's at the end")
-
-
-def policy_sinks(args, config) -> list:
-    """The sinks of --events, --metrics and --phase-db (each validates its input before the target
-    is touched)."""
-    from phasescope.sinks.events import EventServer
-    sinks = []
-    if getattr(args, "phase_db", None):
-        from phasescope.sinks.phase_db import PhaseDb
-        sinks.append(PhaseDb(args.phase_db, config))
-    if args.events:
-        if args.events_queue < 1:
-            raise InputError(f"--events-queue must be at least 1 (got {args.events_queue})")
-        server = EventServer(args.events, allow_remote=args.events_allow_remote, queue_events=args.events_queue)
-        sinks.append(server)
-        if server.address != args.events:  # tcp:HOST:0: say which port clients should use
-            print(f"phasescope: serving events on {server.address}", file=sys.stderr, flush=True)
-    if getattr(args, "metrics", None):
-        from phasescope.sinks.metrics import MetricsServer
-        metrics = MetricsServer(args.metrics, allow_remote=args.metrics_allow_remote)
-        sinks.append(metrics)
-        if metrics.address != args.metrics:
-            print(f"phasescope: serving metrics on http://{metrics.address}/metrics", file=sys.stderr, flush=True)
-    return sinks
 
 
 def validate_run_options(args: argparse.Namespace) -> None:
-    """One-line InputErrors for out-of-range run options."""
+    """One-line InputErrors for out-of-range run options; settles --mode (sampled with -a)."""
+    if getattr(args, "system_wide", False):
+        validate_system_options(args)
+    elif getattr(args, "comm", None) or getattr(args, "pids", None) or getattr(args, "cgroup", None):
+        raise InputError("--comm, --pids and --cgroup filter what -a follows: give -a")
+    validate_source_options(args)
     if args.duration is not None and not 0 < args.duration < float("inf"):  # also rejects nan
         raise InputError(f"--duration must be positive (got {args.duration})")
     if not 0 < args.status_every < float("inf"):
@@ -260,8 +260,7 @@ def validate_run_options(args: argparse.Namespace) -> None:
                          f"(e.g. 100000; at the default {_T.interval:,} a whole run is a few segments)")
     if args.kernel_samples and args.mode != "sampled":
         raise InputError("--kernel-samples needs --mode sampled (exact mode follows user code only)")
-    if args.bursts and args.mode != "sampled":
-        raise InputError("--bursts needs --mode sampled (exact mode follows every interval already)")
+    validate_source_options(args)
     if getattr(args, "locality", False):
         from phasescope.engine.locality import CACHE_BYTES
         if args.mode != "exact":
@@ -273,6 +272,43 @@ def validate_run_options(args: argparse.Namespace) -> None:
         if args.locality_size not in CACHE_BYTES:
             raise InputError(f"--locality-size must be a power of two from {CACHE_BYTES[0]} to "
                              f"{CACHE_BYTES[-1]} (got {args.locality_size})")
+    if getattr(args, "input_size", None) is not None:
+        if not getattr(args, "locality", False):
+            raise InputError("--input-size needs --locality (it labels the run's reuse signatures)")
+        parse_size(args.input_size, "--input-size")
+
+
+def validate_system_options(args: argparse.Namespace) -> None:
+    """-a: sampled mode only, no target, filters well formed (one-line InputErrors)."""
+    if args.pid is not None or args.name is not None or args.program is not None:
+        raise InputError("-a follows every process: it takes no -p, -n or -f (filter with --comm, --pids, --cgroup)")
+    if args.mode == "exact":
+        raise InputError("-a samples the whole system: it needs --mode sampled (exact mode traces one process)")
+    if args.bursts:
+        raise InputError("-a injects nothing: --bursts (which injects an agent) is not available with it")
+    if args.device or args.usb or args.host:
+        raise InputError("-a samples this machine's kernel: -D/-U/-H do not apply")
+    if args.bbv:
+        raise InputError("--bbv writes one program's vectors for SimPoint: not with -a (use --log, which has pid)")
+    if args.max_processes < 1:
+        raise InputError(f"--max-processes must be at least 1 (got {args.max_processes})")
+    process_filter(args)
+
+
+def process_filter(args: argparse.Namespace):
+    """The :class:`~phasescope.sources.system_sampler.ProcessFilter` of --comm, --pids and --cgroup."""
+    from phasescope.sources.system_sampler import ProcessFilter
+    pids = set()
+    for part in (args.pids or "").split(","):
+        if part.strip():
+            try:
+                pids.add(int(part))
+            except ValueError:
+                raise InputError(f"--pids takes process ids separated by commas (got {args.pids!r})") from None
+    if args.cgroup is not None and not args.cgroup.startswith("/"):
+        raise InputError(f"--cgroup takes a cgroup path starting with / as /proc/PID/cgroup shows it "
+                         f"(got {args.cgroup!r})")
+    return ProcessFilter(frozenset(args.comm), frozenset(pids), args.cgroup)
 
 
 def locality_options(args: argparse.Namespace):

@@ -16,13 +16,12 @@ from phasescope.engine.phase_engine import BATCH, PhaseEngine
 from phasescope.errors import InputError
 from phasescope.engine.interval import Interval
 from phasescope.engine.segments import merge_intervals, segment_stream
-from phasescope.commands.options import add_engine_options, add_policy_options, engine_config_from_args, policy_sinks
+from phasescope.commands.options import add_engine_options, engine_config_from_args
+from phasescope.commands.outputs import add_output_options, open_sinks
 from phasescope.formats.log import read_log
 from phasescope.view.report import print_report
 from phasescope.formats.bbv import read_bb, read_pc_map
 from phasescope.sinks.base import Sinks
-from phasescope.sinks.log import JsonlLog
-from phasescope.sinks.summary import SummaryWriter
 
 
 def detect_format(path: str) -> str:
@@ -68,9 +67,7 @@ class ReplayCommand(Command):
         p.add_argument("--pc-out-file", metavar="FILE",
                        help="exp-bbv --pc-out-file map for a .bb input: block ids become code addresses")
         add_engine_options(p)
-        p.add_argument("--log", metavar="FILE", help="write the per-interval JSON Lines log here")
-        p.add_argument("--summary", metavar="FILE", help="write the JSON summary here")
-        add_policy_options(p)
+        add_output_options(p)
         p.add_argument("--top", type=int, default=20, metavar="N", help="phases shown in the table (default 20)")
 
     def run(self, args) -> int:
@@ -85,9 +82,7 @@ class ReplayCommand(Command):
             stream = chain([first] if first is not None else [], stream)
             config = engine_config_from_args(args, interval_default=None,
                                              preset_default="sampled" if sampled else "default")
-            sinks.sinks += policy_sinks(args, config)
-            sinks.sinks += [s for s in (JsonlLog(args.log) if args.log else None,
-                                        SummaryWriter(args.summary) if args.summary else None) if s is not None]
+            sinks = Sinks(open_sinks(args, config))
             if args.interval is not None:
                 stream = merge_intervals(stream, args.interval)
             if config.segments.mode != "fixed":

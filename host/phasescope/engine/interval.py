@@ -42,6 +42,10 @@ class Interval:
     locality_skipped: int = 0
     #: recorded units merged into this interval (engine/segments.py; 1 for a recorded interval)
     units: int = 1
+    #: the process and its command name, where one stream carries several processes (system-wide
+    #: and followed children); None for the one process of a run
+    pid: Optional[int] = None
+    comm: Optional[str] = None
 
     @property
     def wall_ns(self) -> int:

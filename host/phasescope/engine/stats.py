@@ -271,7 +271,8 @@ class Stats:
             "change_rate": self.phase_changes / (self.intervals - len(self.threads)) if self.intervals > len(self.threads) else 0.0,
             "metrics": self.metrics.to_dict(),
             "homogeneity": homogeneity,
-            **({} if self.locality is None else {"locality_skipped": self.locality_skipped}),
+            **({} if self.locality is None else {"locality_skipped": self.locality_skipped,
+                                                 "locality_touched_bytes": self.locality.touched_bytes()}),
         }
 
     def locality_of(self, phase: int) -> Optional[dict]:
@@ -281,7 +282,8 @@ class Stats:
             return None
         if phase not in self.locality.phases():
             return {"windows": 0, "accesses": 0, "histogram": {"log2": [], "cold": 0},
-                    "miss_rate_curve": [[b, None] for b in self.locality.cache_bytes]}
+                    "miss_rate_curve": [[b, None] for b in self.locality.cache_bytes], "signature": [],
+                    "touched_bytes": 0}
         return self.locality.to_dict(phase)
 
     def miss_rate(self, phase: int, cache_bytes: int) -> Optional[float]:

@@ -3,6 +3,8 @@
 Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instructions`` and
 ``blocks``; it ignores fields it does not know, so writers may add some):
 
+- ``pid``, ``comm`` (int, str): system-wide runs (``-a``) only: the interval's process and its
+  command name (each process has its own engine, so ``seq`` and ``phase`` are per process).
 - ``seq`` (int): global arrival order of classified intervals, from 0.
 - ``thread`` (int): thread id.
 - ``thread_seq`` (int): the interval's number within its thread, from 0.
@@ -44,9 +46,15 @@ from phasescope.engine.interval import OS_FIELDS, Interval
 from phasescope.formats.lines import numbered_lines
 
 
+def process_fields(iv: Interval) -> dict:
+    """``pid`` and ``comm`` of an interval of a stream of several processes (``-a``), else nothing."""
+    return {} if iv.pid is None else {"pid": iv.pid, "comm": iv.comm}
+
+
 def to_record(iv: Interval, r: IntervalResult) -> dict:
     """The log record of a classified interval."""
     return {
+        **process_fields(iv),
         "seq": r.seq,
         "thread": iv.thread,
         "thread_seq": iv.seq,

@@ -31,6 +31,7 @@ from phasescope.engine import Interval, IntervalResult
 from phasescope.engine.stats import PhaseStats
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sink
+from phasescope.formats.log import process_fields
 
 SCHEMA = 1
 UNIX_PATH_MAX = 107  # bytes of a Unix socket path (sun_path holds 108 with the terminating NUL)
@@ -295,6 +296,10 @@ class EventServer(Sink):
                            "time": iv.end_ns, "seq": r.seq})
         events.append({"event": "prediction", "thread": r.thread, "seq": r.seq, "phase": r.prediction,
                        "confidence": r.confidence, "expected_remaining": r.expected_remaining})
+        who = process_fields(iv)  # system-wide runs: every event says its process
+        if who:
+            for e in events:
+                e.update(who)
         self._broadcast(events)
 
     def on_end(self, summary: dict) -> None:

@@ -5,10 +5,12 @@ Served by prometheus_client's own HTTP server on a thread, loopback only unless
 interval under a lock; a scrape reads them, and the engine's predictor scores, through a custom
 collector, so nothing is computed for a scrape that nobody makes. Series (``pid`` on each):
 
-- ``phasescope_thread_phase{thread}``: the phase of the thread's last interval;
-- ``phasescope_thread_predicted_phase{thread}``, ``phasescope_thread_prediction_confidence{thread}``;
+- ``phasescope_thread_phase{comm,thread}``: the phase of the thread's last interval;
+- ``phasescope_thread_predicted_phase{comm,thread}``, ``phasescope_thread_prediction_confidence{comm,thread}``;
 - ``phasescope_intervals_total``, ``phasescope_phase_changes_total``, ``phasescope_new_phases_total``;
 - ``phasescope_phases`` (distinct phase IDs seen);
+- system-wide (``-a``): ``pid`` is each series' own process, ``comm`` its command name, and at most
+  :data:`MAX_SERIES` threads and processes (the most recently active) have series;
 - ``phasescope_prediction_accuracy{predictor,kind}`` (kind: overall, changes, steady);
 - ``phasescope_dropped_records``, ``phasescope_lost_samples`` (from the last checkpoint).
 """
@@ -16,11 +18,14 @@ collector, so nothing is computed for a scrape that nobody makes. Series (``pid`
 from __future__ import annotations
 
 import threading
-from typing import Dict, Optional, Tuple
+from collections import OrderedDict
+from typing import Optional, Tuple
 
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sink
 from phasescope.sinks.events import parse_address
+
+MAX_SERIES = 1024  # threads and processes with series of their own (the most recently active)
 
 
 class MetricsServer(Sink):
@@ -33,9 +38,10 @@ class MetricsServer(Sink):
         _, host, port, _ = parse_address(f"tcp:{address}", allow_remote, option="--metrics")
         self._lock = threading.Lock()
         self._pid: str = ""
-        self._threads: Dict[int, Tuple[int, Optional[int], Optional[float]]] = {}
-        self._counts = {"intervals": 0, "changes": 0, "new": 0}
-        self._phases: set = set()
+        #: thread -> (pid label, comm, phase, prediction, confidence); pid label -> counts
+        #: both bounded (least recently updated first out): system-wide, processes come and go
+        self._threads: "OrderedDict[int, Tuple[str, str, int, Optional[int], Optional[float]]]" = OrderedDict()
+        self._counts: "OrderedDict[str, dict]" = OrderedDict()
         self._dropped = self._lost = 0
         self.engine = None
         registry = CollectorRegistry()
@@ -53,12 +59,22 @@ class MetricsServer(Sink):
         self._pid = "" if info.get("pid") is None else str(info["pid"])
 
     def on_interval(self, result, interval) -> None:
+        pid = self._pid if interval.pid is None else str(interval.pid)  # -a: each interval's process
         with self._lock:
-            self._threads[result.thread] = (result.phase, result.prediction, result.confidence)
-            self._counts["intervals"] += 1
-            self._counts["changes"] += result.phase_changed
-            self._counts["new"] += result.new_phase
-            self._phases.add(result.phase)
+            self._threads[result.thread] = (pid, interval.comm or "", result.phase, result.prediction,
+                                            result.confidence)
+            self._threads.move_to_end(result.thread)
+            counts = self._counts.get(pid)
+            if counts is None:
+                counts = self._counts[pid] = {"intervals": 0, "changes": 0, "new": 0, "phases": set()}
+            self._counts.move_to_end(pid)
+            counts["intervals"] += 1
+            counts["changes"] += result.phase_changed
+            counts["new"] += result.new_phase
+            counts["phases"].add(result.phase)
+            for table in (self._threads, self._counts):
+                while len(table) > MAX_SERIES:
+                    table.popitem(last=False)
 
     def on_checkpoint(self, summary: dict) -> None:
         session = summary.get("session") or {}
@@ -72,30 +88,35 @@ class MetricsServer(Sink):
         """The metric families of one scrape (prometheus_client's collector protocol)."""
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
         with self._lock:
-            threads, counts = dict(self._threads), dict(self._counts)
-            phases, dropped, lost = len(self._phases), self._dropped, self._lost
+            threads = dict(self._threads)
+            counts = {cpid: {**c, "phases": len(c["phases"])} for cpid, c in self._counts.items()}
+            dropped, lost = self._dropped, self._lost
         pid = self._pid
-        phase = GaugeMetricFamily("phasescope_thread_phase", "Phase ID of the thread's last interval",
-                                  labels=["pid", "thread"])
+        labels = ["pid", "comm", "thread"]
+        phase = GaugeMetricFamily("phasescope_thread_phase", "Phase ID of the thread's last interval", labels=labels)
         predicted = GaugeMetricFamily("phasescope_thread_predicted_phase", "Shown prediction of the thread's "
-                                      "next phase", labels=["pid", "thread"])
+                                      "next phase", labels=labels)
         confidence = GaugeMetricFamily("phasescope_thread_prediction_confidence", "Confidence in that prediction "
-                                       "(0..1)", labels=["pid", "thread"])
-        for tid, (p, nxt, conf) in sorted(threads.items()):
-            phase.add_metric([pid, str(tid)], p)
+                                       "(0..1)", labels=labels)
+        for tid, (tpid, comm, p, nxt, conf) in sorted(threads.items()):
+            phase.add_metric([tpid, comm, str(tid)], p)
             if nxt is not None:
-                predicted.add_metric([pid, str(tid)], nxt)
+                predicted.add_metric([tpid, comm, str(tid)], nxt)
             if conf is not None:
-                confidence.add_metric([pid, str(tid)], conf)
+                confidence.add_metric([tpid, comm, str(tid)], conf)
         yield from (phase, predicted, confidence)
         for name, key, text in (("phasescope_intervals", "intervals", "Intervals classified"),
                                 ("phasescope_phase_changes", "changes", "Phase changes of a thread"),
                                 ("phasescope_new_phases", "new", "New phase IDs")):
             c = CounterMetricFamily(name, text, labels=["pid"])
-            c.add_metric([pid], counts[key])
+            for cpid, cc in sorted(counts.items()) or [(pid, {key: 0})]:
+                c.add_metric([cpid], cc[key])
             yield c
-        for name, value, text in (("phasescope_phases", phases, "Distinct phase IDs seen"),
-                                  ("phasescope_dropped_records", dropped, "Interval records the agent dropped"),
+        distinct = GaugeMetricFamily("phasescope_phases", "Distinct phase IDs seen", labels=["pid"])
+        for cpid, cc in sorted(counts.items()) or [(pid, {"phases": 0})]:
+            distinct.add_metric([cpid], cc["phases"])
+        yield distinct
+        for name, value, text in (("phasescope_dropped_records", dropped, "Interval records the agent dropped"),
                                   ("phasescope_lost_samples", lost, "Samples the kernel lost")):
             g = GaugeMetricFamily(name, text, labels=["pid"])
             g.add_metric([pid], value)

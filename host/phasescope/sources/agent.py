@@ -1,12 +1,40 @@
 """What the agent is given at ``init``: its hot path's C source, prefixed with the record layout's
-generated ``#define``s (:func:`phasescope.sources.wire.c_defines`), and its options."""
+generated ``#define``s (:func:`phasescope.sources.wire.c_defines`), the signatures of the C
+functions it calls (read from that source: :func:`c_exports`), and its options."""
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from phasescope.resources import read_text
 from phasescope.sources import wire
+
+
+#: C parameter and return types of the hot path's exported functions -> Frida NativeFunction types
+_NATIVE_TYPES = {"void": "void", "int": "int", "guint64": "uint64", "gint64": "int64"}
+_EXPORT = re.compile(r"^([a-z]\w*(?: \*)?)\n(ps_\w+) \(([^)]*)\)\n\{", re.M)
+
+
+def _native_type(c_type: str) -> str:
+    c_type = c_type.strip()
+    if c_type.endswith("*"):
+        return "pointer"
+    if c_type not in _NATIVE_TYPES:
+        raise ValueError(f"agent C source: no NativeFunction type for {c_type!r}")
+    return _NATIVE_TYPES[c_type]
+
+
+def c_exports(source: str) -> dict:
+    """``{name: [return type, [argument types]]}`` of the non-static ``ps_*`` functions defined in
+    the hot path's C source (GNU style: return type on its own line), in NativeFunction types: the
+    one definition of the agent's calls into C."""
+    out = {}
+    for ret, name, params in _EXPORT.findall(source):
+        args = [] if params.strip() == "void" else [
+            _native_type(re.sub(r"\w+$", "", p.strip())) for p in params.split(",")]
+        out[name] = [_native_type(ret), args]
+    return out
 
 
 def agent_options(*, interval: int, slots: int, buffer_bytes: int, window: int, bare: bool, watch: bool,
@@ -29,5 +57,6 @@ def agent_options(*, interval: int, slots: int, buffer_bytes: int, window: int, 
             "window": int(locality.get("window", 65536)), "every": int(locality.get("every", 8)),
             "slots": int(locality.get("slots", 1 << 16))},
         "source": wire.c_defines() + source,
+        "api": c_exports(source),
         "stats": list(wire.STATS),
     }

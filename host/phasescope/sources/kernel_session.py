@@ -4,7 +4,8 @@
 is forked by phasescope and held before ``exec`` until the sampler's inherited events cover it, so
 it is sampled from its first instruction; an attached one is sampled from the next tick. The
 modules come from /proc/PID/maps (the sampler re-reads it for code it has not seen, after
-``exec`` and ``dlopen``), the threads from the sampler's FORK/EXIT records, the end from
+``exec`` and ``dlopen``), the threads from the sampler's FORK/EXIT records (forked children
+inherit the events and are followed too: their windows carry ``pid`` and ``comm``), the end from
 ``waitpid`` (spawned: the exit status or signal) or from the process leaving /proc (attached),
 and names from the ELF files on disk (:mod:`phasescope.sources.elf_symbols`). Code for the hot
 blocks is read from /proc/PID/mem while the process lives. Exact bursts need Stalker, so
@@ -26,7 +27,7 @@ from phasescope.engine.interval import Interval
 from phasescope.errors import PhasescopeError
 from phasescope.sources.device import Target, process_state
 from phasescope.sources.elf_symbols import ElfSymbols
-from phasescope.sources.events import Ended, IntervalEvent, Output, ThreadExited, ThreadStarted
+from phasescope.sources.events import ChildEnded, Ended, IntervalEvent, Output, ThreadExited, ThreadStarted
 from phasescope.sources.modules import ModuleMap
 from phasescope.sources.sampler import (DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler, SampledSource,
                                         check_sampling)
@@ -101,7 +102,7 @@ class KernelSession(SampledSource):
 
     def _sampler(self) -> Sampler:
         return Sampler(self.pid, period_ns=self.period_ns, window_samples=self.window_samples,
-                       kernel=self.kernel).start()
+                       kernel=self.kernel, children=True).start()
 
     def _spawn(self) -> None:
         """Fork, hold the child before exec until sampling covers it, then let it run."""
@@ -222,6 +223,8 @@ class KernelSession(SampledSource):
             yield ThreadExited(tid)
         for w in windows:
             yield IntervalEvent(w)
+        for pid in self.sampler.take_ended_children():
+            yield ChildEnded(pid)
 
 
 def _exit_status(pid: int) -> Optional[int]:

@@ -24,11 +24,13 @@ PERF_SAMPLE_IDENTIFIER = 1 << 16
 PERF_FLAG_FD_CLOEXEC = 1 << 3
 PERF_EVENT_IOC_SET_OUTPUT = 0x2405  # _IO('$', 5)
 PERF_RECORD_LOST = 2
+PERF_RECORD_COMM = 3
 PERF_RECORD_EXIT = 4
 PERF_RECORD_FORK = 7
 PERF_RECORD_SAMPLE = 9
 PERF_RECORD_MISC_CPUMODE_MASK = 7
 PERF_RECORD_MISC_USER = 2
+PERF_RECORD_MISC_COMM_EXEC = 1 << 13
 CLOCK_REALTIME = 0
 
 SAMPLE_TYPE = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME
@@ -36,7 +38,25 @@ SAMPLE_RECORD = struct.Struct("<IHHQQIIQ")  # header, identifier, ip, pid, tid, 
 RECORD_HEADER = struct.Struct("<IHH")
 LOST_RECORD = struct.Struct("<QQ")  # id, lost
 TASK_RECORD = struct.Struct("<IIIIQ")  # pid, ppid, tid, ptid, time
+COMM_IDS = struct.Struct("<II")  # pid, tid of a COMM record (the name follows)
 _U64 = struct.Struct("<Q")
+
+
+def records(data: bytes):
+    """``(type, misc, offset, size)`` of each complete record in a chunk read from a ring."""
+    off, n = 0, len(data)
+    while off + 8 <= n:
+        rtype, misc, size = RECORD_HEADER.unpack_from(data, off)
+        if size < 8 or off + size > n:
+            return
+        yield rtype, misc, off, size
+        off += size
+
+
+def comm_record(data: bytes, off: int, size: int):
+    """``(pid, name)`` of the PERF_RECORD_COMM at ``off``."""
+    pid, _ = COMM_IDS.unpack_from(data, off + 8)
+    return pid, data[off + 16: off + size].split(b"\0", 1)[0].decode("utf-8", "replace")
 
 class PerfEventAttr(ctypes.Structure):
     """``struct perf_event_attr`` (PERF_ATTR_SIZE_VER8, 136 bytes)."""
@@ -189,7 +209,8 @@ def event_id(fd: int) -> int:
     return int(buf.value)
 
 
-def _paranoid() -> Optional[int]:
+def paranoid_level() -> Optional[int]:
+    """/proc/sys/kernel/perf_event_paranoid, None when unreadable."""
     try:
         with open("/proc/sys/kernel/perf_event_paranoid") as f:
             return int(f.read())
@@ -200,12 +221,13 @@ def _paranoid() -> Optional[int]:
 def refusal(e: OSError, pid: int, kernel: bool = False) -> str:
     """One line: why the kernel refused to sample ``pid`` and what to do."""
     if e.errno in (errno.EACCES, errno.EPERM):
-        level = _paranoid()
+        level = paranoid_level()
         need = 1 if kernel else 2
         if level is not None and level > need:
-            fix = f"run as root or set /proc/sys/kernel/perf_event_paranoid to {need} or lower"
+            fix = f"run as root, grant CAP_PERFMON, or set /proc/sys/kernel/perf_event_paranoid to {need} or lower"
         else:
-            fix = "run as root or as the user who owns the process (ptrace access to it is required)"
+            fix = ("run as root, grant CAP_PERFMON, or run as the user who owns the process (ptrace access to "
+                   "it is required)")
         return (f"cannot sample process {pid}: perf_event_open denied ({e.strerror}, perf_event_paranoid "
                 f"is {level}); {fix}, or use --mode exact")
     if e.errno == errno.ESRCH:

@@ -16,6 +16,15 @@ def thread_ids(pid: int) -> Set[int]:
         return set()
 
 
+def process_comm(pid: int) -> str:
+    """The command name of ``pid`` (``/proc/PID/comm``), "" when gone."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().rstrip("\n")
+    except OSError:
+        return ""
+
+
 def module_map_from_proc(pid: int) -> ModuleMap:
     """A :class:`ModuleMap` of the file-backed executable modules of ``pid``, from /proc/PID/maps.
 

@@ -72,11 +72,13 @@ from phasescope.errors import InputError
 from phasescope.sources.events import Dropped
 from phasescope.sources.modules import KERNEL_KEY, ModuleMap
 from phasescope.sources.perf_event import (CLOCK_REALTIME, LOST_RECORD, PERF_COUNT_SW_CPU_CLOCK, PERF_RECORD_EXIT,
-                                          PERF_RECORD_FORK, PERF_RECORD_LOST, PERF_RECORD_MISC_CPUMODE_MASK,
+                                          PERF_RECORD_COMM, PERF_RECORD_FORK, PERF_RECORD_LOST,
+                                          PERF_RECORD_MISC_COMM_EXEC, PERF_RECORD_MISC_CPUMODE_MASK,
                                           PERF_RECORD_MISC_USER, PERF_RECORD_SAMPLE, PERF_TYPE_SOFTWARE,
-                                          RECORD_HEADER, SAMPLE_RECORD, SAMPLE_TYPE, TASK_RECORD, PerfEventAttr, Ring,
-                                          event_id, online_cpus, perf_event_open, refusal, set_output)
-from phasescope.sources.procfs import module_map_from_proc, thread_ids
+                                          SAMPLE_RECORD, SAMPLE_TYPE, TASK_RECORD, PerfEventAttr, Ring,
+                                          comm_record, event_id, online_cpus, perf_event_open, records, refusal,
+                                          set_output)
+from phasescope.sources.procfs import module_map_from_proc, process_comm, thread_ids
 
 #: 1000 Hz of CPU time. perf's default is 4000 Hz, but each sample costs the target ~15 us on this
 #: (virtualised) machine, measured with perf itself too: 4000 Hz cost 3-28%, 1000 Hz <= ~3%
@@ -105,6 +107,10 @@ class SampledSource:
     def describe_mode(self) -> str:
         return f"sampled {self.rate_hz} Hz"
 
+    def request_window(self, tid: int) -> bool:
+        """Locality windows are exact mode's (--locality): never here."""
+        return False
+
     def sampled_info(self) -> dict:
         """The sampling part of what the summary records of how the program was seen."""
         s = self.sampler
@@ -112,6 +118,33 @@ class SampledSource:
                 "window_samples": self.window_samples, "interval": None, "samples": s.samples if s else 0,
                 "lost_samples": s.lost if s else 0, "kernel": self.kernel,
                 "kernel_samples": s.kernel_samples if s else 0}
+
+
+def refreshed_modules(pid: int, ips, modules: Optional[ModuleMap], looked_up: Set[int]):
+    """``(modules, looked_up)``: ``modules`` re-read from /proc/PID/maps when some user IP falls
+    outside every module and its page was not looked for before (once per page: the vDSO never
+    maps). An exited process's maps are empty: then what was seen is kept."""
+    ips = np.asarray(ips, dtype=np.uint64)
+    user = ips[ips != np.uint64(KERNEL_KEY)]
+    mm = modules if modules is not None else ModuleMap()
+    pages = set((user[mm._index(user) < 0] >> np.uint64(12)).tolist()) - looked_up
+    if pages:
+        looked_up = looked_up | pages
+        try:
+            fresh = module_map_from_proc(pid)
+        except OSError:
+            fresh = ModuleMap()
+        if len(fresh):
+            mm = fresh
+    return mm, looked_up
+
+
+def stable_keys(modules: Optional[ModuleMap], ips) -> np.ndarray:
+    """Stable keys of raw IPs in ``modules``; kernel samples keep :data:`KERNEL_KEY`."""
+    ips = np.asarray(ips, dtype=np.uint64)
+    keys = (modules if modules is not None else ModuleMap()).keys(ips)
+    keys[ips == np.uint64(KERNEL_KEY)] = np.uint64(KERNEL_KEY)
+    return keys
 
 
 def check_sampling(rate_hz: float, window_samples: int) -> None:
@@ -123,10 +156,11 @@ def check_sampling(rate_hz: float, window_samples: int) -> None:
 
 
 class _Thread:
-    __slots__ = ("tid", "seq", "ips", "times", "pending", "last_end", "exited", "owner", "own_fds", "heirs")
+    __slots__ = ("tid", "pid", "seq", "ips", "times", "pending", "last_end", "exited", "owner", "own_fds", "heirs")
 
-    def __init__(self, tid: int, owner: int):
+    def __init__(self, tid: int, owner: int, pid: int):
         self.tid = tid
+        self.pid = pid
         self.seq = 0
         self.ips: List[np.ndarray] = []
         self.times: List[np.ndarray] = []
@@ -153,7 +187,8 @@ class Sampler:
     """
 
     def __init__(self, pid: int, period_ns: int = DEFAULT_PERIOD_NS, window_samples: int = DEFAULT_WINDOW_SAMPLES,
-                 ring_pages: int = DEFAULT_RING_PAGES, kernel: bool = False, modules: Optional[ModuleMap] = None):
+                 ring_pages: int = DEFAULT_RING_PAGES, kernel: bool = False, modules: Optional[ModuleMap] = None,
+                 children: bool = False):
         check_sampling(10**9 / period_ns, window_samples)
         if ring_pages < 1 or ring_pages & (ring_pages - 1):
             raise InputError(f"ring pages must be a power of two, got {ring_pages}")
@@ -163,6 +198,10 @@ class Sampler:
         self.ring_pages = ring_pages
         self.kernel = kernel
         self.modules = modules
+        self.children = children
+        #: followed child processes (``children``): pid -> [comm, module map, pages looked up]
+        self._kids: Dict[int, list] = {}
+        self._ended_kids: List[int] = []
         self._own_modules = modules is None
         self._looked_up: Set[int] = set()  # code pages already looked for in /proc/PID/maps
         self.samples = self.lost = self.duplicates = self.foreign = self.kernel_samples = 0
@@ -189,7 +228,8 @@ class Sampler:
         a.sample_type = SAMPLE_TYPE
         a.disabled = 0
         a.inherit = 1
-        a.inherit_thread = 1
+        a.inherit_thread = 0 if self.children else 1  # 0: forked children inherit the events too
+        a.comm = a.comm_exec = 1 if self.children else 0  # their exec renames them
         a.exclude_kernel = 0 if self.kernel else 1
         a.exclude_hv = 1
         a.task = 1
@@ -259,8 +299,8 @@ class Sampler:
         th.own_fds = fds
         self._own.add(tid)
 
-    def _thread(self, tid: int, owner: int) -> _Thread:
-        th = self._t[tid] = _Thread(tid, owner)
+    def _thread(self, tid: int, owner: int, pid: Optional[int] = None) -> _Thread:
+        th = self._t[tid] = _Thread(tid, owner, self.pid if pid is None else pid)
         self.threads.add(tid)
         if owner != tid and owner in self._t:
             self._t[owner].heirs += 1
@@ -347,8 +387,7 @@ class Sampler:
             exits = [(tid, t) for tid, t in exits if t < watermark]
             if watermark - self._last_scan > 1_000_000_000:  # fallback: EXIT records lost
                 self._last_scan = watermark
-                present = thread_ids(self.pid)
-                exits += [(tid, watermark) for tid in self.live if tid not in present]
+                exits += [(tid, watermark) for tid in self._vanished()]
         for tid, _ in exits:
             th = self._t.get(tid)
             if th is not None and not th.exited:
@@ -358,43 +397,62 @@ class Sampler:
                 self._retire(th)
         return out
 
+    def _vanished(self) -> List[int]:
+        """Live threads that have left /proc (their EXIT records were lost)."""
+        present = {pid: thread_ids(pid) for pid in {th.pid for th in self._t.values() if not th.exited}}
+        return [tid for tid, th in self._t.items() if not th.exited and tid not in present[th.pid]]
+
+    def _is_followed(self, pid: int) -> bool:
+        return pid == self.pid or pid in self._kids
+
+    def _adopt(self, pid: int, ppid: int) -> None:
+        """A child forked by a followed process (``children``): followed, with modules of its own."""
+        if self.children and pid != ppid and self._is_followed(ppid) and not self._is_followed(pid):
+            self._kids[pid] = [process_comm(pid), None, set()]
+
     def _parse(self, data: bytes, exits: List[int]) -> np.ndarray:
-        """Sample records of a chunk as a structured array; handles LOST/FORK/EXIT in place."""
-        n = len(data)
-        recs = []
-        off = 0
+        """Sample records of a chunk as a structured array; handles LOST/FORK/EXIT/COMM in place."""
+        recs: list = []
         unpack_sample = SAMPLE_RECORD.unpack_from
-        own, id_tid, pid = self._own, self._id_tid, self.pid
-        while off + 8 <= n:
-            rtype, misc, size = RECORD_HEADER.unpack_from(data, off)
-            if size < 8 or off + size > n:
-                break
+        own, id_tid, pid, kids = self._own, self._id_tid, self.pid, self._kids
+        for rtype, misc, off, size in records(data):
             if rtype == PERF_RECORD_SAMPLE:
                 _, _, _, ident, ip, spid, tid, t = unpack_sample(data, off)
-                if spid != pid:
+                if spid != pid and spid not in kids:
                     self.foreign += 1
                 elif tid in own and id_tid.get(ident, tid) != tid:
                     self.duplicates += 1
-                elif misc & PERF_RECORD_MISC_CPUMODE_MASK != PERF_RECORD_MISC_USER:
-                    self.kernel_samples += 1
-                    if self.kernel:
-                        recs.append((KERNEL_KEY, tid, t))
                 else:
-                    recs.append((ip, tid, t))
+                    self._keep(recs, misc, ip, tid, t)
             elif rtype == PERF_RECORD_LOST:
                 self.lost += LOST_RECORD.unpack_from(data, off + 8)[1]
             elif rtype == PERF_RECORD_FORK:
-                rpid, _, tid, ptid, _ = TASK_RECORD.unpack_from(data, off + 8)
-                if rpid == pid and tid not in self._t:
+                rpid, ppid, tid, ptid, _ = TASK_RECORD.unpack_from(data, off + 8)
+                self._adopt(rpid, ppid)
+                if self._is_followed(rpid) and tid not in self._t:
                     parent = self._t.get(ptid)
-                    self._thread(tid, parent.owner if parent is not None else ptid)
+                    self._thread(tid, parent.owner if parent is not None else ptid, rpid)
             elif rtype == PERF_RECORD_EXIT:
                 rpid, _, tid, _, t = TASK_RECORD.unpack_from(data, off + 8)
-                if rpid == pid:
+                if self._is_followed(rpid):
                     exits.append((tid, t))
-            off += size
+            elif rtype == PERF_RECORD_COMM and misc & PERF_RECORD_MISC_COMM_EXEC:
+                rpid, name = comm_record(data, off, size)
+                kid = kids.get(rpid)
+                if kid is not None:  # a child's exec: another program, other modules
+                    kid[:] = [name, None, set()]
         self.samples += len(recs)
         return np.array(recs, dtype=self._held.dtype)
+
+    def _keep(self, recs: list, misc: int, ip: int, tid: int, t: int) -> None:
+        """Append an accepted sample: user code as its IP, kernel mode as :data:`KERNEL_KEY`
+        (with ``kernel``; counted and dropped without)."""
+        if misc & PERF_RECORD_MISC_CPUMODE_MASK != PERF_RECORD_MISC_USER:
+            self.kernel_samples += 1
+            if self.kernel:
+                recs.append((KERNEL_KEY, tid, t))
+        else:
+            recs.append((ip, tid, t))
 
     # -- windows --------------------------------------------------------------------------
     def _cut(self, th: _Thread, final: bool) -> List[Interval]:
@@ -415,44 +473,47 @@ class Sampler:
 
     def _window(self, th: _Thread, ips: np.ndarray, times: np.ndarray, partial: bool) -> Interval:
         uniq, first, counts = np.unique(ips, return_index=True, return_counts=True)
-        keys = self.keys_for(uniq)
+        keys = self.keys_for(uniq, th.pid)
         begin = th.last_end or int(times[0]) - self.period_ns
         end = int(times[-1])
         th.last_end = end
         iv = Interval(thread=th.tid, seq=th.seq, instructions=None, keys=keys, counts=counts.astype(np.uint64),
                       pcs=uniq, start_ns=begin, end_ns=end, partial=partial, mode="sampled", samples=len(ips),
                       period_ns=self.period_ns)
+        kid = self._kids.get(th.pid)
+        if kid is not None:  # a child's window says whose it is; the target's carry no pid
+            iv.pid, iv.comm = th.pid, kid[0]
         th.seq += 1
         return iv
 
-    def keys_for(self, ips: np.ndarray) -> np.ndarray:
-        """Stable keys of raw IPs (kernel samples keep :data:`KERNEL_KEY`)."""
-        ips = np.asarray(ips, dtype=np.uint64)
-        user = ips != np.uint64(KERNEL_KEY)
-        mm = self.modules if self.modules is not None else ModuleMap()
+    def keys_for(self, ips: np.ndarray, pid: Optional[int] = None) -> np.ndarray:
+        """Stable keys of raw IPs (kernel samples keep :data:`KERNEL_KEY`), in ``pid``'s modules
+        (a followed child's own, else the target's)."""
+        kid = self._kids.get(pid)
+        if kid is not None:
+            kid[1], kid[2] = refreshed_modules(pid, ips, kid[1], kid[2])
+            return stable_keys(kid[1], ips)
         if self._own_modules:
-            unknown = ips[user][mm._index(ips[user]) < 0]
-            pages = set((unknown >> np.uint64(12)).tolist()) - self._looked_up
-            if pages:  # code outside every module seen so far (once per page: the vDSO never maps)
-                self._looked_up |= pages
-                try:
-                    fresh = module_map_from_proc(self.pid)
-                except OSError:
-                    fresh = ModuleMap()
-                if len(fresh):  # an exited process's maps are empty: keep what was seen
-                    self.modules = mm = fresh
-        keys = mm.keys(ips)
-        keys[~user] = np.uint64(KERNEL_KEY)
-        return keys
+            self.modules, self._looked_up = refreshed_modules(self.pid, ips, self.modules, self._looked_up)
+        return stable_keys(self.modules, ips)
 
     # -- thread lifetimes and teardown ----------------------------------------------------
     def _retire(self, th: _Thread) -> None:
-        """Close the events of exited threads nothing inherits from any more."""
+        """Close the events of exited threads nothing inherits from any more; a followed child
+        whose threads have all exited has ended (:meth:`take_ended_children`)."""
         if th.owner != th.tid and th.owner in self._t:
             owner = self._t[th.owner]
             owner.heirs -= 1
             self._maybe_close(owner)
         self._maybe_close(th)
+        if th.pid in self._kids and not any(t.pid == th.pid and not t.exited for t in self._t.values()):
+            del self._kids[th.pid]
+            self._ended_kids.append(th.pid)
+
+    def take_ended_children(self) -> List[int]:
+        """Followed children that ended since the last call (their windows have all been returned)."""
+        ended, self._ended_kids = self._ended_kids, []
+        return ended
 
     def _maybe_close(self, th: _Thread) -> None:
         if not (th.exited and th.heirs <= 0 and th.own_fds):

@@ -6,18 +6,19 @@ from __future__ import annotations
 from typing import List, TextIO
 
 from phasescope.engine import Interval, IntervalResult
-from phasescope.view.snapshot import LiveState
 
 
 class PlainView:
-    """Change lines as intervals arrive, status lines on the clock."""
+    """Change lines as intervals arrive, status lines on the clock. ``state`` has
+    ``subscribe(fn)``, ``change_line(result, interval)`` and ``status_line()`` (a
+    :class:`~phasescope.view.snapshot.LiveState`, or the system-wide run)."""
 
-    def __init__(self, state: LiveState, out: TextIO, every: float):
+    def __init__(self, state, out: TextIO, every: float):
         self.state = state
         self.out = out
         self.every = every
         self._next = 0.0
-        state.engine.subscribe(self._on_interval)
+        state.subscribe(self._on_interval)
 
     def __enter__(self) -> "PlainView":
         return self
@@ -27,7 +28,7 @@ class PlainView:
 
     def _on_interval(self, r: IntervalResult, iv: Interval) -> None:
         if r.phase_changed or r.new_phase:
-            print(self.state.change_line(r), file=self.out, flush=True)
+            print(self.state.change_line(r, iv), file=self.out, flush=True)
 
     def tick(self, now: float) -> None:
         """A status line at the first tick (tracing has started), then every ``every`` seconds."""

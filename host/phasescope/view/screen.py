@@ -1,23 +1,20 @@
 """The live dashboard on the terminal: rich's full-screen Live, refreshed on its own clock
-(``hz`` times a second, however fast intervals arrive) from a :class:`Snapshot`."""
+(``hz`` times a second, however fast intervals arrive) by a draw function of the terminal's size."""
 
 from __future__ import annotations
 
-from typing import List
+from typing import Callable, List
 
 from rich.console import Console
 from rich.live import Live
-
-from phasescope.view.dashboard import render
-from phasescope.view.snapshot import LiveState
 
 
 class DashboardScreen:
     """Owns the terminal while the run lasts; notes are kept and said after it closes. A terminal
     that goes away (SIGHUP: writes fail with EIO) ends the drawing, never the run."""
 
-    def __init__(self, state: LiveState, hz: float):
-        self.state = state
+    def __init__(self, draw: Callable[[int, int], object], hz: float):
+        self.draw = draw  # (width, height) -> a rich renderable
         self.period = 1.0 / hz
         self.notes: List[str] = []
         self._next = 0.0
@@ -40,7 +37,7 @@ class DashboardScreen:
         if now >= self._next and not self.gone:
             c = self._console
             try:
-                self._live.update(render(self.state.snapshot(), c.width, c.height), refresh=True)
+                self._live.update(self.draw(c.width, c.height), refresh=True)
             except OSError:
                 self.gone = True
             self._next = now + self.period

@@ -174,7 +174,11 @@ class LiveState:
                 f"{work}, {len(s.phases)} phases, {self.threads_followed} threads, "
                 f"prediction accuracy {acc}, dropped {self.dropped}")
 
-    def change_line(self, r: IntervalResult) -> str:
+    def subscribe(self, fn) -> None:
+        """Call ``fn(result, interval)`` for every interval the engine classifies."""
+        self.engine.subscribe(fn)
+
+    def change_line(self, r: IntervalResult, iv: Optional[Interval] = None) -> str:
         """The plain-output line for a phase change or a new phase."""
         before = "start" if r.previous_phase is None else f"P{r.previous_phase}"
         new = " (new)" if r.new_phase else ""

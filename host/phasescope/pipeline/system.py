@@ -1,0 +1,141 @@
+"""System-wide monitoring (``phasescope -a``): every process gets its own phase engine.
+
+The :class:`~phasescope.sources.system_sampler.SystemSampler` cuts every thread's windows on every
+CPU; each window goes to the engine of its process (:class:`~phasescope.pipeline.processes.ProcessEngines`,
+bounded, with per-program phase databases). The engines share the sinks (the log, the event
+stream and the metrics carry ``pid`` and ``comm``) and the view (the busiest processes, each one's
+current phase, next phase and confidence).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import List, Optional, TextIO
+
+from phasescope import __version__
+from phasescope.engine import EngineConfig
+from phasescope.errors import EXIT_OK
+from phasescope.pipeline.processes import MAX_PROCESSES, RECENT_S, ProcessEngines
+from phasescope.sinks.base import Sink, Sinks
+from phasescope.sources.system_sampler import SystemSampler
+
+CHECKPOINT_EVERY = 5.0
+
+
+class SystemRun:
+    """Sampler -> one engine per process -> shared sinks and view. ``phase_db_dir``: a directory
+    of per-program phase databases; ``max_processes``: engines alive at once."""
+
+    def __init__(self, sampler: SystemSampler, config: EngineConfig, sinks: List[Sink], *, out: TextIO,
+                 duration: Optional[float] = None, phase_db_dir: Optional[str] = None,
+                 max_processes: int = MAX_PROCESSES):
+        self.sampler = sampler
+        self.config = config
+        self.sinks = Sinks(sinks)
+        self.out = out
+        self.duration = duration
+        self.processes = ProcessEngines(config, [self.sinks.on_interval], max_processes=max_processes,
+                                        phase_db_dir=phase_db_dir, exe_of=self._exe_of,
+                                        note=lambda text: self.view.note(text))
+        self.started_wall = time.time()
+        self.started = time.monotonic()
+        self.stop_reason: Optional[str] = None
+        self.status = "starting"
+        self.view = None
+
+    @property
+    def notes(self) -> List[str]:
+        return self.processes.notes
+
+    def _exe_of(self, pid: int) -> Optional[str]:
+        proc = self.sampler.processes.get(pid)
+        return proc.exe if proc is not None else None
+
+    # -- what the view reads ----------------------------------------------------------------
+    def subscribe(self, fn) -> None:
+        """Call ``fn(result, interval)`` for every interval of every process."""
+        self.processes.subscribe(fn)
+
+    def busiest(self, n: int) -> List[dict]:
+        return self.processes.busiest(n)
+
+    def header(self) -> dict:
+        s = self.sampler
+        return {"status": self.status, "filter": s.filter.describe(), "elapsed": time.monotonic() - self.started,
+                "rate_hz": 10**9 // s.period_ns, "cpus": len(s._rings), "processes": len(self.processes.runs),
+                "seen": self.processes.seen, "samples": s.samples, "lost": s.lost, "skipped": s.skipped,
+                "recent_s": RECENT_S}
+
+    def status_line(self) -> str:
+        h = self.header()
+        top = ", ".join(f"{r['comm']}[{r['pid']}] P{r['phase']}" for r in self.busiest(3) if r["phase"] is not None)
+        return (f"[{h['elapsed']:6.1f}s] {h['status']}: {h['processes']} processes followed ({h['seen']} seen), "
+                f"{h['samples']} samples, {h['lost']} lost; busiest: {top or '-'}")
+
+    def change_line(self, r, iv) -> str:
+        before = "start" if r.previous_phase is None else f"P{r.previous_phase}"
+        new = " (new)" if r.new_phase else ""
+        return (f"{iv.comm}[{iv.pid}] thread {r.thread}: {before} -> P{r.phase}{new}, "
+                f"predicted next P{r.prediction}")
+
+    # -- the loop ---------------------------------------------------------------------------
+    def run(self, stop, view) -> int:
+        """Sample until ``stop.requested`` or ``--duration``; ``view`` is the dashboard or the
+        plain view (made on this run). The exit code."""
+        self.view = view
+        try:
+            self.sampler.start()
+        except BaseException:
+            self.sinks.close()
+            raise
+        self.status = "sampling"
+        self.sinks.on_start({"target": f"system-wide ({self.sampler.filter.describe()})", "pid": None,
+                             "mode": "sampled", "config": self.config.to_dict()})
+        deadline = None if self.duration is None else time.monotonic() + self.duration
+        next_checkpoint = time.monotonic() + CHECKPOINT_EVERY
+        try:
+            with view:
+                while True:
+                    self._feed(self.sampler.poll(0.05))
+                    now = time.monotonic()
+                    if stop.requested:
+                        self.stop_reason = f"stopped by {stop.requested}"
+                        break
+                    if deadline is not None and now >= deadline:
+                        self.stop_reason = f"--duration {self.duration:g}s reached"
+                        break
+                    if now >= next_checkpoint:
+                        self.sinks.on_checkpoint(self.summary())
+                        next_checkpoint = now + CHECKPOINT_EVERY
+                    view.tick(now)
+                self.status = "stopping"
+                self._feed(self.sampler.stop())
+        finally:
+            self._finish()
+        return EXIT_OK
+
+    def _feed(self, windows) -> None:
+        for w in windows:
+            self.processes.feed(w)
+        for proc in self.sampler.take_ended():
+            self.processes.end(proc.pid)
+
+    # -- the end ----------------------------------------------------------------------------
+    def summary(self) -> dict:
+        """The run's summary: the processes kept (live ones busiest first, then ended ones)."""
+        s, p = self.sampler, self.processes
+        return {"phasescope": __version__, "mode": "system", "config": self.config.to_dict(),
+                "session": {"started": self.started_wall, "elapsed_s": time.time() - self.started_wall,
+                            "filter": s.filter.describe(), "rate_hz": 10**9 // s.period_ns,
+                            "window_samples": s.window_samples, "samples": s.samples, "lost_samples": s.lost,
+                            "skipped_samples": s.skipped, "processes_seen": p.seen,
+                            "processes_followed_now": len(p.runs), "engines_retired": p.retired,
+                            "max_processes": p.max_processes, "notes": p.notes},
+                "processes": p.summary(), "end": {"how": "detached", "reason": self.stop_reason}}
+
+    def _finish(self) -> None:
+        """Every exit path: save the live programs' phase databases, the summary, close the sinks."""
+        self.processes.close()
+        self.final = self.summary()
+        self.sinks.on_end(self.final)
+        self.sinks.close()
