@@ -162,6 +162,18 @@ class PhaseStats:
         }
 
 
+def final_ids(into: Dict[int, int]) -> Dict[int, int]:
+    """Each folded phase's final phase: ``into`` maps a phase folded away to the phase it was folded
+    into, which may itself have been folded later."""
+    out = {}
+    for gone in into:
+        p = gone
+        while p in into:
+            p = into[p]
+        out[gone] = p
+    return out
+
+
 def weighed(unit: str, weight: int) -> dict:
     """The weight of a thread, phase or run under its unit's name; ``instructions`` is null when
     the unit is CPU time (sampled mode), never invented."""

@@ -12,7 +12,7 @@ Format (JSON)::
 
     {"format": "phasescope-phase-db", "version": 1,
      "settings": {"buckets": 32, "bits": 6, "scale": 32.0, "threshold": 0.1, "interval": 10000000,
-                  "update_policy": "none", "hash": "mix64"},
+                  "update_policy": "none", "method": "table", "projection": false, "hash": "mix64"},
      "runs": 2, "next_id": 9,
      "representatives": [{"phase": 0, "footprint": [...], "intervals": 40, "instructions": ...,
                           "first_seen_run": 1, "last_seen_run": 2, "top_code": [key, ...]}, ...]}
@@ -38,12 +38,15 @@ import tempfile
 from typing import Dict, Optional
 
 from phasescope.engine.phase_engine import EngineConfig
+from phasescope.engine.stats import final_ids
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sink, write_json_atomically
 
 FORMAT = "phasescope-phase-db"
 VERSION = 1
-SETTINGS = ("buckets", "bits", "scale", "threshold", "interval", "update_policy", "method")
+SETTINGS = ("buckets", "bits", "scale", "threshold", "interval", "update_policy", "method", "projection")
+#: what a database saved before a setting existed had
+OLD_DEFAULTS = {"method": "table", "projection": False}
 
 
 def settings_of(config: EngineConfig) -> dict:
@@ -98,7 +101,7 @@ class PhaseDb(Sink):
         if not isinstance(db, dict) or db.get("format") != FORMAT or not isinstance(db.get("settings"), dict):
             raise InputError(f"{bad} (no format marker or settings); left unchanged")
         def differs(k, v):  # a replay keeping the recorded intervals (None) fits any interval
-            old = db["settings"].get(k, "table" if k == "method" else None)  # before the page tracker
+            old = db["settings"].get(k, OLD_DEFAULTS.get(k))
             return old != v and not (k == "interval" and (old is None or v is None))
         diff = ", ".join(f"{k} {db['settings'].get(k)!r} (now {v!r})" for k, v in self.settings.items() if differs(k, v))
         if diff:
@@ -164,6 +167,11 @@ class PhaseDb(Sink):
         run = self.db["runs"] + 1
         by_phase: Dict[int, dict] = {r["phase"]: r for r in self.db["representatives"]}
         stats = {p["phase"]: p for p in summary.get("phases", [])}
+        # a phase folded into another (--full-policy merge) counts as the phase it ended up in
+        final = final_ids({p["phase"]: p["merged_into"] for p in stats.values() if p.get("merged_into") is not None})
+        folded: Dict[int, list] = {}
+        for gone, kept in final.items():
+            folded.setdefault(kept, []).append(stats[gone])
         for entry in self.engine.tracker.table():
             phase = entry["phase"]
             p = stats.get(phase)
@@ -173,8 +181,9 @@ class PhaseDb(Sink):
             if r is None:
                 r = by_phase[phase] = {"phase": phase, "intervals": 0, "instructions": 0, "first_seen_run": run}
             r["footprint"] = entry["representative"]
-            r["intervals"] = r.get("intervals", 0) + p["intervals"]
-            r["instructions"] = r.get("instructions", 0) + (p["instructions"] or 0)  # None: sampled
+            counted = [p] + folded.get(phase, [])
+            r["intervals"] = r.get("intervals", 0) + sum(q["intervals"] for q in counted)
+            r["instructions"] = r.get("instructions", 0) + sum(q["instructions"] or 0 for q in counted)  # None: sampled
             r["last_seen_run"] = run
             r["top_code"] = [b["key"] for b in p.get("top_code", [])[:8]]
             signature = self._signature(summary, p, run)
