@@ -98,6 +98,10 @@ struct _PsThread
   guint64 win_every;         /* one window every M intervals */
   guint64 win_open;          /* the thread's memory slots jump to their recorders */
   guint64 win_ship;          /* 0 once the thread was closed: a full window is recycled, not shipped */
+  guint64 new_from;          /* slots from here on were created in the last two intervals (new code) */
+  guint64 new_mid;           /* n_slots when the current interval started */
+  guint64 new_code;          /* the interval just cut ran mostly new code: open a window (a new phase) */
+  guint64 win_want;          /* the host asked for a window (a phase it saw with none yet) */
   guint8 ** mslot;           /* code address of each memory slot (5 bytes before a memory access) */
   guint32 * mrel;            /* rel32 of the jmp from that slot to its recorder */
   guint64 n_mslots;
@@ -117,6 +121,7 @@ struct _PsGlobal
   guint64 cur;
   guint64 dropped_records;
   guint64 dropped_instructions;
+  guint64 win_hold;          /* --locality: the host is behind, open no scheduled window */
 };
 
 extern PsGlobal ps;
@@ -298,8 +303,12 @@ ps_slow (PsThread * t)
   }
   ps_cut (t, 0, FALSE);
   ps_fill_budgets (t, (gint64) ps.interval);
-  if (t->win_size != 0 && t->seq % t->win_every == 0)
+  if (t->win_size != 0 && ((t->seq % t->win_every == 0 && !ps.win_hold) ||
+      ((t->new_code || t->win_want) && !t->win_open)))
+  {
+    t->win_want = 0;
     ps_win_open (t);
+  }
 }
 
 static void
@@ -317,7 +326,7 @@ static void
 ps_cut (PsThread * t, guint32 flags, gboolean empty_too)
 {
   guint64 n = t->n_slots, i, c, pairs = 0, total = 0, os_now[PS_REC_OS_FIELDS], end_ns;
-  guint64 * counts = t->counts;
+  guint64 * counts = t->counts, fresh = 0;
   guint8 * out, * p, * end;
   gboolean fits;
 
@@ -347,6 +356,8 @@ ps_cut (PsThread * t, guint32 flags, gboolean empty_too)
     counts[i] = 0;
     pairs++;
     total += c;
+    if (i >= t->new_from)
+      fresh += c;
     if (fits && p + PS_PAIR_SIZE <= end)
     {
       ps_put64 (p, t->pcs[i]);
@@ -358,6 +369,12 @@ ps_cut (PsThread * t, guint32 flags, gboolean empty_too)
       fits = FALSE;
     }
   }
+  /* --locality: a quarter of the interval in blocks first run in it or the interval before is a
+   * phase starting; the next interval gets a window whatever the schedule, so that every phase,
+   * however short, gets at least one (new code is new only once: this adds at most a few windows) */
+  t->new_code = total != 0 && fresh * 4 >= total;
+  t->new_from = t->new_mid;
+  t->new_mid = n;
   if (total == 0 && !empty_too)
   {
     gum_spinlock_release (&ps.lock);
@@ -400,7 +417,8 @@ ps_cut (PsThread * t, guint32 flags, gboolean empty_too)
  * the red zone and the flags, computes the operand's address with lea (rip-relative: a constant),
  * appends it to the window and, on the N-th access, calls the slow stub, which closes the window
  * and ships it (one PS_REC_LOCALITY record, tagged with the interval it ends in: it precedes that
- * interval's record in the stream). A window opens with interval 0 and every win_every-th one.
+ * interval's record in the stream). A window opens with interval 0 and every win_every-th one,
+ * and after an interval that ran mostly new code (see ps_cut), so a short phase gets one too.
  */
 
 static void
@@ -495,6 +513,7 @@ ps_thread_locality (PsThread * t, guint8 * region, guint64 mslots, guint64 windo
   t->win_every = every == 0 ? 1 : every;
   t->win_open = 0;
   t->win_ship = 1;
+  t->new_from = t->new_mid = t->new_code = t->win_want = 0;
   t->mslot = (guint8 **) (region + l.table);
   t->mrel = (guint32 *) (t->mslot + mslots);
   t->n_mslots = 0;
@@ -600,6 +619,22 @@ ps_configure (guint64 interval, guint8 * buf0, guint8 * buf1, guint64 buf_size, 
   ps.buf[1] = buf1;
   ps.buf_size = buf_size;
   return sizeof (PsGlobal);
+}
+
+/* --locality: the host saw a phase with no window yet on this thread: open one at its next interval
+ * (written by another thread; read in the thread's slow path, a late read only delays the window). */
+void
+ps_thread_want_window (PsThread * t)
+{
+  t->win_want = 1;
+}
+
+/* --locality: while the host is behind (set by the agent's drain), scheduled windows are skipped
+ * rather than shipped into full buffers, where they and the intervals after them would be dropped. */
+void
+ps_win_hold (guint64 on)
+{
+  ps.win_hold = on;
 }
 
 /* The agent's running counters, indexed by PS_STAT_* (phasescope.sources.wire.STATS). */

@@ -15,6 +15,7 @@
  *   {type: 'exit', status} (exit/_exit) / {type: 'crash', signal, address} /
  *   {type: 'exec', path} (execve: the program is about to be replaced)
  * Host -> agent: {type: 'ack', bytes} after it consumed a 'data' message (flow control);
+ *   {type: 'window', tid} (--locality: open a window on that thread at its next interval);
  *   {type: 'final-ack'} once it received 'exit', 'crash' or 'exec' (the agent holds the thread
  *   until then).
  */
@@ -282,6 +283,8 @@ function drain(force) {
     Stalker.garbageCollect();
   while (retired.length > 0 && now - retired[0][0] > 5000)
     retired.shift();
+  if (config.locality)
+    api.win_hold(uint64(unacked > config.window / 4 ? 1 : 0));
   if (!force && unacked > config.window)
     return; // host is behind: data stays here, and the C side counts what it cannot keep
   const buf = api.drain(globals.lenOut);
@@ -311,6 +314,14 @@ function pump() {
   checkBursts();
   drain(false);
   drainTimer = setTimeout(pump, bursts.size > 0 ? BURST_POLL_MS : config.drainMs);
+}
+
+// --locality: the host saw a phase with no window yet on thread message.tid; one opens at its next interval.
+function onWindow(message) {
+  const region = threads.get(message.tid);
+  if (region && config.locality && transformFn === cm.transform)
+    api.thread_want_window(region);
+  recv('window', onWindow);
 }
 
 function onAck(message) {
@@ -505,6 +516,7 @@ rpc.exports = {
     setup(opts);
     const fast = transformFn === cm.transform;
     recv('ack', onAck);
+    recv('window', onWindow);
     const modules = Process.enumerateModules();
     for (const m of modules)
       knownModules.add(m.base.toString());

@@ -86,8 +86,9 @@ def check_thread_streams(records: list, skipped_empty: Optional[int]) -> None:
     partial. The agent ships a thread's last interval as partial even when it is empty (the thread
     had just cut a full one: agent/counter.c ps_thread_close), and the engine skips an empty
     interval, logging nothing and counting it in the summary's ``skipped_empty``: so each thread's
-    stream ends with a partial record, but for at most ``skipped_empty`` of them. None: the run lost
-    its last intervals (the agent did not answer its stop), its streams may end anywhere."""
+    stream ends with a partial record, but for at most ``skipped_empty`` of them. None: the run could
+    not ship its last intervals (the target was killed, or the agent did not answer its stop), so its
+    streams may end anywhere."""
     by_thread: dict = {}
     for rec in records:
         by_thread.setdefault(rec["thread"], []).append(rec)

@@ -5,7 +5,7 @@ import json
 import subprocess
 
 from agent_support import functions
-from conftest import run_cli
+from conftest import read_records, run_cli
 
 ARGS = ("2", "4000000")  # rounds, steps per phase
 
@@ -15,8 +15,7 @@ def _phase_by_function(summary: dict, log, exe: str) -> dict:
     a key's low 32 bits are the offset in the module; not from symbol lookups, which are timing's)."""
     funcs = [(start, size, name.split(".")[0]) for start, size, name in functions(exe)]
     work: dict = {}  # (function, phase) -> instructions
-    for line in log.read_text().splitlines():
-        rec = json.loads(line)
+    for rec in read_records(log):
         for key, count in rec["blocks"]:
             offset = key & 0xFFFFFFFF
             for start, size, name in funcs:
@@ -77,3 +76,38 @@ def test_locality_options_are_checked():
     assert r.returncode != 0 and "--locality-size" in r.stderr
     r = run_cli("--locality", "--mode", "sampled", "-f", "/bin/true")
     assert r.returncode != 0 and "--locality" in r.stderr
+    r = run_cli("--input-size", "4MiB", "-f", "/bin/true")
+    assert r.returncode == 2 and "--input-size needs --locality" in r.stderr and r.stderr.count("\n") == 1
+    r = run_cli("--locality", "--input-size", "4 parsecs", "-f", "/bin/true")
+    assert r.returncode == 2 and "is not a size" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_every_phase_gets_a_window(build, tmp_path):
+    """Windows come one every 8 intervals, and when a phase starts (new code, or the host's ask):
+    a phase of a few intervals between two others still gets its locality (issue 19)."""
+    exe = build("locality_phases.c", "-O2")
+    summary = tmp_path / "s.json"
+    r = run_cli("--locality", "--no-dashboard", "--summary", str(summary), "-f", exe, "1", "8000000")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(summary.read_text())
+    table = [(p["phase"], p["intervals"], p["top_code"][0].get("symbol"), p["locality"]["windows"]) for p in s["phases"]]
+    longer = [p for p in s["phases"] if p["intervals"] >= 2]
+    assert len(longer) >= 3 and all(p["locality"]["windows"] >= 1 for p in longer), table
+
+
+def test_large_windows_fit(build, tmp_path):
+    """A 2M-access window (16 MiB) ships whole: it never fitted the agent's 16 MiB buffers and every
+    one was dropped, silently (issue 21)."""
+    exe = build("locality_phases.c", "-O2")
+    summary, log = tmp_path / "s.json", tmp_path / "log.jsonl"
+    r = run_cli("--locality", "--locality-window", "2097152", "--locality-every", "1", "--no-dashboard",
+                "--tracker", "coarse", "--summary", str(summary), "--log", str(log), "-f", exe, "1", "8000000",
+                timeout=180)
+    assert r.returncode == 0, r.stderr
+    s = json.loads(summary.read_text())
+    phases = _phase_by_function(s, log, exe)
+    big = phases["chase_big"]["locality"]
+    assert big["windows"] >= 1 and big["accesses"] > 1 << 20
+    assert _curve(phases["chase_big"])[1 << 20] >= 0.5
+    missing = [p["phase"] for p in s["phases"] if p["intervals"] >= 2 and p["locality"]["windows"] == 0]
+    assert not missing or "no locality window" in r.stderr  # said, in one line

@@ -10,14 +10,10 @@ import sys
 
 import numpy as np
 
-from conftest import cli_command, run_cli
+from conftest import cli_command, read_records, run_cli
 from phasescope.quality.metrics import adjusted_rand_index
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
-
-
-def _records(path):
-    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def test_spawn_sampled_log_summary_and_replay(build, tmp_path):
@@ -30,7 +26,7 @@ def test_spawn_sampled_log_summary_and_replay(build, tmp_path):
                 "--summary", str(summary), "-f", exe, "400000000")
     assert r.returncode == 0, r.stderr
     assert r.stdout == native  # nothing of phasescope's in the target's output
-    records = _records(log)
+    records = read_records(log)
     assert len(records) >= 3
     for rec in records:
         assert rec["mode"] == "sampled" and rec["instructions"] is None  # never invented
@@ -67,7 +63,7 @@ def test_attach_sampled_sees_threads_created_after_attach(build, tmp_path):
         assert proc.wait(timeout=30) == 0
         _, stderr = mon.communicate(timeout=60)
         assert mon.returncode == 0, stderr
-        sampled = {rec["thread"] for rec in _records(log)}
+        sampled = {rec["thread"] for rec in read_records(log)}
         assert set(workers) <= sampled, (workers, sampled)  # each worker was born after the attach
         s = json.loads(summary.read_text())
         assert s["end"]["how"] == "exited" and s["session"]["mode"] == "sampled"
@@ -121,7 +117,7 @@ def test_sampled_mode_tells_real_library_activities_apart_live(tmp_path):
                 "-f", sys.executable, "--", os.path.join(PROGRAMS, "libs.py"), str(truth), "0.8")
     assert r.returncode == 0, r.stderr
     segments = [(name, int(a), int(b)) for name, a, b in (line.split() for line in truth.read_text().splitlines())]
-    records = [rec for rec in _records(log)]
+    records = [rec for rec in read_records(log)]
     main = max({rec["thread"] for rec in records}, key=lambda t: sum(x["cpu_ns"] for x in records if x["thread"] == t))
     records = [rec for rec in records if rec["thread"] == main]
     end = np.cumsum([rec["cpu_ns"] for rec in records], dtype=np.float64)

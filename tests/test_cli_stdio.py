@@ -4,14 +4,13 @@ frida-tools does (the target's arguments are positionals, after -- when they sta
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 
 import pytest
 
-from conftest import cli_command
+from conftest import cli_command, read_records
 
 
 def _data(tmp_path):
@@ -56,7 +55,7 @@ def test_options_after_the_target_are_phasescope_s(tmp_path):
     r = _traced("-f", "/bin/echo", "first", "second", "--log", str(log), "--interval", "100000")
     assert r.returncode == 0, r.stderr
     assert r.stdout == b"first second\n"  # --log was not handed to the program
-    records = [json.loads(line) for line in log.read_text().splitlines()]
+    records = read_records(log)
     assert records and sum(rec["instructions"] for rec in records) > 0
 
 

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from conftest import cli_command, log_lines, run_cli, wait_for
+from conftest import cli_command, log_lines, read_records, run_cli, wait_for
 
 
 def try_connect(address):
@@ -75,8 +75,7 @@ def test_clients_mid_run_slow_and_vanishing(build, tmp_path):
         if e["event"] == "phase_change":
             assert e["from"] != e["to"] and e["time"] > 0
     # the log has every record, contiguous, whatever the clients did
-    with open(log) as f:
-        records = [json.loads(line) for line in f]
+    records = read_records(log)
     assert [r["seq"] for r in records] == list(range(len(records)))
     threads = {}
     for r in records:

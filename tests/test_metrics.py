@@ -44,3 +44,29 @@ def test_a_scrape_of_a_live_run_shows_its_phases_and_changes(build, tmp_path):
 def test_a_remote_address_needs_its_own_flag(tmp_path):
     r = run_cli("--metrics", "8.8.8.8:9100", "-f", "/bin/true")
     assert r.returncode == 2 and "--metrics-allow-remote" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_scrape_of_a_system_wide_run_names_each_process(build, tmp_path):
+    exe = build("sampled_two.c", name="two_metrics")
+    proc = subprocess.Popen(cli_command("-a", "--comm", "two_metrics", "--no-dashboard", "--metrics", "127.0.0.1:0",
+                                        "-o", str(tmp_path / "out"), "--duration", "40"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    target = None
+    try:
+        url = re.search(r"serving metrics on (\S+)", proc.stderr.readline()).group(1)
+        target = subprocess.Popen([exe, "400000000"], stdout=subprocess.DEVNULL)
+        label = f"('pid', '{target.pid}')"
+
+        def changed():
+            seen = scrape(url)
+            return seen if any(k.startswith("phasescope_phase_changes_total") and label in k and v >= 1
+                               for k, v in seen.items()) else None
+        seen = wait_for(changed, 60, lambda: f"a phase change of pid {target.pid}; the last: {scrape(url)}", every=0.5)
+        assert any(k.startswith("phasescope_thread_phase[") and "('comm', 'two_metrics')" in k and label in k
+                   for k in seen), seen
+    finally:
+        if target is not None:
+            target.kill()
+            target.wait()
+        proc.terminate()
+        proc.wait(timeout=60)

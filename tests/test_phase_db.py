@@ -73,3 +73,38 @@ def test_corrupt_db_refused_and_unchanged(tmp_path):
         assert r.returncode == 2 and "not a valid phasescope phase database" in r.stderr
         assert r.stderr.count("\n") == 1
         assert db.read_text() == bad
+
+
+def test_a_folded_phase_counts_as_the_phase_it_was_folded_into(tmp_path):
+    """Three behaviours in a two-entry merging table: the first two (the same blocks in other
+    proportions) are folded together when the third arrives; the database credits the folded
+    phase's intervals to the phase that kept its ID, so every interval is counted once."""
+    recs = []
+    for mix, n in (((60000, 40000), 4), ((20000, 80000), 3), ((None, None), 5)):
+        for _ in range(n):
+            blocks = [[5000, 100000]] if mix[0] is None else [[1000, mix[0]], [1001, mix[1]]]
+            recs.append({"seq": len(recs), "thread": 7, "thread_seq": len(recs), "instructions": 100000,
+                         "blocks": blocks})
+    log = tmp_path / "m.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    db, summary = tmp_path / "db.json", tmp_path / "s.json"
+    r = run_cli("replay", str(log), "--tracker", "coarse", "--table-size", "2", "--threshold", "0.1",
+                "--phase-db", str(db), "--summary", str(summary))
+    assert r.returncode == 0, r.stderr
+    phases = {p["phase"]: p for p in json.loads(summary.read_text())["phases"]}
+    assert {p: q["merged_into"] for p, q in phases.items()} == {0: None, 1: 0, 2: None}  # 4 intervals keep 0
+    saved = {r["phase"]: r for r in json.loads(db.read_text())["representatives"]}
+    assert {p: r["intervals"] for p, r in saved.items()} == {0: 7, 2: 5}
+    assert saved[0]["instructions"] == 700000
+
+
+def test_a_database_saved_before_projection_existed_is_used(tmp_path):
+    log = _log(tmp_path / "a.jsonl", [1000, 2000])
+    db = tmp_path / "db.json"
+    assert run_cli("replay", str(log), "--phase-db", str(db)).returncode == 0
+    saved = json.loads(db.read_text())
+    assert saved["settings"].pop("projection") is False
+    db.write_text(json.dumps(saved))
+    r = run_cli("replay", str(log), "--phase-db", str(db))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(db.read_text())["runs"] == 2

@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+from conftest import read_records
 from phasescope.engine.phase_engine import PhaseEngine
 from phasescope.engine.interval import Interval
 from phasescope.formats.log import dumps, to_record
@@ -77,7 +78,7 @@ def test_valgrind_exp_bbv_end_to_end(tmp_path):
     assert sum(p["share"] for p in s["phases"]) == pytest.approx(1.0)
 
     # The two loops are distinct phases; each holds for many intervals.
-    records = [json.loads(ln) for ln in log.read_text().splitlines()]
+    records = read_records(log)
     phases = [r["phase"] for r in records]
     n = len(phases)
     assert n >= 10
@@ -120,8 +121,8 @@ def test_live_log_replays_unchanged(tmp_path):
     proc = cli("replay", live, "--log", out_log, "--summary", summary)
     assert proc.returncode == 0, proc.stderr
     strip = lambda r: {k: v for k, v in r.items() if k != "module_map_version"}  # noqa: E731
-    a = [strip(json.loads(ln)) for ln in live.read_text().splitlines()]
-    b = [json.loads(ln) for ln in out_log.read_text().splitlines()]
+    a = [strip(r) for r in read_records(live)]
+    b = read_records(out_log)
     assert a == b
     s = json.loads(summary.read_text())
     assert s["phases"] == json.loads(json.dumps(engine.summary()))["phases"]
@@ -146,7 +147,7 @@ def test_replay_interval_merges_recorded_intervals(tmp_path):
     size = 2 * max(iv.instructions for iv in stream)  # every merged interval takes 3 or more
     out = tmp_path / "merged.jsonl"
     assert cli("replay", live, "--interval", size, "--log", out).returncode == 0
-    recs = [json.loads(ln) for ln in out.read_text().splitlines()]
+    recs = read_records(out)
     assert sum(r["instructions"] for r in recs) == sum(iv.instructions for iv in stream)
     assert len(recs) <= len(stream) // 3 + 2
     for thread in (100, 101):
@@ -168,8 +169,8 @@ def test_export_bbv_round_trip(tmp_path):
     assert ids == set(range(1, 121))  # dense and 1-based: 3 profiles x 40 blocks
     replay_log = tmp_path / "r.jsonl"
     assert cli("replay", bb, "--pc-out-file", pc, "--log", replay_log).returncode == 0
-    original = [json.loads(ln) for ln in live.read_text().splitlines() if json.loads(ln)["thread"] == 100]
-    replayed = [json.loads(ln) for ln in replay_log.read_text().splitlines()]
+    original = [r for r in read_records(live) if r["thread"] == 100]
+    replayed = read_records(replay_log)
     assert [r["phase"] for r in replayed] == [0, 0, 1, 2] * 15
     assert [sorted(map(tuple, r["blocks"])) for r in replayed] == [sorted(map(tuple, r["blocks"])) for r in original]
 

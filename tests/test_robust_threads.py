@@ -12,7 +12,7 @@ import json
 import subprocess
 import time
 
-from conftest import run_cli
+from conftest import read_records, run_cli
 from phasescope.sources.session import TraceSession
 from phasescope.sources.events import Ended, IntervalEvent, ThreadExited, ThreadStarted
 from phasescope.sources.device import resolve_device, resolve_target
@@ -105,7 +105,7 @@ def test_churn_through_cli(build, tmp_path):
                 "-f", exe, "churn", "3", "100", str(ITERATIONS))
     assert r.returncode == 0, r.stderr
     assert "churn 300 threads" in r.stdout
-    records = [json.loads(line) for line in log.read_text().splitlines()]
+    records = read_records(log)
     s = json.loads(summary.read_text())
     per_thread = collections.defaultdict(list)
     for rec in records:

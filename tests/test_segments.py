@@ -15,7 +15,7 @@ from phasescope.engine.segments import SegmentConfig, Segmenter, locus, qphase_c
 from phasescope.errors import InputError
 from phasescope.formats.log import dumps, to_record
 
-from conftest import run_cli
+from conftest import read_records, run_cli
 
 MOD = 0x1234ABCD << 32
 # Two phases of one module: different blocks, at different code addresses (the locus moves).
@@ -137,7 +137,7 @@ def test_replay_segment_modes_through_the_cli(tmp_path):
         proc = cli("replay", log, "--segment-mode", mode, "--segment-max", 100 if mode == "variable" else 82,
                    "--log", out, "--summary", summary)
         assert proc.returncode == 0, proc.stderr
-        recs = [json.loads(ln) for ln in out.read_text().splitlines()]
+        recs = read_records(out)
         assert [r["instructions"] for r in recs] == [sum(iv.instructions for iv in ivs[:expect[0]]),
                                                      sum(iv.instructions for iv in ivs[expect[0]:])]
         assert sum(r["instructions"] for r in recs) == total
@@ -157,7 +157,7 @@ def test_live_segments_follow_the_programs_phases(build, tmp_path, mode):
     r = run_cli("--no-dashboard", "--interval", "1000000", "--segment-mode", mode, "--segment-max", "20",
                 "--log", str(log), "--summary", str(summary), "-f", exe, "3", "1")
     assert r.returncode == 0, r.stderr
-    recs = [json.loads(ln) for ln in log.read_text().splitlines()]
+    recs = read_records(log)
     s = json.loads(summary.read_text())
     assert s["config"]["segments"]["mode"] == mode
     assert sum(rec["instructions"] for rec in recs) == s["whole"]["instructions"]

@@ -95,3 +95,9 @@ def test_engine_summary_is_json_and_shares_sum_to_one():
     assert s["whole"]["phases"] == 3 and all(p["in_table"] for p in s["phases"])
     assert sum(p["share"] for p in s["phases"]) == pytest.approx(1.0)
     assert sum(p["instructions"] for p in s["phases"]) == s["whole"]["instructions"]
+
+
+def test_final_ids_follow_folds_to_their_end():
+    from phasescope.engine.stats import final_ids
+    assert final_ids({3: 5, 5: 7, 2: 7, 9: 1}) == {3: 7, 5: 7, 2: 7, 9: 1}
+    assert final_ids({}) == {}

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import cli_command, run_cli
+from conftest import cli_command, read_records, run_cli
 from phasescope.engine import EngineConfig, Interval
 from phasescope.engine.tracker import PRESETS, TrackerConfig
 from phasescope.pipeline.processes import ProcessEngines
@@ -57,7 +57,7 @@ def test_a_sees_two_programs_started_after_it_and_tells_their_phases_apart(build
         p = procs[pid]
         assert p["comm"] == "two_sys" and p["ended"] == "exited"
         assert len(_main_phases(p)) == 2, p["phases"]  # phase_a and phase_b, each its own phase
-    records = [json.loads(line) for line in log.read_text().splitlines()]
+    records = read_records(log)
     assert {r["pid"] for r in records} == {first.pid, second.pid}
     assert all(r["comm"] == "two_sys" for r in records)
     for pid in (first.pid, second.pid):  # each engine numbers its own phases from 0
@@ -77,6 +77,7 @@ def test_a_forked_child_is_followed_with_its_own_engine(build, tmp_path):
     children = s["children"]
     assert [c["comm"] for c in children] == ["forks_sampled"], children
     assert children[0]["intervals"] >= 2 and children[0]["pid"] != s["target"]["pid"]
+    assert children[0]["ended"] == "exited"  # its end was seen, not only the run's
 
 
 def test_a_shell_pipeline_is_followed_children_included(build, tmp_path):
@@ -90,7 +91,7 @@ def test_a_shell_pipeline_is_followed_children_included(build, tmp_path):
     children = {c["comm"]: c for c in json.loads(summary.read_text())["children"]}
     assert "two_pipe" in children, children  # exec renamed the forked shell
     assert len(_main_phases(children["two_pipe"])) == 2, children["two_pipe"]["phases"]
-    records = [json.loads(line) for line in log.read_text().splitlines()]
+    records = read_records(log)
     assert any(rec.get("comm") == "two_pipe" for rec in records)
 
 
@@ -140,3 +141,50 @@ def test_process_engines_stay_bounded_and_keep_each_process_apart():
     assert [p["pid"] for p in kept[:2]] == [107, 109] or [p["pid"] for p in kept[:2]] == [109, 107]
     assert {p["pid"]: p["ended"] for p in kept}[108] == "exited"
     assert sum(1 for p in kept if p["ended"] == "retired") == 7
+
+
+def test_a_without_the_right_to_sample_every_cpu_says_what_to_change():
+    """As an unprivileged user (perf_event_paranoid > 0) CPU-wide events are refused: one line
+    naming the settings that allow them, exit 2."""
+    if open("/proc/sys/kernel/perf_event_paranoid").read().strip() in ("-1", "0"):
+        pytest.skip("perf_event_paranoid allows CPU-wide events to every user here")
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        *cli_command("-a", "--duration", "1", "--no-dashboard")],
+                       capture_output=True, text=True, timeout=60)
+    if "No module named" in r.stderr or "Permission denied: '" in r.stderr:
+        pytest.skip(f"the unprivileged user cannot run this checkout's interpreter: {r.stderr.strip()[:200]}")
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert "CAP_PERFMON" in r.stderr and "perf_event_paranoid" in r.stderr
+
+
+class _Run:
+    """What system_view.render reads of a run: a header and the busiest rows."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def header(self):
+        return {"status": "sampling", "filter": "every process", "elapsed": 12.0, "rate_hz": 1000, "cpus": 2,
+                "processes": len(self.rows), "seen": 40, "samples": 123456, "lost": 0, "skipped": 0, "recent_s": 5.0}
+
+    def busiest(self, n):
+        return self.rows[:n]
+
+
+@pytest.mark.parametrize("width, height", [(80, 24), (100, 30), (160, 48)])
+def test_the_system_dashboard_shows_every_figure_whole(width, height):
+    from rich.console import Console
+    from phasescope.view.system_view import render
+    rows = [{"pid": 4000000 + i, "comm": "a-rather-long-command-name" if i == 0 else f"proc{i}", "cpu_s": 1.0,
+             "recent_cpu_s": 4.5 - i * 0.1, "threads": 3, "intervals": 99, "phases": 12, "changes": 345,
+             "thread": 4000000 + i, "phase": 10 + i, "run_length": 777, "next": 11 + i, "confidence": 0.83,
+             "ended": None} for i in range(30)]
+    console = Console(width=width, height=height, record=True, color_system=None)
+    console.print(render(_Run(rows), width, height))
+    text = console.export_text()
+    lines = text.splitlines()
+    assert len(lines) <= height and max(map(len, lines)) <= width
+    for i, row in enumerate(rows[:height - 12]):
+        assert str(row["pid"]) in text and f"P{row['phase']}" in text and f"{90 - 2 * i}%" in text, (i, text)
+    assert "123456" in text and "83%" in text

@@ -8,7 +8,7 @@ from phasescope.engine.phase_engine import EngineConfig, PhaseEngine
 from phasescope.errors import InputError
 from phasescope.engine.interval import Interval
 from phasescope.sources.modules import Module, ModuleMap
-from phasescope.engine.tracker import Tracker, TrackerConfig, bucket_index, mix64
+from phasescope.engine.tracker import Tracker, TrackerConfig, bucket_index, mix64, projection_rows
 
 
 def keys_in_buckets(buckets, wanted):
@@ -62,6 +62,40 @@ def test_footprint_matches_hand_computed_values():
     assert f.tolist() == [16, 8, 8, 0]  # scale 32 for 4 buckets at 6 bits
     f, _ = fp(Tracker(TrackerConfig(buckets=4, bits=None)), k4, [50, 25, 25])
     assert f.tolist() == [2, 1, 1, 0]
+
+
+def test_projection_rows_are_splitmix64_outputs_seeded_by_the_key():
+    # SplitMix64 seeded with 0: outputs 0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4; top 53 bits as [-1, 1)
+    first = [(0xE220A8397B1DCDAF >> 11) * 2.0**-52 - 1, (0x6E789E6AA1B965F4 >> 11) * 2.0**-52 - 1]
+    assert projection_rows(np.zeros(1, np.uint64), 2)[0].tolist() == first
+    r = projection_rows(np.arange(50_000, dtype=np.uint64), 3)
+    assert r.min() >= -1 and r.max() < 1 and abs(r.mean()) < 0.01 and abs(np.corrcoef(r.T)[0, 1]) < 0.02
+    assert np.array_equal(projection_rows(np.array([7, 9], np.uint64), 3), r[[7, 9]])  # a key's row is its own
+
+
+def test_projected_footprint_is_three_times_the_weighted_mean_of_the_block_vectors():
+    t = Tracker(TrackerConfig(buckets=15, bits=None, projection=True))
+    keys = np.array([5, 1 << 40, 5], np.uint64)  # a key given twice counts twice
+    f, total = fp(t, keys, [300, 200, 100])
+    rows = projection_rows(np.array([5, 1 << 40], np.uint64), 15)
+    assert total == 600 and np.allclose(f, 3 * (400 * rows[0] + 200 * rows[1]) / 600)
+    assert np.allclose(fp(t, keys, [30, 20, 10])[0], f)  # normalised by the interval's instructions
+
+
+def test_projected_footprints_of_disjoint_code_are_two_intervals_apart_on_average():
+    c = TrackerConfig(buckets=15, bits=None, projection=True)
+    t = Tracker(c)
+    a, _ = t.footprints([np.array([k], np.uint64) for k in range(0, 4000, 2)], [np.ones(1)] * 2000)
+    b, _ = t.footprints([np.array([k], np.uint64) for k in range(1, 4000, 2)], [np.ones(1)] * 2000)
+    d = np.abs(a - b).sum(axis=1) / c.scale
+    assert d.mean() == pytest.approx(2.0, abs=0.05)
+    same, _ = t.footprints([np.array([1, 2], np.uint64)] * 2, [np.array([5, 5]), np.array([1, 1])])
+    assert np.allclose(same[0], same[1])
+
+
+def test_projection_needs_full_precision():
+    with pytest.raises(InputError, match="projected"):
+        TrackerConfig(buckets=15, bits=6, projection=True)
 
 
 def test_footprint_sums_duplicate_keys_and_normalises_partial_intervals():
@@ -176,6 +210,7 @@ def synthetic_stream(seed=7, n=600, threads=(11, 12, 13)):
     TrackerConfig(buckets=16, update_policy="mean", table_size=4),
     TrackerConfig(table_size=3, full_policy="nearest"),
     TrackerConfig(bits=None, table_size=3, threshold=0.05, update_policy="mean", full_policy="merge", stay=1.5),
+    TrackerConfig(buckets=15, bits=None, projection=True, threshold=0.1, table_size=3),
 ])
 def test_live_and_batch_paths_agree(tracker):
     stream = synthetic_stream()

@@ -13,8 +13,12 @@ intervals of its log (captured with ``bench/quality/capture.py DIR``, 10M-instru
   activities that got a phase of their own (whose main phase is no other activity's main phase).
 
     python3 bench/quality/generalize.py --simpoint /path/to/simpoint DIR [--configs default,coarse]
+        [--split tune] [--self-seed N] [--detail SETTINGS]
 
-A setting is chosen on the tuning half; the held-out half is reported, never tuned on.
+A setting is a name of bench/quality/run.py or ``PRESET:FIELD=VALUE:...``. Each setting named in
+``--detail`` gets a table per program (with SimPoint's ARI against itself under seed N, and the cost
+of renumbering folded phases); then one row per setting summarises both halves. A setting is
+chosen on the tuning half (``--split tune``); the held-out half is reported, never tuned on.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ sys.path.insert(0, HERE)  # before truth/: both have a run.py
 
 from phasescope.engine.phase_engine import make_tracker  # noqa: E402
 from phasescope.engine.segments import merge_intervals  # noqa: E402
+from phasescope.engine.stats import final_ids  # noqa: E402
 from phasescope.formats.log import read_log  # noqa: E402
 from phasescope.quality import simpoint  # noqa: E402
 from phasescope.quality.labels import LabelStream, read_simpoint_labels  # noqa: E402
@@ -43,16 +48,19 @@ from run import CONFIGS, tracker_config  # noqa: E402
 from truth_score import read_truth, score_stream  # noqa: E402
 
 
-def simpoint_labels(log: str, intervals, binary: str) -> np.ndarray:
-    """SimPoint 3.2's labels (-maxK 30) for the log's intervals, computed once and kept."""
-    labels = log[: -len(".jsonl")] + ".sp30.labels"
+def simpoint_labels(log: str, intervals, binary: str, seed: int = 0) -> np.ndarray:
+    """SimPoint 3.2's labels (-maxK 30) for the log's intervals, computed once and kept; ``seed``
+    other than 0: rerun with that projection and k-means seed (its agreement with itself)."""
+    stem = log[: -len(".jsonl")]
+    labels = stem + (f".sp30-seed{seed}.labels" if seed else ".sp30.labels")
     if not os.path.exists(labels):
-        bb = log[: -len(".jsonl")] + ".bb"
+        bb = stem + ".bb"
         writer = BbvWriter(bb)
         for iv in intervals:
             writer.write(iv)
         writer.close()
-        subprocess.run([binary, "-loadFVFile", bb, "-maxK", "30", "-saveLabels", labels],
+        seeds = ["-seedproj", str(seed), "-seedkm", str(seed)] if seed else []
+        subprocess.run([binary, "-loadFVFile", bb, "-maxK", "30", *seeds, "-saveLabels", labels],
                        stdout=subprocess.DEVNULL, check=True)
     out = read_simpoint_labels(labels).labels
     if len(out) != len(intervals):
@@ -63,22 +71,33 @@ def simpoint_labels(log: str, intervals, binary: str) -> np.ndarray:
 class Program:
     """One log's intervals and its three references."""
 
-    def __init__(self, log: str, binary: str):
+    def __init__(self, log: str, binary: str, self_seed: int = 0):
         self.name = os.path.basename(log)[: -len(".jsonl")]
         self.intervals = [iv for iv in merge_intervals(read_log(log), 10_000_000) if iv.instructions]
         self.weights = np.array([iv.instructions for iv in self.intervals], float)
         self.threads = np.array([iv.thread for iv in self.intervals])
         self.sp30 = simpoint_labels(log, self.intervals, binary)
         self.ref10 = simpoint.reference_of(self.intervals, max_k=10).labels
+        #: SimPoint's SP30 ARI against itself under another seed (None: not asked for)
+        self.sp30_self = (adjusted_rand_index(self.sp30, simpoint_labels(log, self.intervals, binary, self_seed))
+                          if self_seed else None)
         truth = programs.truth_path(log)
         self.truth = read_truth(truth) if os.path.exists(truth) else None
+        self._footprints: dict = {}
 
     def phases(self, config) -> np.ndarray:
         tracker = make_tracker(config)
-        fps, _ = tracker.footprints([iv.keys for iv in self.intervals], [iv.counts for iv in self.intervals])
-        return np.array([m.phase for m in tracker.classify_many(fps, None, self.threads)])
+        form = (config.method, config.buckets, config.bits, config.projection)
+        if form not in self._footprints:  # settings that share a footprint (thresholds, tables) reuse it
+            self._footprints[form] = tracker.footprints([iv.keys for iv in self.intervals],
+                                                        [iv.counts for iv in self.intervals])[0]
+        fps = self._footprints[form]
+        matches = tracker.classify_many(fps, None, self.threads)
+        return np.array([m.phase for m in matches]), [m.merged for m in matches if m.merged is not None]
 
-    def scores(self, labels: np.ndarray) -> dict:
+    def scores(self, labels: np.ndarray, merged=()) -> dict:
+        """Scores of a setting's labels; with the (gone, kept) pairs its tracker folded, also the
+        SP30 ARI of the labels renumbered as if every folded phase had had its final ID all along."""
         s = score(LabelStream(labels, self.weights, self.threads), LabelStream(self.sp30, self.weights, self.threads))
         out = {"ari": s["ari"], "chg": s["changes_detected"], "same": s["same_agreed"], "phases": s["phases"],
                "k": s["reference_phases"], "ref10": adjusted_rand_index(labels, self.ref10)}
@@ -87,39 +106,112 @@ class Program:
             cpu = np.array([iv.cpu_ns or 0 for iv in self.intervals], float)[main]
             t = score_stream(cpu, labels[main], np.full(int(main.sum()), -1), self.truth)
             out["truth"], out["distinct"] = t["ari"], t["distinct"]
+        out["merges"] = len(merged)
+        if merged:
+            final = renumbered(labels, merged)
+            out["renumbered"] = score(LabelStream(final, self.weights, self.threads),
+                                      LabelStream(self.sp30, self.weights, self.threads))["ari"]
+            out["folded_share"] = float(self.weights[final != labels].sum() / self.weights.sum())
         return out
+
+
+def renumbered(labels: np.ndarray, merged) -> np.ndarray:
+    """``labels`` with each phase folded away (``merged``: (gone, kept) pairs) replaced by its final phase."""
+    final = final_ids(dict(merged))
+    return np.array([final.get(int(x), int(x)) for x in labels])
 
 
 def fmt(x, pct=False):
     return "-" if x is None else (f"{100 * x:.0f}%" if pct else f"{x:.2f}")
 
 
+def per_program(name: str, progs, rows: dict, base: dict) -> None:
+    """One setting's table: every program, then the mean of each half."""
+    print(f"\n#### `{name}`\n")
+    print("| program | kind | SP30 ARI | vs paper | SimPoint vs itself | changes | same | phases (k) | ref10 ARI "
+          "| truth ARI | own phase | merges: share folded, SP30 ARI renumbered |")
+    print("|" + " --- |" * 12)
+    for p in progs:
+        r, (kind, split) = rows[p.name], programs.PROGRAMS[p.name]
+        print(f"| {p.name}{' *' if split == 'held-out' else ''} | {kind} | {r['ari']:.2f} | {r['ari'] - base[p.name]:+.2f} "
+              f"| {fmt(p.sp30_self)} "
+              f"| {fmt(r['chg'], True)} | {fmt(r['same'], True)} | {r['phases']} ({r['k']}) | {r['ref10']:.2f} "
+              f"| {fmt(r.get('truth'))} | {fmt(r.get('distinct'), True)} "
+              f"| {folds(r)} |")
+    for split in sorted({programs.PROGRAMS[n][1] for n in rows}, reverse=True):  # tune, then held-out
+        m = half(rows, base, split)
+        selfs = [p.sp30_self for p in progs if p.sp30_self is not None and programs.PROGRAMS[p.name][1] == split]
+        print(f"| **mean, {split}** | | **{m['ari']:.2f}** | worst {m['worst']:+.2f} "
+              f"| {fmt(np.mean(selfs) if selfs else None)} | {fmt(m['chg'], True)} "
+              f"| {fmt(m['same'], True)} | | {m['ref10']:.2f} | {fmt(m['truth'])} | {fmt(m['distinct'], True)} | |")
+
+
+def folds(r: dict) -> str:
+    """A program's merges, the share of its instructions labelled with a phase later folded away,
+    and its SP30 ARI once renumbered."""
+    if not r["merges"]:
+        return "0"
+    return f"{r['merges']}: {fmt(r['folded_share'], True)}, {r['renumbered']:.2f}"
+
+
+def half(rows: dict, base: dict, split: str) -> dict:
+    """Means over one half's programs of each score, and its worst ARI against the paper preset's."""
+    names = [n for n in rows if programs.PROGRAMS[n][1] == split]
+    out = {}
+    for k in ("ari", "chg", "same", "ref10", "truth", "distinct"):
+        vals = [rows[n][k] for n in names if rows[n].get(k) is not None]
+        out[k] = float(np.mean(vals)) if vals else None
+    out["worst"] = min(rows[n]["ari"] - base[n] for n in names)
+    return out
+
+
+def summary(results: dict, base: dict) -> None:
+    """One row per setting: both halves (held-out marked *), all three scorings."""
+    print("\n| setting | SP30 ARI | SP30 ARI * | worst vs paper | worst vs paper * | changes * | same * "
+          "| ref10 ARI | ref10 ARI * | truth ARI | truth ARI * | own phase | own phase * |")
+    print("| --- |" + " --- |" * 12)
+    for name, rows in results.items():
+        t, h = half(rows, base, "tune"), half(rows, base, "held-out")
+        print(f"| `{name}` | {t['ari']:.2f} | {h['ari']:.2f} | {t['worst']:+.2f} | {h['worst']:+.2f} "
+              f"| {fmt(h['chg'], True)} | {fmt(h['same'], True)} | {t['ref10']:.2f} | {h['ref10']:.2f} "
+              f"| {fmt(t['truth'])} | {fmt(h['truth'])} | {fmt(t['distinct'], True)} | {fmt(h['distinct'], True)} |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir", help="the logs of bench/quality/capture.py")
     ap.add_argument("--simpoint", required=True, metavar="PATH", help="SimPoint 3.2's simpoint binary")
-    ap.add_argument("--configs", default="default,coarse", help=f"comma-separated, from: {', '.join(CONFIGS)}")
+    ap.add_argument("--configs", default="default,coarse",
+                    help=f"comma-separated, from: {', '.join(CONFIGS)}; or PRESET:FIELD=VALUE:... (bench/quality/run.py)")
+    ap.add_argument("--split", choices=("tune", "held-out", "all"), default="all",
+                    help="score only one half (tune on the tuning half without looking at the other)")
+    ap.add_argument("--self-seed", type=int, default=0, metavar="N",
+                    help="also run SimPoint with -seedproj N -seedkm N and show its ARI against the default "
+                         "seeds' labels: how far SimPoint agrees with itself (default 0: not run)")
+    ap.add_argument("--detail", default=None, metavar="CONFIGS",
+                    help="comma-separated settings that also get a table per program (default: every one)")
     args = ap.parse_args()
-    names = [n for n in programs.PROGRAMS if os.path.exists(os.path.join(args.dir, n + ".jsonl"))]
-    progs = [Program(os.path.join(args.dir, n + ".jsonl"), args.simpoint) for n in names]
-    base = {p.name: p.scores(p.phases(tracker_config("paper", 10_000_000)))["ari"] for p in progs}
-    for name in args.configs.split(","):
+    names = [n for n in programs.PROGRAMS if os.path.exists(os.path.join(args.dir, n + ".jsonl"))
+             and args.split in ("all", programs.PROGRAMS[n][1])]
+    progs = [Program(os.path.join(args.dir, n + ".jsonl"), args.simpoint, args.self_seed) for n in names]
+    base = {p.name: p.scores(*p.phases(tracker_config("paper", 10_000_000)))["ari"] for p in progs}
+    configs = args.configs.split(",")
+    detail = configs if args.detail is None else args.detail.split(",")
+    results = {}
+    for name in configs:
         config = tracker_config(name, 10_000_000)
-        rows = {p.name: p.scores(p.phases(config)) for p in progs}
-        print(f"\n#### `{name}`\n")
-        print("| program | kind | SP30 ARI | vs paper | changes | same | phases (k) | ref10 ARI | truth ARI | own phase |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-        for p in progs:
-            r, (kind, split) = rows[p.name], programs.PROGRAMS[p.name]
-            print(f"| {p.name}{' *' if split == 'held-out' else ''} | {kind} | {r['ari']:.2f} | {r['ari'] - base[p.name]:+.2f} "
-                  f"| {fmt(r['chg'], True)} | {fmt(r['same'], True)} | {r['phases']} ({r['k']}) | {r['ref10']:.2f} "
-                  f"| {fmt(r.get('truth'))} | {fmt(r.get('distinct'), True)} |")
-        for split in ("tune", "held-out"):
-            rs = [rows[n] for n in names if programs.PROGRAMS[n][1] == split]
-            mean = lambda k: np.mean([r[k] for r in rs if r.get(k) is not None]) if any(r.get(k) is not None for r in rs) else None
-            worst = min(rows[n]["ari"] - base[n] for n in names if programs.PROGRAMS[n][1] == split)
-            print(f"| **mean, {split}** | | **{mean('ari'):.2f}** | worst {worst:+.2f} | {fmt(mean('chg'), True)} "
-                  f"| {fmt(mean('same'), True)} | | {mean('ref10'):.2f} | {fmt(mean('truth'))} | {fmt(mean('distinct'), True)} |")
+        results[name] = {p.name: p.scores(*p.phases(config)) for p in progs}
+        if name in detail:
+            per_program(name, progs, results[name], base)
+    if args.split == "all":
+        summary(results, base)
+    else:
+        print(f"\n| setting ({args.split}) | SP30 ARI | worst vs paper | changes | same | ref10 ARI | truth ARI | own phase |")
+        print("| --- |" + " --- |" * 7)
+        for name, rows in results.items():
+            m = half(rows, base, args.split)
+            print(f"| `{name}` | {m['ari']:.2f} | {m['worst']:+.2f} | {fmt(m['chg'], True)} | {fmt(m['same'], True)} "
+                  f"| {m['ref10']:.2f} | {fmt(m['truth'])} | {fmt(m['distinct'], True)} |")
     return 0
 
 

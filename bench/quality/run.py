@@ -40,6 +40,7 @@ from phasescope.quality.metrics import adjusted_rand_index, score
 from phasescope.formats.log import read_log
 from phasescope.engine.segments import merge_intervals
 from phasescope.engine.tracker import PRESETS, TrackerConfig
+from phasescope.errors import InputError
 from phasescope.engine.segments import SegmentConfig, segment_stream
 from phasescope.quality.metrics import prediction_scores
 
@@ -77,10 +78,30 @@ for _k in (8, 12):
 
 
 def tracker_config(name: str, interval: int) -> TrackerConfig:
-    preset, over = CONFIGS[name]
+    """A setting of ``CONFIGS``, or ``PRESET:FIELD=VALUE:...`` (e.g. ``paper:buckets=128:bits=none``;
+    values are ints, floats, true/false or none)."""
+    if name in CONFIGS:
+        preset, over = CONFIGS[name]
+    else:
+        preset, *fields = name.split(":")
+        over = dict(f.split("=", 1) for f in fields)
+        over = {k: _value(v) for k, v in over.items()}
     d = dict(PRESETS[preset])
     d.update(over)
     return TrackerConfig(interval=interval, **d)
+
+
+def _value(text: str):
+    """A setting's value from its text: none, true/false, an int, a float, else the text."""
+    low = text.lower()
+    if low in ("none", "true", "false"):
+        return {"none": None, "true": True, "false": False}[low]
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def live_stream(results) -> LabelStream:
@@ -120,8 +141,10 @@ def main(argv=None) -> int:
         return segments_main(args)
     names = args.configs.split(",")
     for n in names:
-        if n not in CONFIGS:
-            ap.error(f"unknown config {n!r}")
+        try:
+            tracker_config(n, 10_000_000)
+        except (KeyError, TypeError, ValueError, InputError) as e:
+            ap.error(f"config {n!r}: {e}")
     rows, dump = [], {}
     for path in args.logs:
         t0 = time.monotonic()

@@ -22,10 +22,8 @@ from phasescope.commands.outputs import open_sinks
 from phasescope.commands.runner import Command, usage_error
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sinks
-from phasescope.sources.device import Target, resolve_device, resolve_target
+from phasescope.sources.device import Target, require_local, resolve_device, resolve_target
 from phasescope.sources.kernel_session import KernelSession
-from phasescope.sources.sampled_session import SampledSession, require_local
-from phasescope.sources.session import TraceSession
 from phasescope.sources.system_sampler import SystemSampler
 from phasescope.view.plain import PlainView
 from phasescope.view.screen import DashboardScreen
@@ -102,17 +100,23 @@ class MonitorCommand(Command):
             try:
                 sinks = open_sinks(args, config)
                 dashboard = not args.no_dashboard and sys.stdout.isatty()
-                device = resolve_device(args.device, args.usb, args.host)
+                zero_touch = args.mode == "sampled" and not args.bursts
+                # zero-touch on this machine: /proc, not Frida (never imported, so the target starts sooner)
+                local = zero_touch and not (args.device or args.usb or args.host)
+                device = None if local else resolve_device(args.device, args.usb, args.host)
                 target = resolve_target(device, pid=args.pid, name=args.name, argv=argv)
                 stdio = args.stdio or ("pipe" if dashboard else "inherit")
-                if args.mode == "sampled" and args.bursts:  # bursts need Stalker: the watching agent
-                    session = SampledSession(device, target, stdio=stdio, rate_hz=args.rate,
-                                             window_samples=args.window, bursts=True, kernel=args.kernel_samples)
-                elif args.mode == "sampled":  # zero-touch: nothing injected
-                    require_local(device)
+                if zero_touch:  # nothing injected
+                    if not local:
+                        require_local(device)
                     session = KernelSession(target, stdio=stdio, rate_hz=args.rate, window_samples=args.window,
                                             kernel=args.kernel_samples)
+                elif args.mode == "sampled":  # bursts need Stalker: the watching agent
+                    from phasescope.sources.sampled_session import SampledSession
+                    session = SampledSession(device, target, stdio=stdio, rate_hz=args.rate,
+                                             window_samples=args.window, bursts=True, kernel=args.kernel_samples)
                 else:
+                    from phasescope.sources.session import TraceSession
                     session = TraceSession(device, target, interval=config.tracker.interval, stdio=stdio,
                                            locality=locality_options(args))
                 run = LiveRun(session, config, sinks, dashboard=dashboard, out=out, title=short_title(target),

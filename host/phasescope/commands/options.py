@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Optional
 
+from phasescope.commands.sizes import parse_size
 from phasescope.commands.outputs import add_output_options
 from phasescope.engine.phase_engine import EngineConfig
 from phasescope.errors import InputError
@@ -219,6 +220,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     s.add_argument("--locality-size", type=int, default=1 << 20, metavar="BYTES",
                    help="--locality: cache size of the dashboard's miss-rate column, a power of two from 4096 to "
                         "64 MiB (default 1 MiB)")
+    s.add_argument("--input-size", metavar="SIZE",
+                   help="--locality with --phase-db: the run's input (data) size, with a unit (e.g. 4MiB, 512KiB, "
+                        "100MB), saved with each phase's reuse signature for locality-model (default: the data "
+                        "the run's windows touched together)")
     o = p.add_argument_group("output")
     o.add_argument("-o", "--output", metavar="FILE",
                    help="phasescope's own lines (changes, status, report) go to FILE instead of stderr")
@@ -233,6 +238,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     o.add_argument("--stdio", choices=("inherit", "pipe"),
                    help="spawned target's stdio: inherit, or pipe (shown after the dashboard closes); "
                         "default: pipe with the dashboard, inherit without")
+
+
 
 
 def validate_run_options(args: argparse.Namespace) -> None:
@@ -265,6 +272,10 @@ def validate_run_options(args: argparse.Namespace) -> None:
         if args.locality_size not in CACHE_BYTES:
             raise InputError(f"--locality-size must be a power of two from {CACHE_BYTES[0]} to "
                              f"{CACHE_BYTES[-1]} (got {args.locality_size})")
+    if getattr(args, "input_size", None) is not None:
+        if not getattr(args, "locality", False):
+            raise InputError("--input-size needs --locality (it labels the run's reuse signatures)")
+        parse_size(args.input_size, "--input-size")
 
 
 def validate_system_options(args: argparse.Namespace) -> None:

@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import List
 
+from phasescope.commands.sizes import parse_size
 from phasescope.engine.phase_engine import EngineConfig
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sink, Sinks
@@ -49,7 +50,9 @@ def open_sinks(args: argparse.Namespace, config: EngineConfig) -> List[Sink]:
     sinks: List[Sink] = []
     try:
         if args.phase_db:
-            sinks.append(PhaseDb(args.phase_db, config))
+            size = getattr(args, "input_size", None)  # --locality runs of seed 004's model
+            sinks.append(PhaseDb(args.phase_db, config,
+                                 input_size=None if size is None else parse_size(size, "--input-size")))
         if args.events:
             if args.events_queue < 1:
                 raise InputError(f"--events-queue must be at least 1 (got {args.events_queue})")

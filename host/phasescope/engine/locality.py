@@ -57,6 +57,13 @@ this against the exact full-trace curve: cyclic working sets larger and smaller 
 random working sets and a streaming trace agree with the exact curve at every reported size, and
 the sizes beyond a large-footprint window are ``None``.
 
+The reuse signature (issue 21) is the same estimate on a finer grid of cache sizes, 16 per octave
+from 1 block to 2^24 blocks (1 GiB), kept only where it is exact to 0.5%: the phase's reuse-distance
+distribution, P(distance >= C), as far as its windows reach (``signature``). Together with the
+run's input size it is what :mod:`phasescope.engine.locality_model` fits across runs. The data a
+phase's windows touched together (their distinct blocks, ``touched_bytes``) bounds the reuses no
+window saw; all windows' together are the run's default input size (a lower bound of its data).
+
 The reuse-distance histogram is of in-window distances: log2 bins (bin 0 = distance 0, bin b =
 [2^(b-1), 2^b) blocks), plus the ``cold`` bin for in-window first uses (distance unknown, at
 least the distinct blocks seen so far in the window).
@@ -75,6 +82,11 @@ COLD = -1
 HIST_BINS = 33  # finite log2 bins: 0, [1,2), [2,4), ..., [2^31, 2^32)
 CACHE_BYTES = tuple(1 << s for s in range(12, 27))  # 4 KiB .. 64 MiB
 MAX_UNCERTAINTY = 0.05
+#: the signature keeps the sizes its windows measure exactly, but for this much (first uses counted
+#: as misses in windows that never fill the cache): past them lie the reuses no window can see
+SIGNATURE_UNCERTAINTY = 0.005
+#: cache sizes (blocks) of the reuse signature: 16 per octave, 1 block to 2^24 blocks (1 GiB)
+SIGNATURE_BLOCKS = tuple(int(b) for b in np.unique(np.round(2.0 ** (np.arange(16 * 24 + 1) / 16)).astype(np.int64)))
 
 
 def previous_occurrences(blocks: np.ndarray) -> np.ndarray:
@@ -190,6 +202,31 @@ def window_estimates(distances: np.ndarray, cache_blocks) -> tuple:
     return est, unc
 
 
+class _Touched:
+    """The distinct blocks of many windows together: sorted unique arrays, merged lazily."""
+
+    def __init__(self):
+        self._union = np.zeros(0, np.uint64)
+        self._pending: List[np.ndarray] = []
+        self._pending_size = 0
+
+    def add(self, unique_blocks: np.ndarray) -> None:
+        u = unique_blocks
+        self._pending.append(u)
+        self._pending_size += len(u)
+        if self._pending_size > 4 * len(self._union) + (1 << 16):
+            self._merge()
+
+    def _merge(self) -> None:
+        if self._pending:
+            self._union = np.unique(np.concatenate([self._union, *self._pending]))
+            self._pending, self._pending_size = [], 0
+
+    def count(self) -> int:
+        self._merge()
+        return len(self._union)
+
+
 @dataclass
 class _Phase:
     windows: int = 0
@@ -198,6 +235,7 @@ class _Phase:
     cold: int = 0
     weighted: np.ndarray = field(default_factory=lambda: np.zeros(len(CACHE_BYTES)))
     uncertainty: np.ndarray = field(default_factory=lambda: np.zeros(len(CACHE_BYTES)))
+    touched: "_Touched" = field(default_factory=lambda: _Touched())
 
 
 class PhaseLocality:
@@ -207,9 +245,14 @@ class PhaseLocality:
         self.cache_bytes = tuple(int(b) for b in cache_bytes)
         if any(b <= 0 or b % BLOCK_BYTES for b in self.cache_bytes):
             raise ValueError("cache sizes must be positive multiples of 64 bytes")
-        self._blocks = np.array([b // BLOCK_BYTES for b in self.cache_bytes], np.int64)
+        cache_blocks = [b // BLOCK_BYTES for b in self.cache_bytes]
+        # one grid for both the curve's sizes and the signature's (one estimate pass per window)
+        self._blocks = np.unique(np.array(cache_blocks + list(SIGNATURE_BLOCKS), np.int64))
+        self._curve_at = np.searchsorted(self._blocks, cache_blocks)
+        self._signature_at = np.searchsorted(self._blocks, SIGNATURE_BLOCKS)
         self.max_uncertainty = max_uncertainty
         self._phases: Dict[Hashable, _Phase] = {}
+        self._touched = _Touched()
 
     def add_window(self, phase: Hashable, addresses: np.ndarray) -> None:
         """One window of byte addresses (any integer dtype), tagged with ``phase``."""
@@ -223,6 +266,13 @@ class PhaseLocality:
             return
         d = reuse_distances(blocks)
         self.add_distances(phase, d)
+        u = np.unique(blocks)
+        self._touched.add(u)
+        self._phases[phase].touched.add(u)
+
+    def touched_bytes(self) -> int:
+        """Bytes of the distinct 64-byte blocks all windows touched together (the default input size)."""
+        return self._touched.count() * BLOCK_BYTES
 
     def add_distances(self, phase: Hashable, distances: np.ndarray) -> None:
         """One window given by its in-window reuse distances (``COLD`` for first uses)."""
@@ -233,7 +283,7 @@ class PhaseLocality:
         p = self._phases.get(phase)
         if p is None:
             p = self._phases[phase] = _Phase(
-                weighted=np.zeros(len(self.cache_bytes)), uncertainty=np.zeros(len(self.cache_bytes)))
+                weighted=np.zeros(len(self._blocks)), uncertainty=np.zeros(len(self._blocks)))
         hist, cold = log2_histogram(d)
         est, unc = window_estimates(d, self._blocks)
         p.windows += 1
@@ -246,9 +296,15 @@ class PhaseLocality:
     def phases(self) -> List[Hashable]:
         return list(self._phases)
 
-    def _curve(self, phase: Hashable):
+    def _curve(self, phase: Hashable, at=None):
         p = self._phases[phase]
-        return p.weighted / p.accesses, p.uncertainty / p.accesses
+        at = self._curve_at if at is None else at
+        return p.weighted[at] / p.accesses, p.uncertainty[at] / p.accesses
+
+    def signature(self, phase: Hashable) -> list:
+        """[[cache blocks, miss rate], ...] on the fine grid, where the windows can tell (see module doc)."""
+        est, unc = self._curve(phase, self._signature_at)
+        return [[b, round(float(e), 6)] for b, e, u in zip(SIGNATURE_BLOCKS, est, unc) if u <= SIGNATURE_UNCERTAINTY]
 
     def miss_rate(self, phase: Hashable, cache_bytes: int) -> Optional[float]:
         """Estimated LRU miss rate of ``phase`` at ``cache_bytes`` (one of the configured sizes), or None."""
@@ -262,7 +318,9 @@ class PhaseLocality:
         return float(est[k]) if unc[k] <= self.max_uncertainty else None
 
     def to_dict(self, phase: Hashable) -> dict:
-        """windows, accesses, histogram {"log2": [...], "cold": n}, miss_rate_curve [[bytes, rate|None]], uncertainty."""
+        """windows, accesses, histogram {"log2": [...], "cold": n}, miss_rate_curve [[bytes, rate|None]],
+        uncertainty, signature [[blocks, rate]] (the fine grid, where known), touched_bytes (its windows'
+        distinct blocks together)."""
         p = self._phases[phase]
         est, unc = self._curve(phase)
         last = int(np.flatnonzero(p.histogram)[-1]) + 1 if p.histogram.any() else 0
@@ -273,4 +331,6 @@ class PhaseLocality:
             "miss_rate_curve": [[b, float(e) if u <= self.max_uncertainty else None]
                                 for b, e, u in zip(self.cache_bytes, est, unc)],
             "uncertainty": [[b, float(u)] for b, u in zip(self.cache_bytes, unc)],
+            "signature": self.signature(phase),
+            "touched_bytes": p.touched.count() * BLOCK_BYTES,
         }

@@ -162,6 +162,18 @@ class PhaseStats:
         }
 
 
+def final_ids(into: Dict[int, int]) -> Dict[int, int]:
+    """Each folded phase's final phase: ``into`` maps a phase folded away to the phase it was folded
+    into, which may itself have been folded later."""
+    out = {}
+    for gone in into:
+        p = gone
+        while p in into:
+            p = into[p]
+        out[gone] = p
+    return out
+
+
 def weighed(unit: str, weight: int) -> dict:
     """The weight of a thread, phase or run under its unit's name; ``instructions`` is null when
     the unit is CPU time (sampled mode), never invented."""
@@ -259,7 +271,8 @@ class Stats:
             "change_rate": self.phase_changes / (self.intervals - len(self.threads)) if self.intervals > len(self.threads) else 0.0,
             "metrics": self.metrics.to_dict(),
             "homogeneity": homogeneity,
-            **({} if self.locality is None else {"locality_skipped": self.locality_skipped}),
+            **({} if self.locality is None else {"locality_skipped": self.locality_skipped,
+                                                 "locality_touched_bytes": self.locality.touched_bytes()}),
         }
 
     def locality_of(self, phase: int) -> Optional[dict]:
@@ -269,7 +282,8 @@ class Stats:
             return None
         if phase not in self.locality.phases():
             return {"windows": 0, "accesses": 0, "histogram": {"log2": [], "cold": 0},
-                    "miss_rate_curve": [[b, None] for b in self.locality.cache_bytes]}
+                    "miss_rate_curve": [[b, None] for b in self.locality.cache_bytes], "signature": [],
+                    "touched_bytes": 0}
         return self.locality.to_dict(phase)
 
     def miss_rate(self, phase: int, cache_bytes: int) -> Optional[float]:

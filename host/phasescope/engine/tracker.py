@@ -9,6 +9,13 @@ power-of-two multiple of ``buckets`` for which a bucket holding the whole interv
 precision. A footprint unit is 1/M of the interval, so ``distance / M`` is a fraction of the
 interval: Manhattan distance 3.2 units for 32 buckets is the paper's 1M of a 10M interval.
 
+Projected footprint (``projection``, as SimPoint reduces a basic block vector): each block key
+has a random vector of ``buckets`` entries uniform in [-1, 1) (the first ``buckets`` outputs of
+SplitMix64 seeded with the key, so every run and thread agree without storing a matrix), and the
+footprint is 3 x the instruction-weighted mean of its blocks' vectors. Every block keeps its own
+direction (no bucket collisions, no quantization), and two intervals each wholly in one block of
+its own are 2 x M apart on average (M = ``buckets``), as hashed footprints of disjoint code are.
+
 Classification: the Manhattan distance to every representative in a bounded table; the nearest
 one strictly under ``threshold`` (a fraction of the interval) wins, else a new phase ID.
 Update policy ``none`` (paper): a representative is never changed by a match. ``mean``: it
@@ -63,7 +70,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from phasescope.engine.hashing import mix64
+from phasescope.engine.hashing import GOLDEN, M64, mix64
 from phasescope.engine.multinomial import g_statistic, null_moments, smoothed
 from phasescope.errors import InputError
 
@@ -85,6 +92,19 @@ def bucket_index(keys: np.ndarray, buckets: int) -> np.ndarray:
     np.multiply(z, np.uint64(buckets), out=z)
     np.right_shift(z, np.uint64(32), out=z)
     return z.view(np.int64)
+
+
+def projection_rows(keys: np.ndarray, dims: int, first: int = 0) -> np.ndarray:
+    """Entries ``first`` to ``first + dims`` of each key's random vector, shape (len(keys), dims),
+    uniform in [-1, 1): entry j is the (j+1)-th output of SplitMix64 seeded with the key, its top
+    53 bits as a fraction."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    out = np.empty((len(keys), dims))
+    for j in range(dims):
+        z = mix64(keys + np.uint64((first + j) * GOLDEN & M64))
+        np.right_shift(z, np.uint64(11), out=z)
+        out[:, j] = z * 2.0**-52 - 1.0
+    return out
 
 
 @dataclass(frozen=True)
@@ -114,6 +134,8 @@ class TrackerConfig:
     noise_z: float = 0.0
     stay: float = 0.0
     test: str = "manhattan"
+    #: footprints by random projection of each block (module docstring) instead of hashed buckets
+    projection: bool = False
     #: ``table``: this module's tracker; ``pages``: :mod:`phasescope.engine.page_tracker` (page
     #: vectors hashed into ``buckets``, per-thread hysteresis, self-calibrated thresholds capped
     #: at ``threshold``; it uses ``table_size`` and ``evict_policy``, and no other option)
@@ -150,6 +172,9 @@ class TrackerConfig:
         _require(self.method in METHODS, f"method must be one of {', '.join(METHODS)} (got {self.method!r})")
         _require(self.method == "table" or (self.bits is None and self.buckets % 32 == 0),
                  "the page tracker keeps full-precision vectors in a multiple of 32 buckets (no --bits)")
+        _require(not self.projection or (self.method == "table" and self.bits is None and self.test == "manhattan"
+                                         and not self.noise_z),
+                 "a projected footprint is full precision (no --bits) for the table tracker's Manhattan test")
         _require(self.test == "manhattan" or self.bits is None,
                  "the multinomial test needs full-precision footprints (counts), not --bits")
 
@@ -158,7 +183,7 @@ class TrackerConfig:
         """M: footprint units per interval (sum of a full-precision footprint; 1 for page vectors)."""
         if self.method == "pages":
             return 1.0
-        if self.bits is None:
+        if self.bits is None:  # projected too: mean distance 2 x buckets between disjoint code
             return float(self.buckets)
         k = int(np.floor(np.log2(((1 << self.bits) - 1) / self.buckets)))
         return float(self.buckets * 2.0**k)
@@ -179,6 +204,9 @@ class TrackerConfig:
 #: (tuning) and 0.47 (held out) against the paper's 0.63 and 0.61, and no variant tried on the
 #: tuning half (buckets 32/128, threshold 0.05-0.2, 64/256 entries, LRU/LFU, mean or fixed
 #: representatives, merging) beat the paper there without losing more than 0.05 ARI on some program.
+#: Footprints past the hardware budget (README "A better footprint"): 2048-16384 full-precision
+#: buckets at threshold 0.175-0.2 won the tuning half (the best 0.72 against 0.65) but the best
+#: lost 0.10 on one held-out program; random projection (``projection``) lost everywhere.
 PRESETS = {
     "paper": dict(buckets=32, bits=6, threshold=0.10, table_size=64, update_policy="none", full_policy="evict",
                   evict_policy="lru", transition=False, confirm=2, candidates=16, adaptive=False),
@@ -295,11 +323,21 @@ class Tracker(BoundedTable):
         lens = np.fromiter((len(k) for k in keys), dtype=np.int64, count=n)
         flat_keys = np.concatenate(keys) if n else np.zeros(0, np.uint64)
         flat_counts = np.concatenate(counts) if n else np.zeros(0)  # bincount takes them as float64
-        idx = bucket_index(flat_keys, nb)
-        idx += np.repeat(np.arange(n, dtype=np.int64) * nb, lens)
-        acc = np.bincount(idx, weights=flat_counts, minlength=n * nb).reshape(n, nb)
-        total = acc.sum(axis=1)
-        fp = acc * self._scale
+        rows = np.repeat(np.arange(n, dtype=np.int64), lens)
+        if self.config.projection:
+            total = np.bincount(rows, weights=flat_counts, minlength=n)
+            uniq, inverse = np.unique(flat_keys, return_inverse=True)
+            weights = np.asarray(flat_counts, float)
+            acc = np.empty((n, nb))
+            for j in range(nb):  # one dimension at a time: memory stays a few times the keys'
+                acc[:, j] = np.bincount(rows, weights=weights * projection_rows(uniq, 1, j)[inverse, 0], minlength=n)
+            scale = 3.0
+        else:
+            idx = bucket_index(flat_keys, nb)
+            idx += rows * nb
+            acc = np.bincount(idx, weights=flat_counts, minlength=n * nb).reshape(n, nb)
+            total, scale = acc.sum(axis=1), self._scale
+        fp = acc * scale
         np.divide(fp, total[:, None], out=fp, where=total[:, None] > 0)
         if self.config.bits is not None:
             np.floor(fp, out=fp)

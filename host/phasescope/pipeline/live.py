@@ -19,10 +19,9 @@ from phasescope.engine.segments import Segmenter
 from phasescope.pipeline.processes import ProcessEngines
 from phasescope.errors import EXIT_FAILED, EXIT_KILLED, EXIT_OK, PhasescopeError
 from phasescope.sinks.base import Sink, Sinks
-from phasescope.sources.calls import QUERY_TIMEOUT
-from phasescope.sources.protocol import Session
-from phasescope.sources.events import (AgentError, BurstEvent, Dropped, Ended, Forked, IntervalEvent, ModulesChanged,
-                                      Output, ThreadExited, ThreadStarted)
+from phasescope.sources.protocol import QUERY_TIMEOUT, Session
+from phasescope.sources.events import (AgentError, BurstEvent, ChildEnded, Dropped, Ended, Forked, IntervalEvent,
+                                      ModulesChanged, Output, ThreadExited, ThreadStarted)
 from phasescope.sources.output import OutputRelay
 from phasescope.sources.symbols import Symbolizer
 from phasescope.view.dashboard import render
@@ -61,6 +60,8 @@ class LiveRun:
         self.sinks.prepare(self.engine)
         self.engine.subscribe(self.sinks.on_interval)
         self.engine.subscribe(self._on_interval)
+        #: --locality: phases for which a window was asked of the agent (one ask per phase)
+        self.window_asked: set = set()
         #: sampled mode with bursts: new phases get one exact interval each
         self.bursts = BurstPlanner(session.burst) if session.bursts else None
         if self.bursts is not None:
@@ -136,6 +137,11 @@ class LiveRun:
     def _on_interval(self, r, iv) -> None:
         if r.new_phase:  # name its hot code soon, while the code is surely mapped
             self._request_hot_code([self.engine.stats.phases[r.phase]])
+        if self.locality_size is not None and iv.locality is None and r.phase not in self.window_asked:
+            loc = self.engine.stats.locality
+            if loc is None or r.phase not in loc.phases():  # every phase gets at least one window
+                self.window_asked.add(r.phase)
+                self.session.request_window(iv.thread)
 
     def _hot_pcs(self, phases=None):
         """(top block pcs, hottest block pc of each phase) of the main phases, or of ``phases``."""
@@ -175,6 +181,8 @@ class LiveRun:
         elif isinstance(event, AgentError):
             self.agent_errors.append(event.message)
             self.view.note(f"phasescope: agent error: {event.message} (the trace may be incomplete)")
+        elif isinstance(event, ChildEnded):
+            self.children.end(event.pid)
         elif isinstance(event, Forked):
             self.forked.append(event.pid)
             if not self.dashboard:  # the dashboard owns the screen: said once at the end instead
@@ -243,6 +251,29 @@ class LiveRun:
             _said(print, note, file=self.out)
         _said(print_report, self.summary, top=20, file=self.out)
         _said(print_hot_code, self.summary, top=HOT_REPORTED, file=self.out)
+        note = self._locality_note()
+        if note:
+            _said(print, note, file=self.out)
+
+    def _locality_note(self) -> Optional[str]:
+        """--locality: one line naming the main phases (1% or more) that got no window, and why."""
+        if self.locality_size is None:
+            return None
+        bare = [p for p in self.summary["phases"]
+                if p["share"] >= 0.01 and (p.get("locality") or {}).get("windows", 0) == 0]
+        if not bare:
+            return None
+        dropped = self.session.dropped.records
+        if dropped:
+            why = (f"{dropped} records dropped: the host fell behind; a smaller --locality-window or a larger "
+                   "--locality-every")
+        elif all(p["intervals"] == 1 for p in bare):
+            why = "one interval each: a window opens only at an interval's start"
+        else:
+            why = "they ran only between windows: a smaller --locality-every"
+        bare = [p["phase"] for p in bare]
+        return (f"phasescope: --locality: no locality window for phase(s) "
+                f"{', '.join(f'P{p}' for p in bare[:10])}{' ...' if len(bare) > 10 else ''} ({why})")
 
     def _fork_note(self, pids: List[int]) -> str:
         pid = self.session.pid

@@ -12,10 +12,16 @@ Format (JSON)::
 
     {"format": "phasescope-phase-db", "version": 1,
      "settings": {"buckets": 32, "bits": 6, "scale": 32.0, "threshold": 0.1, "interval": 10000000,
-                  "update_policy": "none", "hash": "mix64"},
+                  "update_policy": "none", "method": "table", "projection": false, "hash": "mix64"},
      "runs": 2, "next_id": 9,
      "representatives": [{"phase": 0, "footprint": [...], "intervals": 40, "instructions": ...,
                           "first_seen_run": 1, "last_seen_run": 2, "top_code": [key, ...]}, ...]}
+
+With ``--locality``, a phase's entry also keeps ``locality_runs``: one per run that measured it,
+``{"run", "input_size" (bytes), "input_size_from" ("given": --input-size, or "windows": the data
+its windows touched), "windows", "accesses", "touched_bytes" (the data the phase's windows touched),
+"signature" [[cache blocks, miss rate], ...],
+"top_code" [{"key", "share", "symbol"}]}``: what ``phasescope locality-model`` fits.
 
 ``runs`` counts the runs saved into it; ``first_seen_run``/``last_seen_run`` are run numbers. The
 page tracker's (``"method": "pages"``, sampled mode) representatives are sparse,
@@ -32,12 +38,15 @@ import tempfile
 from typing import Dict, Optional
 
 from phasescope.engine.phase_engine import EngineConfig
+from phasescope.engine.stats import final_ids
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sink, write_json_atomically
 
 FORMAT = "phasescope-phase-db"
 VERSION = 1
-SETTINGS = ("buckets", "bits", "scale", "threshold", "interval", "update_policy", "method")
+SETTINGS = ("buckets", "bits", "scale", "threshold", "interval", "update_policy", "method", "projection")
+#: what a database saved before a setting existed had
+OLD_DEFAULTS = {"method": "table", "projection": False}
 
 
 def settings_of(config: EngineConfig) -> dict:
@@ -49,8 +58,9 @@ def settings_of(config: EngineConfig) -> dict:
 class PhaseDb(Sink):
     """Load, preload into the engine, merge and save a phase database."""
 
-    def __init__(self, path: str, config: EngineConfig):
+    def __init__(self, path: str, config: EngineConfig, input_size: Optional[int] = None):
         self.path = path
+        self.input_size = input_size  # --input-size (bytes); None: the data the windows touched
         self.settings = settings_of(config)
         self._dir = os.path.dirname(os.path.abspath(path))
         if os.path.isdir(path):
@@ -91,7 +101,7 @@ class PhaseDb(Sink):
         if not isinstance(db, dict) or db.get("format") != FORMAT or not isinstance(db.get("settings"), dict):
             raise InputError(f"{bad} (no format marker or settings); left unchanged")
         def differs(k, v):  # a replay keeping the recorded intervals (None) fits any interval
-            old = db["settings"].get(k, "table" if k == "method" else None)  # before the page tracker
+            old = db["settings"].get(k, OLD_DEFAULTS.get(k))
             return old != v and not (k == "interval" and (old is None or v is None))
         diff = ", ".join(f"{k} {db['settings'].get(k)!r} (now {v!r})" for k, v in self.settings.items() if differs(k, v))
         if diff:
@@ -125,6 +135,9 @@ class PhaseDb(Sink):
             if r["phase"] in seen or r["phase"] >= db["next_id"]:
                 return f"representative {i}: duplicate phase or phase >= next_id"
             seen.add(r["phase"])
+            why = _invalid_locality_runs(r.get("locality_runs", []))
+            if why:
+                return f"representative {i}: {why}"
         return None
 
     def _valid_footprint(self, fp) -> bool:
@@ -154,6 +167,11 @@ class PhaseDb(Sink):
         run = self.db["runs"] + 1
         by_phase: Dict[int, dict] = {r["phase"]: r for r in self.db["representatives"]}
         stats = {p["phase"]: p for p in summary.get("phases", [])}
+        # a phase folded into another (--full-policy merge) counts as the phase it ended up in
+        final = final_ids({p["phase"]: p["merged_into"] for p in stats.values() if p.get("merged_into") is not None})
+        folded: Dict[int, list] = {}
+        for gone, kept in final.items():
+            folded.setdefault(kept, []).append(stats[gone])
         for entry in self.engine.tracker.table():
             phase = entry["phase"]
             p = stats.get(phase)
@@ -163,10 +181,14 @@ class PhaseDb(Sink):
             if r is None:
                 r = by_phase[phase] = {"phase": phase, "intervals": 0, "instructions": 0, "first_seen_run": run}
             r["footprint"] = entry["representative"]
-            r["intervals"] = r.get("intervals", 0) + p["intervals"]
-            r["instructions"] = r.get("instructions", 0) + (p["instructions"] or 0)  # None: sampled
+            counted = [p] + folded.get(phase, [])
+            r["intervals"] = r.get("intervals", 0) + sum(q["intervals"] for q in counted)
+            r["instructions"] = r.get("instructions", 0) + sum(q["instructions"] or 0 for q in counted)  # None: sampled
             r["last_seen_run"] = run
             r["top_code"] = [b["key"] for b in p.get("top_code", [])[:8]]
+            signature = self._signature(summary, p, run)
+            if signature is not None:
+                r.setdefault("locality_runs", []).append(signature)
         self.db = {"format": FORMAT, "version": VERSION, "settings": self.settings, "runs": run,
                    "next_id": max(self.db["next_id"], self.engine.tracker.next_id),
                    "representatives": sorted(by_phase.values(), key=lambda r: r["phase"])}
@@ -174,5 +196,67 @@ class PhaseDb(Sink):
             self.db["code_shift"] = self.engine.tracker.shift
         self._save()
 
+    def _signature(self, summary: dict, p: dict, run: int) -> Optional[dict]:
+        """--locality: the phase's reuse signature in this run, with the run's input size (see
+        :mod:`phasescope.engine.locality_model`); None when the phase has none."""
+        loc = p.get("locality")
+        if not loc or not loc.get("windows") or not loc.get("signature"):
+            return None
+        given = self.input_size is not None
+        size = self.input_size if given else summary["whole"].get("locality_touched_bytes")
+        if not size:
+            return None
+        return {"run": run, "input_size": int(size), "input_size_from": "given" if given else "windows",
+                "windows": loc["windows"], "accesses": loc["accesses"], "touched_bytes": loc.get("touched_bytes", 0),
+                "signature": loc["signature"],
+                "top_code": [{k: b.get(k) for k in ("key", "share", "symbol")} for b in p.get("top_code", [])[:8]]}
+
     def _save(self) -> None:
         write_json_atomically(self.path, self.db, ".phasescope-db-")
+
+
+def _invalid_locality_runs(runs) -> Optional[str]:
+    """Why a representative's ``locality_runs`` is malformed, None if it is well formed."""
+    if not isinstance(runs, list):
+        return "bad locality_runs"
+    for run in runs:
+        if not isinstance(run, dict) or not isinstance(run.get("input_size"), int) or run["input_size"] <= 0:
+            return "bad locality_runs input_size"
+        if not isinstance(run.get("touched_bytes", 0), int) or run.get("touched_bytes", 0) < 0:
+            return "bad locality_runs touched_bytes"
+        sig = run.get("signature")
+        if not isinstance(sig, list) or not all(
+                isinstance(e, list) and len(e) == 2 and isinstance(e[0], int) and e[0] > 0
+                and isinstance(e[1], (int, float)) and not isinstance(e[1], bool) and 0 <= e[1] <= 1 for e in sig):
+            return "bad locality_runs signature"
+    return None
+
+
+def read_locality_runs(path: str) -> dict:
+    """A phase database read for ``locality-model``: ``{phase: {"instructions", "runs": [locality_runs
+    entries]}}`` of the phases that have reuse signatures, and ``runs`` (the database's count).
+    InputError (one line) on a missing, corrupt or malformed file."""
+    bad = f"{path}: not a valid phasescope phase database"
+    try:
+        with open(path, "rb") as f:
+            db = json.loads(f.read().decode("utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+    except (UnicodeDecodeError, ValueError) as e:
+        raise InputError(f"{bad} ({e.__class__.__name__}: {str(e)[:80]})") from None
+    if not isinstance(db, dict) or db.get("format") != FORMAT or not isinstance(db.get("representatives"), list):
+        raise InputError(f"{bad} (no format marker or representatives)")
+    phases = {}
+    for i, r in enumerate(db["representatives"]):
+        if not isinstance(r, dict) or not isinstance(r.get("phase"), int):
+            raise InputError(f"{bad} (representative {i}: bad phase)")
+        why = _invalid_locality_runs(r.get("locality_runs", []))
+        if why:
+            raise InputError(f"{bad} (representative {i}: {why})")
+        if r.get("locality_runs"):
+            phases[r["phase"]] = {"instructions": r.get("instructions", 0), "runs": r["locality_runs"]}
+    return {"runs": db.get("runs", 0), "phases": phases}

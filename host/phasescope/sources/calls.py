@@ -7,6 +7,8 @@ import threading
 
 import frida
 
+from phasescope.sources.protocol import QUERY_TIMEOUT
+
 #: what frida raises when the target (or its session) went away under a call
 GONE = (frida.InvalidOperationError, frida.TransportError, frida.ProcessNotFoundError, frida.core.RPCException)
 
@@ -27,7 +29,6 @@ def first_line(e: BaseException) -> str:
 
 DETACH_TIMEOUT = 5.0
 STOP_TIMEOUT = 10.0  # stop(): the agent's stop RPC and the script's unload, together
-QUERY_TIMEOUT = 5.0  # symbolize / read_code
 
 
 def bounded(fn, timeout: float, name: str) -> bool:

@@ -1,5 +1,6 @@
 """Which Frida device and which process: frida-tools' -D/-U/-H and -p/-n/-f, checked up front with
-one-line errors."""
+one-line errors. The device ``None`` is this machine seen through /proc, with no Frida at all
+(zero-touch sampled mode: frida is not even imported, so the target starts sooner)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ import os
 import shutil
 from dataclasses import dataclass
 from typing import Optional
-
-import frida
 
 from phasescope.errors import InputError
 
@@ -33,6 +32,7 @@ class Target:
 
 def resolve_device(device_id: Optional[str] = None, usb: bool = False, host: Optional[str] = None):
     """The Frida device chosen by frida-tools-style options (-D ID, -U, -H HOST); local by default."""
+    import frida  # here, not at the top: zero-touch sampled mode never needs it
     try:
         if device_id:
             return frida.get_device(device_id, timeout=5)
@@ -48,7 +48,33 @@ def resolve_device(device_id: Optional[str] = None, usb: bool = False, host: Opt
 
 
 def is_local(device) -> bool:
-    return device.type == "local"
+    """This machine: Frida's local device, or ``None`` (/proc, no Frida)."""
+    return device is None or device.type == "local"
+
+
+def require_local(device) -> None:
+    """InputError unless ``device`` is this machine (the kernel samples its own processes only)."""
+    if not is_local(device):
+        raise InputError(f"--mode sampled needs the local device: the kernel samples processes of this machine "
+                         f"only, and {device.name} is remote; use --mode exact")
+
+
+def local_processes() -> list:
+    """``(pid, name)`` of this machine's processes from /proc; the name is the executable's
+    basename (Frida's local process name), else the command name."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                name = os.path.basename(os.readlink(f"/proc/{entry}/exe"))
+            except OSError:
+                try:
+                    with open(f"/proc/{entry}/comm") as f:
+                        name = f.read().rstrip("\n")
+                except OSError:
+                    continue
+            out.append((int(entry), name))
+    return out
 
 
 def process_state(pid: int) -> Optional[str]:
@@ -75,23 +101,29 @@ def resolve_target(device, pid=None, name=None, argv=None) -> Target:
                 raise InputError(f"not executable: {program}")
             argv = [path] + list(argv[1:])
         return Target(argv=list(argv))
-    try:
-        processes = device.enumerate_processes()
-    except (frida.TransportError, frida.ServerNotRunningError) as e:  # a remote device is connected here
-        raise InputError(f"cannot use device {device.name}: {e}") from None
+    processes = local_processes() if device is None else _frida_processes(device)
     if pid is not None:
         if is_local(device) and process_state(pid) == "Z":
             raise InputError(f"pid {pid} is a zombie: it has exited and waits for its parent to reap it; "
                              "nothing runs there to trace")
-        listed = any(p.pid == pid for p in processes)
+        listed = any(p == pid for p, _ in processes)
         # Processes of other users may be missing from the list: attaching says why.
         if not listed and not (is_local(device) and os.path.exists(f"/proc/{int(pid)}")):
             raise InputError(f"no such process: pid {pid}")
         return Target(pid=int(pid))
-    matches = [p for p in processes if p.name == name]
+    matches = sorted(p for p, n in processes if n == name)
     if not matches:
         raise InputError(f"no process named {name!r}")
     if len(matches) > 1:
-        pids = ", ".join(str(p.pid) for p in sorted(matches, key=lambda p: p.pid))
+        pids = ", ".join(map(str, matches))
         raise InputError(f"{len(matches)} processes are named {name!r} (pids {pids}); choose one with -p")
-    return Target(pid=matches[0].pid)
+    return Target(pid=matches[0])
+
+
+def _frida_processes(device) -> list:
+    """``(pid, name)`` of a Frida device's processes; one line if the device cannot be used."""
+    import frida
+    try:
+        return [(p.pid, p.name) for p in device.enumerate_processes()]
+    except (frida.TransportError, frida.ServerNotRunningError) as e:  # a remote device is connected here
+        raise InputError(f"cannot use device {device.name}: {e}") from None

@@ -11,33 +11,32 @@ from __future__ import annotations
 
 from typing import Callable, List, Optional, Tuple
 
-import capstone
-
 WINDOW = 96  # bytes read before the branch
-BRANCH_GROUPS = (capstone.CS_GRP_JUMP, capstone.CS_GRP_CALL, capstone.CS_GRP_RET, capstone.CS_GRP_INT)
-
-_ARCH = {
-    "x64": (capstone.CS_ARCH_X86, capstone.CS_MODE_64),
-    "ia32": (capstone.CS_ARCH_X86, capstone.CS_MODE_32),
-}
+_ARCHES = ("x64", "ia32")
 
 Instruction = Tuple[int, str]  # address, "mnemonic operands"
 
 
-def _disassembler(arch: str) -> Optional[capstone.Cs]:
-    if arch not in _ARCH:
+def _disassembler(arch: str):
+    """A capstone disassembler with details, None for an architecture it is not set up for.
+    capstone is imported here, on the first block named, not when a run starts."""
+    if arch not in _ARCHES:
         return None
-    md = capstone.Cs(*_ARCH[arch])
+    import capstone
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64 if arch == "x64" else capstone.CS_MODE_32)
     md.detail = True
     return md
 
 
 def _transfers(insn) -> bool:
-    return any(insn.group(g) for g in BRANCH_GROUPS)
+    import capstone
+    return any(insn.group(g) for g in (capstone.CS_GRP_JUMP, capstone.CS_GRP_CALL, capstone.CS_GRP_RET,
+                                       capstone.CS_GRP_INT))
 
 
 def _direct_target(insn) -> Optional[int]:
     """The target of a direct jump, None for anything else."""
+    import capstone
     if not insn.group(capstone.CS_GRP_JUMP) or not insn.operands:
         return None
     op = insn.operands[0]

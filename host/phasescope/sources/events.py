@@ -39,6 +39,13 @@ class ThreadExited:
 
 
 @dataclass
+class ChildEnded:
+    """A followed child process (sampled mode) ended; its windows have all come before."""
+
+    pid: int
+
+
+@dataclass
 class Forked:
     """The target forked a child process (which is not traced)."""
 

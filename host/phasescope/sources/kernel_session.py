@@ -27,7 +27,7 @@ from phasescope.engine.interval import Interval
 from phasescope.errors import PhasescopeError
 from phasescope.sources.device import Target, process_state
 from phasescope.sources.elf_symbols import ElfSymbols
-from phasescope.sources.events import Ended, IntervalEvent, Output, ThreadExited, ThreadStarted
+from phasescope.sources.events import ChildEnded, Ended, IntervalEvent, Output, ThreadExited, ThreadStarted
 from phasescope.sources.modules import ModuleMap
 from phasescope.sources.sampler import (DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler, SampledSource,
                                         check_sampling)
@@ -224,6 +224,8 @@ class KernelSession(SampledSource):
             yield ThreadExited(tid)
         for w in windows:
             yield IntervalEvent(w)
+        for pid in self.sampler.take_ended_children():
+            yield ChildEnded(pid)
 
 
 def _exit_status(pid: int) -> Optional[int]:

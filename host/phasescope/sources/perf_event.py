@@ -224,9 +224,10 @@ def refusal(e: OSError, pid: int, kernel: bool = False) -> str:
         level = paranoid_level()
         need = 1 if kernel else 2
         if level is not None and level > need:
-            fix = f"run as root or set /proc/sys/kernel/perf_event_paranoid to {need} or lower"
+            fix = f"run as root, grant CAP_PERFMON, or set /proc/sys/kernel/perf_event_paranoid to {need} or lower"
         else:
-            fix = "run as root or as the user who owns the process (ptrace access to it is required)"
+            fix = ("run as root, grant CAP_PERFMON, or run as the user who owns the process (ptrace access to "
+                   "it is required)")
         return (f"cannot sample process {pid}: perf_event_open denied ({e.strerror}, perf_event_paranoid "
                 f"is {level}); {fix}, or use --mode exact")
     if e.errno == errno.ESRCH:

@@ -12,6 +12,8 @@ from phasescope.sources.device import Target
 from phasescope.sources.events import Dropped, Ended
 from phasescope.sources.modules import ModuleMap
 
+QUERY_TIMEOUT = 5.0  # seconds a session's symbolize / read_code may take
+
 
 class Session(Protocol):
     mode: str  # "exact" or "sampled"
@@ -45,6 +47,9 @@ class Session(Protocol):
         """Terminate the target (gone already is no error)."""
 
     def burst(self, tid: int) -> bool: ...
+
+    def request_window(self, tid: int) -> bool:
+        """--locality: a locality window on thread ``tid`` at its next interval (False: none here)."""
 
     def describe_mode(self) -> str: ...
 

@@ -14,22 +14,14 @@ from __future__ import annotations
 
 from typing import Dict, Iterator, List, Optional
 
-from phasescope.errors import InputError
 from phasescope.engine.interval import Interval
-from phasescope.sources.device import Target, is_local
+from phasescope.sources.device import Target, require_local
 from phasescope.sources.events import BurstEvent, Ended, IntervalEvent, ThreadStarted
 from phasescope.sources.sampler import (DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler, SampledSource,
                                         check_sampling)
 from phasescope.sources.session import TraceSession
 
 POLL = 0.02  # seconds between reads of the sample rings while the agent is quiet
-
-
-def require_local(device) -> None:
-    """InputError unless ``device`` is this machine (the kernel samples its own processes only)."""
-    if not is_local(device):
-        raise InputError(f"--mode sampled needs the local device: the kernel samples processes of this machine "
-                         f"only, and {device.name} is remote; use --mode exact")
 
 
 class SampledSession(SampledSource):

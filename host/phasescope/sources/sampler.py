@@ -107,6 +107,10 @@ class SampledSource:
     def describe_mode(self) -> str:
         return f"sampled {self.rate_hz} Hz"
 
+    def request_window(self, tid: int) -> bool:
+        """Locality windows are exact mode's (--locality): never here."""
+        return False
+
     def sampled_info(self) -> dict:
         """The sampling part of what the summary records of how the program was seen."""
         s = self.sampler
@@ -197,6 +201,7 @@ class Sampler:
         self.children = children
         #: followed child processes (``children``): pid -> [comm, module map, pages looked up]
         self._kids: Dict[int, list] = {}
+        self._ended_kids: List[int] = []
         self._own_modules = modules is None
         self._looked_up: Set[int] = set()  # code pages already looked for in /proc/PID/maps
         self.samples = self.lost = self.duplicates = self.foreign = self.kernel_samples = 0
@@ -494,12 +499,21 @@ class Sampler:
 
     # -- thread lifetimes and teardown ----------------------------------------------------
     def _retire(self, th: _Thread) -> None:
-        """Close the events of exited threads nothing inherits from any more."""
+        """Close the events of exited threads nothing inherits from any more; a followed child
+        whose threads have all exited has ended (:meth:`take_ended_children`)."""
         if th.owner != th.tid and th.owner in self._t:
             owner = self._t[th.owner]
             owner.heirs -= 1
             self._maybe_close(owner)
         self._maybe_close(th)
+        if th.pid in self._kids and not any(t.pid == th.pid and not t.exited for t in self._t.values()):
+            del self._kids[th.pid]
+            self._ended_kids.append(th.pid)
+
+    def take_ended_children(self) -> List[int]:
+        """Followed children that ended since the last call (their windows have all been returned)."""
+        ended, self._ended_kids = self._ended_kids, []
+        return ended
 
     def _maybe_close(self, th: _Thread) -> None:
         if not (th.exited and th.heirs <= 0 and th.own_fds):

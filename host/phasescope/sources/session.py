@@ -115,6 +115,12 @@ class TraceSession:
         self.interval = int(interval)
         self.stdio = stdio
         self.bare = bare
+        if locality:
+            # A window ships as one record, which must fit an output buffer beside what other threads
+            # wrote there: a 2M-access window (16 MiB) never fitted the 16 MiB default and was dropped.
+            record = wire.LOC_HEADER.itemsize + 8 * int(locality.get("window", 65536))
+            buffer_bytes = max(buffer_bytes, 2 * record)
+            window = max(window, 2 * record)
         self._options = agent_options(interval=self.interval, slots=slots, buffer_bytes=buffer_bytes, window=window,
                                       bare=bare, watch=watch, trust_threshold=trust_threshold, portable=portable,
                                       locality=locality, counter_source=counter_source)
@@ -361,6 +367,18 @@ class TraceSession:
         try:
             return bool(self._query(script.exports_sync.burst, tid))
         except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException, TimeoutError):
+            return False
+
+    def request_window(self, tid: int) -> bool:
+        """--locality: have thread ``tid`` open a locality window at its next interval (a phase the host
+        saw with none yet; the agent opens them on a schedule and when new code runs). Never waits."""
+        script = self._script
+        if script is None or not self._options["locality"]:
+            return False
+        try:
+            script.post({"type": "window", "tid": int(tid)})
+            return True
+        except (frida.InvalidOperationError, frida.TransportError):
             return False
 
     def read_code(self, address: int, size: int) -> Optional[bytes]:

@@ -1,4 +1,5 @@
-"""Figures of a recorded run (``phasescope plot LOG -o FILE.png``), drawn with matplotlib.
+"""Figures of a recorded run (``phasescope plot LOG -o FILE.png``) and of a locality model
+(``phasescope locality-model DB --plot FILE.png``: :func:`plot_locality_model`), drawn with matplotlib.
 
 Four panels: the phase barcode over time, one row per thread; each phase's share of execution;
 per-phase metrics against the whole run (the paper's Figure 7: coefficient of variation of ns per
@@ -190,3 +191,58 @@ def plot_log(path: str, out: str, config: EngineConfig, title: Optional[str] = N
     finally:
         plt.close(fig)
     return {"intervals": len(records), "phases": len(ranked), "threads": len(threads)}
+
+
+def plot_locality_model(phases, out: str, predict: Optional[int] = None, title: Optional[str] = None) -> None:
+    """Seed 004's picture as heat maps: each phase's predicted miss rate against input size (y) and
+    cache size (x), one panel per phase; the measured runs' input sizes are marked (white lines and
+    dots where the run measured the cache size), and ``predict`` (dashed). ``phases``: [(report, model)]
+    as ``phasescope locality-model`` makes them."""
+    check_output(out)
+    import matplotlib.pyplot as plt
+    from phasescope.engine.locality import CACHE_BYTES
+    from phasescope.engine.locality_model import measured_curve
+
+    caches = np.array(CACHE_BYTES, np.float64)
+    n = max(1, len(phases))
+    fig, axes = plt.subplots(1, n, figsize=(5.2 * n, 4.6), squeeze=False, constrained_layout=True)
+    for ax, (report, model) in zip(axes[0], phases):
+        sizes = [r["input_size"] for r in report["runs"]]
+        lo, hi = min(sizes) / 4, max(max(sizes) * 256, (predict or 0) * 2)
+        ys = 2.0 ** (np.arange(np.floor(np.log2(lo) * 4), np.ceil(np.log2(hi) * 4) + 1) / 4)
+        grid = np.array([model.miss_rates(y, caches) for y in ys])
+        im = ax.pcolormesh(np.log2(caches), np.log2(ys), grid, vmin=0, vmax=1, cmap="magma", shading="nearest")
+        for run in model.runs:
+            y = np.log2(run.input_size)
+            ax.axhline(y, color="white", lw=0.8)
+            measured = measured_curve(run, caches)
+            xs = [np.log2(c) for c, m in zip(caches, measured) if m is not None]
+            ax.scatter(xs, [y] * len(xs), s=10, color="white", zorder=3)
+        if predict is not None:
+            ax.axhline(np.log2(predict), color="cyan", lw=1, ls="--")
+        xt = np.log2(caches)[::2]
+        ax.set_xticks(xt)
+        ax.set_xticklabels([_short(2 ** x) for x in xt], rotation=45, fontsize=7)
+        yt = np.arange(np.ceil(np.log2(lo)), np.floor(np.log2(hi)) + 1, 2)
+        ax.set_yticks(yt)
+        ax.set_yticklabels([_short(2 ** y) for y in yt], fontsize=7)
+        ax.set_xlabel("cache size (fully associative LRU, 64-byte blocks)")
+        ax.set_ylabel("input size")
+        sym = next((b["symbol"] for b in report["top_code"] if b.get("symbol")), None)
+        ax.set_title(f"P{report['phase']}" + (f" {sym}" if sym else ""), fontsize=9)
+    fig.colorbar(im, ax=axes[0].tolist(), label="predicted miss rate")
+    fig.suptitle(title or "predicted miss rate by input size and cache size (white: measured runs)")
+    try:
+        fig.savefig(out, dpi=110)
+    except OSError as e:
+        raise InputError(f"{out}: cannot write: {e.strerror}") from None
+    finally:
+        plt.close(fig)
+
+
+def _short(n: float) -> str:
+    """4096 -> 4K, 1048576 -> 1M, 2^30 -> 1G."""
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.0f}{unit}"
+    return f"{n:.0f}"

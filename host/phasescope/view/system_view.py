@@ -16,8 +16,9 @@ from phasescope.view.dashboard import phase_label
 #: columns in the order they are dropped when the terminal is narrow (last dropped first)
 _COLUMNS = [("pid", "right"), ("command", "left"), ("cpu", "right"), ("phase", "left"), ("next", "left"),
             ("conf", "right"), ("run", "right"), ("phases", "right"), ("thr", "right"), ("changes", "right")]
-_MIN_WIDTH = {"pid": 7, "command": 8, "cpu": 5, "phase": 5, "next": 5, "conf": 5, "run": 5, "phases": 6,
-              "thr": 4, "changes": 7}
+#: each column's width in characters: pids up to 7 digits, shares up to 100%, counts up to 7 digits
+_WIDTH = {"pid": 7, "command": 15, "cpu": 4, "phase": 5, "next": 5, "conf": 4, "run": 7, "phases": 6,
+          "thr": 4, "changes": 7}
 
 
 def _cells(row: dict, recent_s: float) -> dict:
@@ -32,10 +33,10 @@ def _cells(row: dict, recent_s: float) -> dict:
 
 def _columns_for(width: int) -> List[str]:
     """The columns that fit ``width`` (borders and padding included), most important first."""
-    names, used = [], 4
+    names, used = [], 1
     for name, _ in _COLUMNS:
-        need = _MIN_WIDTH[name] + 3
-        if used + need > width and len(names) >= 4:
+        need = _WIDTH[name] + 3  # the cell's padding and its right border
+        if used + need > width:
             break
         names.append(name)
         used += need
@@ -46,10 +47,10 @@ def process_table(rows: List[dict], width: int, recent_s: float, title: Optional
     """The busiest processes as a table that fits ``width`` (columns dropped, never cut)."""
     names = _columns_for(width)
     justify = dict(_COLUMNS)
-    t = Table(title=title, expand=False, pad_edge=False, header_style="bold")
+    t = Table(title=title, expand=False, header_style="bold")
     for name in names:
-        t.add_column(name, justify=justify[name], no_wrap=True, overflow="ellipsis" if name == "command" else "fold",
-                     min_width=_MIN_WIDTH[name] if name != "command" else None)
+        t.add_column(name, justify=justify[name], no_wrap=True, width=_WIDTH[name],
+                     overflow="ellipsis" if name == "command" else "fold")
     for row in rows:
         cells = _cells(row, recent_s)
         t.add_row(*[cells[n] for n in names])
@@ -65,16 +66,18 @@ def render(run, width: int, height: int):
                          f"{h['processes']} followed ({h['seen']} seen)  {h['cpus']} CPUs at {h['rate_hz']} Hz  ",
                          f"samples {h['samples']}  ", (f"lost {h['lost']}", "bold red" if h["lost"] else "dim"),
                          (f"  {h['elapsed']:.0f}s", "dim"))
-    rows = run.busiest(max(1, height - 7))
+    head_lines = len(head.wrap(Console(width=width), width))
+    rows = run.busiest(max(1, height - head_lines - 6))  # panel 2 lines, table header 3, its bottom 1
     if height < 8 or width < 40:
         return Text(f"terminal too small ({width}x{height}): phasescope -a needs 40x8", style="bold yellow")
-    table = process_table(rows, width - 4, h["recent_s"])
+    table = process_table(rows, width - 4, h["recent_s"])  # inside the panel's border and padding
     return Group(head, Panel(table, title=f"busiest processes (CPU over the last {h['recent_s']:g} s)", expand=True))
 
 
 def print_system_report(summary: dict, top: int = 20, file: Optional[TextIO] = None) -> None:
     """The end-of-run report: the busiest processes and the ended ones, with their main phases."""
     console = Console(file=file, highlight=False)
+    shown = 4 if console.width >= 100 else 2  # main phases per process: a row stays one line
     procs = sorted(summary["processes"], key=lambda p: -p["cpu_s"])[:top]
     s = summary["session"]
     console.print(f"phasescope -a: {s['processes_seen']} processes followed ({s['filter']}), {s['samples']} samples "
@@ -84,9 +87,10 @@ def print_system_report(summary: dict, top: int = 20, file: Optional[TextIO] = N
     t = Table(title="busiest processes", header_style="bold", pad_edge=False)
     for name, justify in (("pid", "right"), ("command", "left"), ("cpu s", "right"), ("phases", "right"),
                           ("main phases (share)", "left"), ("end", "left")):
-        t.add_column(name, justify=justify, overflow="fold")
+        t.add_column(name, justify=justify, overflow="ellipsis" if name == "command" else "fold",
+                     no_wrap=name == "command")
     for p in procs:
-        main = " ".join(f"P{ph['phase']} {100 * (ph['share'] or 0):.0f}%" for ph in p["phases"][:4])
+        main = " ".join(f"P{ph['phase']} {100 * (ph['share'] or 0):.0f}%" for ph in p["phases"][:shown])
         t.add_row(str(p["pid"]), p["comm"] or "?", f"{p['cpu_s']:.2f}", str(p["phases_seen"]), main,
                   p["ended"] or "running")
     console.print(t)

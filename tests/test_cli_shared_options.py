@@ -1,0 +1,36 @@
+"""Options several subcommands take mean the same in each: one definition, one check."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_cli
+from phasescope.commands.bench import BenchCommand
+from phasescope.commands.monitor import MonitorCommand
+from phasescope.commands.replay import ReplayCommand
+
+SOURCE = ("--mode", "--rate", "--window", "--bursts", "--interval")
+OUTPUTS = ("--log", "--summary", "--events", "--events-allow-remote", "--events-queue", "--metrics",
+           "--metrics-allow-remote", "--phase-db")
+
+
+def actions(command) -> dict:
+    return {o: a for a in command.parser()._actions for o in a.option_strings}
+
+
+def described(action) -> tuple:
+    return (action.option_strings, action.dest, action.default, action.choices, action.type, action.help)
+
+
+@pytest.mark.parametrize("other, options", [(BenchCommand("bench"), SOURCE), (ReplayCommand("replay"), OUTPUTS)])
+def test_shared_options_are_declared_once(other, options):
+    live, theirs = actions(MonitorCommand("phasescope")), actions(other)
+    for option in options:
+        assert described(theirs[option]) == described(live[option]), option
+
+
+@pytest.mark.parametrize("argv", [["bench", "--bursts", "--", "/bin/true"], ["--bursts", "-f", "/bin/true"]])
+def test_bursts_outside_sampled_mode_is_refused_alike(argv):
+    r = run_cli(*argv)
+    assert r.returncode == 2
+    assert r.stderr.strip().endswith("--bursts needs --mode sampled (exact mode follows every interval already)"), r.stderr
