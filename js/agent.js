@@ -284,7 +284,7 @@ function drain(force) {
   while (retired.length > 0 && now - retired[0][0] > 5000)
     retired.shift();
   if (config.locality)
-    api.win_hold(uint64(unacked > config.window / 4 ? 1 : 0));
+    api.win_hold(uint64(unacked > config.window / 2 ? 1 : 0));
   if (!force && unacked > config.window)
     return; // host is behind: data stays here, and the C side counts what it cannot keep
   const buf = api.drain(globals.lenOut);
