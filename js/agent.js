@@ -40,6 +40,11 @@ const BURST_MAX_MS = 2000; // a burst whose thread ran too little for a whole in
 const RELEASE_BLOCKS = 4; // hottest blocks after which a leaving thread's code is invalidated, per drain
 const LEFT_TICKS = 2; // clock ticks of user time with no block counted: the thread runs natively
 const retired = []; // [time, region]: kept until the exited thread can no longer touch them
+// Regions of the threads closed because the process ends (exit, exec, crash): never freed. Those
+// threads run on in Stalker's code after the host's final-ack, which may come more than the 5 s
+// a retired region is kept: a slow host once let the exiting thread count into a freed region
+// (SIGSEGV in exit(), its buffered output lost).
+const ending = [];
 const started = []; // thread ids followed / closed since the last data message
 const exited = [];
 const forked = []; // pids of children forked since the last data message (not traced)
@@ -181,7 +186,7 @@ function invalidateAfter(tid, out, n) {
   }
 }
 
-function close(tid, unfollow) {
+function close(tid, unfollow, forever = false) {
   const region = threads.get(tid);
   if (region === undefined)
     return;
@@ -190,7 +195,10 @@ function close(tid, unfollow) {
     Stalker.unfollow(tid);
   if (region !== null) {
     api.thread_close(region);
-    retired.push([Date.now(), region]);
+    if (forever)
+      ending.push(region);
+    else
+      retired.push([Date.now(), region]);
   }
   exited.push(tid);
   gcUntil = Date.now() + 2000;
@@ -335,7 +343,7 @@ function finish(message) {
     return;
   finished = true;
   for (const tid of Array.from(threads.keys()))
-    close(tid, false);
+    close(tid, false, true);
   flushToHost(message);
 }
 

@@ -119,3 +119,27 @@ def test_target_killed(build, tmp_path, how):
     s = json.loads(summary.read_text())
     assert s["end"]["how"] == "killed"
     check_log(read_records(log), s)
+
+
+def test_a_slow_final_ack_leaves_the_exiting_thread_its_counters(build):
+    """The exiting thread waits in the agent's exit hook for the host's final-ack, then runs exit()
+    (stdio flush, atexit) still in Stalker's code, counting into its region. A host slower than the
+    5 s an exited thread's region is otherwise kept once let that region be freed first: SIGSEGV in
+    exit(), the target's buffered output lost, yet "exited with code 0" reported."""
+    import time
+    from agent_support import collect
+    from phasescope.sources.device import resolve_device, resolve_target
+    from phasescope.sources.session import TraceSession
+    exe = build("locality_phases.c", "-O2")
+    native = subprocess.run([exe, "1", "200000"], capture_output=True, check=True).stdout
+    device = resolve_device()
+    session = TraceSession(device, resolve_target(device, argv=[exe, "1", "200000"]), interval=1_000_000,
+                           stdio="pipe")
+    session.start()
+    session.before_final_ack = lambda: time.sleep(6.5)  # past the 5 s a retired region is kept
+    trace = collect(session, timeout=60)
+    assert trace.ended is not None and trace.ended.how == "exited" and trace.ended.code == 0
+    assert trace.output.get(1, b"") == native
+    assert wait_for(lambda: session.pid is None or not os.path.exists(f"/proc/{session.pid}") or
+                    open(f"/proc/{session.pid}/stat").read().split(") ")[1][0] == "Z", 10,
+                    "the target did not finish exiting")
