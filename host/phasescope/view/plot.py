@@ -184,12 +184,7 @@ def plot_log(path: str, out: str, config: EngineConfig, title: Optional[str] = N
         ax.set_xlabel(f"interval (replayed; {len(fp)} of {len(records)} shown)" if len(fp) < len(records)
                       else "interval (replayed)")
     ax.set_title(f"footprints of intervals (Fig. 3), {fp.shape[1] if len(fp) else config.tracker.buckets} buckets")
-    try:
-        fig.savefig(out, dpi=110)
-    except OSError as e:
-        raise InputError(f"{out}: cannot write: {e.strerror}") from None
-    finally:
-        plt.close(fig)
+    _save(fig, out)
     return {"intervals": len(records), "phases": len(ranked), "threads": len(threads)}
 
 
@@ -232,6 +227,12 @@ def plot_locality_model(phases, out: str, predict: Optional[int] = None, title: 
         ax.set_title(f"P{report['phase']}" + (f" {sym}" if sym else ""), fontsize=9)
     fig.colorbar(im, ax=axes[0].tolist(), label="predicted miss rate")
     fig.suptitle(title or "predicted miss rate by input size and cache size (white: measured runs)")
+    _save(fig, out)
+
+
+def _save(fig, out: str) -> None:
+    """Write the figure and close it; an unwritable path is one line (InputError)."""
+    import matplotlib.pyplot as plt
     try:
         fig.savefig(out, dpi=110)
     except OSError as e:
