@@ -18,6 +18,7 @@ from phasescope.errors import EXIT_OK
 from phasescope.pipeline.processes import MAX_PROCESSES, RECENT_S, ProcessEngines
 from phasescope.sinks.base import Sink, Sinks
 from phasescope.sources.system_sampler import SystemSampler
+from phasescope.view.snapshot import transition
 
 CHECKPOINT_EVERY = 5.0
 
@@ -73,10 +74,7 @@ class SystemRun:
                 f"{h['samples']} samples, {h['lost']} lost; busiest: {top or '-'}")
 
     def change_line(self, r, iv) -> str:
-        before = "start" if r.previous_phase is None else f"P{r.previous_phase}"
-        new = " (new)" if r.new_phase else ""
-        return (f"{iv.comm}[{iv.pid}] thread {r.thread}: {before} -> P{r.phase}{new}, "
-                f"predicted next P{r.prediction}")
+        return f"{iv.comm}[{iv.pid}] thread {r.thread}: {transition(r)}, predicted next P{r.prediction}"
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, stop, view) -> int:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from phasescope.errors import InputError
+from phasescope.sources.procfs import process_comm, process_exe
 
 
 @dataclass(frozen=True)
@@ -63,17 +64,11 @@ def local_processes() -> list:
     """``(pid, name)`` of this machine's processes from /proc; the name is the executable's
     basename (Frida's local process name), else the command name."""
     out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                name = os.path.basename(os.readlink(f"/proc/{entry}/exe"))
-            except OSError:
-                try:
-                    with open(f"/proc/{entry}/comm") as f:
-                        name = f.read().rstrip("\n")
-                except OSError:
-                    continue
-            out.append((int(entry), name))
+    for pid in (int(entry) for entry in os.listdir("/proc") if entry.isdigit()):
+        exe = process_exe(pid)
+        name = os.path.basename(exe) if exe else process_comm(pid)
+        if name:
+            out.append((pid, name))
     return out
 
 

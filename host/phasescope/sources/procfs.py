@@ -25,6 +25,14 @@ def main_thread_cpu(pid: int) -> Optional[float]:
         return None
 
 
+def process_exe(pid: int) -> Optional[str]:
+    """The path of ``pid``'s executable, None when unreadable (gone, or a kernel thread)."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return None
+
+
 def process_comm(pid: int) -> str:
     """The command name of ``pid`` (``/proc/PID/comm``), "" when gone."""
     try:

@@ -31,7 +31,7 @@ from phasescope.sources.perf_event import (LOST_RECORD, PERF_RECORD_COMM, PERF_R
                                           PERF_RECORD_LOST, PERF_RECORD_MISC_COMM_EXEC, PERF_RECORD_SAMPLE,
                                           SAMPLE_RECORD, TASK_RECORD, Ring, comm_record, online_cpus, paranoid_level,
                                           perf_event_open, records)
-from phasescope.sources.procfs import module_map_from_proc, process_comm
+from phasescope.sources.procfs import module_map_from_proc, process_comm, process_exe
 from phasescope.sources.sampler import (DEFAULT_PERIOD_NS, DEFAULT_RING_PAGES, DEFAULT_WINDOW_SAMPLES, Sampler,
                                         _Thread, refreshed_modules, stable_keys)
 
@@ -72,14 +72,6 @@ def cgroups_of(pid: int) -> List[str]:
             return [line.rstrip("\n").split(":", 2)[2] for line in f if line.count(":") >= 2]
     except OSError:
         return []
-
-
-def process_exe(pid: int) -> Optional[str]:
-    """The path of ``pid``'s executable, None when unreadable (gone, or a kernel thread)."""
-    try:
-        return os.readlink(f"/proc/{pid}/exe")
-    except OSError:
-        return None
 
 
 @dataclass
@@ -161,11 +153,14 @@ class SystemSampler(Sampler):
         proc = self.processes.get(pid)
         if proc is None:
             comm = comm or process_comm(pid)
-            followed = pid != self._me and self.filter.accepts(pid, comm)
+            followed = self._follows(pid, comm)
             proc = self.processes[pid] = ProcessInfo(pid, comm, process_exe(pid) if followed else None, followed)
             if followed:
                 self._read_maps(proc)
         return proc
+
+    def _follows(self, pid: int, comm: str) -> bool:
+        return pid != self._me and self.filter.accepts(pid, comm)
 
     def _read_maps(self, proc: ProcessInfo) -> None:
         """Read the modules now: a short-lived process may be gone when its first window is cut."""
@@ -179,7 +174,7 @@ class SystemSampler(Sampler):
         proc = self._process(pid, comm)
         proc.comm = comm
         proc.exe = process_exe(pid)
-        proc.followed = pid != self._me and self.filter.accepts(pid, comm)
+        proc.followed = self._follows(pid, comm)
         if proc.followed:
             self._read_maps(proc)
 

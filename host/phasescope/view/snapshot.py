@@ -92,6 +92,12 @@ def short_name(name: str) -> str:
     return module.split(".so")[0] + sep + rest
 
 
+def transition(r: IntervalResult) -> str:
+    """``P0 -> P1``, ``start -> P0 (new)``: a thread's move as the plain output says it."""
+    before = "start" if r.previous_phase is None else f"P{r.previous_phase}"
+    return f"{before} -> P{r.phase}" + (" (new)" if r.new_phase else "")
+
+
 class LiveState:
     """Observes a :class:`PhaseEngine` and keeps what the dashboard and the plain output need."""
 
@@ -180,8 +186,5 @@ class LiveState:
 
     def change_line(self, r: IntervalResult, iv: Optional[Interval] = None) -> str:
         """The plain-output line for a phase change or a new phase."""
-        before = "start" if r.previous_phase is None else f"P{r.previous_phase}"
-        new = " (new)" if r.new_phase else ""
         dist = "" if r.distance is None else f" distance {r.distance:.3f}"
-        return (f"#{r.seq} thread {r.thread}: {before} -> P{r.phase}{new}{dist}, "
-                f"predicted next P{r.prediction}")
+        return f"#{r.seq} thread {r.thread}: {transition(r)}{dist}, predicted next P{r.prediction}"
