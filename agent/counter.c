@@ -46,6 +46,7 @@
 #define PS_GRANT_MIN 64            /* least grant of a slot */
 #define PS_HASH_SIZE 4096          /* PC -> slot chains per thread: one slot per branch PC */
 #define PS_COLD_PER_BLOCK 30       /* cold bytes per block: its trampoline (see ps_emit_counter) */
+#define PS_GUARD 32                /* no return into a block's first bytes (see ps_emit_counter) */
 #define PS_RECORDER_BYTES 96       /* cold bytes per memory slot: its recorder, 16-aligned */
 
 struct ps_timespec { gint64 tv_sec; gint64 tv_nsec; };
@@ -1089,15 +1090,79 @@ ps_put_trap_call (PsCode * c, GumAddress at, guint64 slot, GumAddress target)
   ps_put_u8 (c, 0x58);                                        /* pop rax */
 }
 
+/* Bytes from the start of a block's counter to its first return point (the trampoline's, after
+ * the jns; the inline forms return later). */
+static guint
+ps_counter_return (gboolean save_flags, gboolean far)
+{
+  return (save_flags ? 10 + (far ? 2 : 0) : 0) + (far ? 17 : 11) + 6;
+}
+
+/* Whether a flags-dead point follows `insn` in its block, before anything reads the flags or ends
+ * the block, at least `need` bytes on (decoded ahead of Stalker; relocated code keeps its sizes but
+ * for rip-relative operands out of reach, so ps_emit_counter still pads when it falls short). */
+static gboolean
+ps_later_dead (GumStalkerIterator * iterator, const cs_insn * insn, gint64 need)
+{
+  csh cs = gum_stalker_iterator_get_capstone (iterator);
+  const guint8 * code = GSIZE_TO_POINTER (insn->address + insn->size);
+  size_t size = 16 * 15;
+  guint64 address = insn->address + insn->size;
+  gint64 at = insn->size;
+  cs_insn * ci = cs_malloc (cs);
+  gboolean found = FALSE;
+  guint i;
+
+  for (i = 0; i != 16 && cs_disasm_iter (cs, &code, &size, &address, ci); i++)
+  {
+    int use = ps_flag_use (ci);
+    if (ps_ends_block (ci) || use == PS_FLAGS_READ)
+      break;
+    if (use == PS_FLAGS_KILL && at >= need)
+    {
+      found = TRUE;
+      break;
+    }
+    at += ci->size;
+  }
+  cs_free (ci, 1);
+  return found;
+}
+
+/* `n` bytes of NOPs, in instructions of at most 9 bytes. */
+static void
+ps_put_nops (PsCode * c, guint n)
+{
+  static const guint8 nops[9][9] = {
+    { 0x90 }, { 0x66, 0x90 }, { 0x0f, 0x1f, 0x00 }, { 0x0f, 0x1f, 0x40, 0x00 },
+    { 0x0f, 0x1f, 0x44, 0x00, 0x00 }, { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 },
+    { 0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00 }, { 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00 },
+    { 0x66, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00 },
+  };
+  while (n != 0)
+  {
+    guint k = n > 9 ? 9 : n;
+    ps_put (c, nops[k - 1], k);
+    n -= k;
+  }
+}
+
 /*
  * The counter of one block; returns where to patch its instruction count once the block's length
  * is known. The overdraft branch goes to a per-block trampoline in the thread's cold area (jns
  * rel32; not taken on the hot path) that calls the grant routine with the slot. Where the cold area
  * is full or out of reach, a call to the trap stub sits inline behind a js, with a stub placed in
  * the code itself when none is in reach.
+ *
+ * Nothing may return into the first PS_GUARD bytes of the block (from `block_pc`): invalidating a
+ * block for a thread (Stalker.invalidate: releasing a hot loop, a burst's thread leaving) overwrites
+ * them with a call to Stalker's invalidator (24 bytes in Frida 17.26) whenever the thread is not
+ * inside them, and a thread in the trampoline is not. Its return would land inside the new bytes
+ * (SIGSEGV/SIGILL). The transform places the counter past the guard when a later flags-dead point
+ * allows; otherwise a NOP pads it here.
  */
 static guint8 *
-ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_flags)
+ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_flags, GumAddress block_pc)
 {
   static const guint8 flags_save[] = { 0x50, 0x9f, 0x0f, 0x90, 0xc0 };   /* push rax; lahf; seto al */
   static const guint8 flags_restore[] = { 0x04, 0x7f, 0x9e, 0x58 };      /* add al, 0x7f; sahf; pop rax */
@@ -1112,6 +1177,13 @@ ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_fla
   far = !ps_near (pc, GPOINTER_TO_SIZE (counter));
   if (far)
     save_flags = TRUE;
+  c.n = 0;
+  if (pc + ps_counter_return (save_flags, far) < block_pc + PS_GUARD)
+  {
+    ps_put_nops (&c, (guint) (block_pc + PS_GUARD - (pc + ps_counter_return (save_flags, far))));
+    gum_x86_writer_put_bytes (w, c.b, c.n);
+    pc = w->pc;
+  }
   cold_ok = t->trap != NULL && t->cold_cur + 64 <= t->cold_end && ps_near (pc, GPOINTER_TO_SIZE (t->cold_cur)) &&
       ps_near (pc, GPOINTER_TO_SIZE (t->cold_end));
 
@@ -1177,7 +1249,7 @@ ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_fla
     {
       /* Cold area full: retry with the inline form, which needs no cold code. */
       t->cold_end = t->cold_cur;
-      return ps_emit_counter (w, t, slot, save_flags);
+      return ps_emit_counter (w, t, slot, save_flags, block_pc);
     }
     *(guint32 *) (c.b + jns_at) = (guint32) (gint32) ((gint64) tramp - (gint64) back);
   }
@@ -1748,7 +1820,7 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   const cs_insn * insn;
   guint64 n = 0, slot, last_pc = 0;
   gboolean placed = FALSE, loop = FALSE;
-  GumAddress top = 0;
+  GumAddress top = 0, block_pc = w->pc;
   guint8 * loop_n = NULL, * count_imm = NULL;
   PsLoop lp;
 
@@ -1780,9 +1852,12 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
     {
       int use = ps_flag_use (insn);
       gboolean dead = use == PS_FLAGS_KILL || (use == PS_FLAGS_NONE && ps_is_call (insn));
-      if (dead || use == PS_FLAGS_READ || ps_ends_block (insn))
+      gint64 short_by = (gint64) (block_pc + PS_GUARD) - (gint64) (w->pc + ps_counter_return (FALSE, FALSE));
+      if (dead && short_by > 0 && !ps_ends_block (insn) && ps_later_dead (iterator, insn, short_by))
+        dead = FALSE;  /* a later flags-dead point needs no padding (see ps_emit_counter) */
+      else if (dead || use == PS_FLAGS_READ || ps_ends_block (insn))
       {
-        count_imm = ps_emit_counter (w, t, slot, !dead);
+        count_imm = ps_emit_counter (w, t, slot, !dead, block_pc);
         placed = TRUE;
       }
     }
