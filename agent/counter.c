@@ -1420,9 +1420,11 @@ ps_put_recorder (PsCode * c, PsThread * t, GumAddress at, GumAddress back, const
   ps_put_u8 (c, (guint8) (gint8) ((gint64) done - (gint64) (c->n + 1)));
 }
 
-/* A memory slot and its recorder before `insn`, if it has an explicit memory operand. */
+/* A memory slot and its recorder before `insn`, if it has an explicit memory operand. A slot in
+ * the block's first PS_GUARD bytes is padded past them, as a counter is (see ps_emit_counter): its
+ * recorder returns to the instruction after it. */
 static void
-ps_emit_mem_slot (GumX86Writer * w, PsThread * t, const cs_insn * insn)
+ps_emit_mem_slot (GumX86Writer * w, PsThread * t, const cs_insn * insn, GumAddress block_pc)
 {
   const cs_x86 * x = &insn->detail->x86;
   const cs_x86_op * op = NULL;
@@ -1452,12 +1454,19 @@ ps_emit_mem_slot (GumX86Writer * w, PsThread * t, const cs_insn * insn)
   if (t->rec_cur + sizeof (c.b) > t->rec_end || !ps_near (pc, rec) || !ps_near (pc, rec + sizeof (c.b)) ||
       !ps_near (rec, GPOINTER_TO_SIZE (t->stub)) || !ps_near (rec, GPOINTER_TO_SIZE (t)))
     return;
+  if (pc + 5 < block_pc + PS_GUARD)
+  {
+    c.n = 0;
+    ps_put_nops (&c, (guint) (block_pc + PS_GUARD - (pc + 5)));
+    gum_x86_writer_put_bytes (w, c.b, c.n);
+    pc = w->pc;
+  }
   c.n = 0;
   ps_put_recorder (&c, t, rec, pc + 5, insn, op, skip);
   for (i = 0; i != c.n; i++)
     t->rec_cur[i] = c.b[i];
   t->rec_cur += (c.n + 15) & ~15u;
-  t->mslot[t->n_mslots] = w->code;
+  t->mslot[t->n_mslots] = GSIZE_TO_POINTER (pc);  /* where it runs (w->code: a recompile's scratch) */
   t->mrel[t->n_mslots] = (guint32) (gint32) ((gint64) rec - (gint64) (pc + 5));
   if (t->win_open)
   {
@@ -1788,7 +1797,7 @@ ps_emit_loop_exit (GumX86Writer * w, PsThread * t, const PsLoop * lp, const cs_i
     ps_put_u8 (&c, 0x0f); ps_put_u8 (&c, (guint8) (0x80 | cc));
     ps_put_rel32 (&c, w->pc + c.n + 4, top);
     PsLoopLink * link = (PsLoopLink *) t->loops;
-    link->site = w->code + 2;                  /* the rel32 a release zeroes */
+    link->site = GSIZE_TO_POINTER (w->pc + 2);  /* the rel32 a release zeroes (where it runs) */
     link->rel = (gint32) ((gint64) top - (gint64) (w->pc + 6));
   }
   ps_put (&c, flags_save, sizeof (flags_save));
@@ -1862,7 +1871,7 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
       }
     }
     if (t->win_size != 0)
-      ps_emit_mem_slot (w, t, insn);
+      ps_emit_mem_slot (w, t, insn, block_pc);
     n++;
     last_pc = insn->address;
     gum_stalker_iterator_keep (iterator);
