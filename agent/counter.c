@@ -2,36 +2,33 @@
  * phasescope hot path, compiled inside the target by Frida's CModule (TinyCC).
  *
  * Stalker calls `transform` once per basic block and per thread (each followed thread has its own
- * code cache; `user_data` is that thread's PsThread). For every block we emit one memory update, at
- * one point where the status flags are dead:
+ * code cache; `user_data` is that thread's PsThread). For every block we emit, at one point where
+ * the status flags are dead:
  *
- *     add  qword [rip + cnt[slot]], n           ; instructions of the block (patched once known)
- *     jns  trampoline                           ; rare: the slot's allowance ran out
+ *     add  qword [rip + counts[slot]], n        ; instructions of the block (patched once known)
+ *     sub  qword [rip + budget[slot % K]], n    ; split instruction budget of the thread
+ *     js   trampoline                           ; rare: one of the budgets ran out
  *
- * Each slot counts up from minus its allowance, a share of the thread's instruction budget granted
- * to it; what the thread has not granted yet is its reserve. The trampoline (the thread's cold
- * area: RWX memory the agent allocates next to the counters) passes the slot to a per-thread grant
- * routine that, in a few instructions, moves the overdraft and a further grant from the reserve
- * to the slot, or, when the reserve cannot cover them, calls the slow stub. The slow stub saves
- * every register, the flags and the FPU/SSE state, and calls `ps_trap`, which re-divides the budget
- * left among the slots in proportion to their recent use (a few times an interval) or, once it is
- * spent, cuts the interval: it harvests the slots into the output buffer as one record (see
- * host/phasescope/sources/wire.py). The budget left is always the reserve plus every slot's unused
- * allowance, so the block whose instructions spend it is the one whose slot overdraws: the
- * interval is cut at that very block, as with a per-block budget check, for one update per block
- * instead of two. Below PS_TAIL instructions left nothing is granted ahead: every block traps and
- * its grant routine subtracts exactly its own count.
+ * and, in the thread's cold area (RWX memory the agent allocates next to the counters):
  *
- * Where no flags-dead point exists before the block's end, the same code is wrapped in a flags save
- * (push rax; lahf; seto al ... add al, 0x7f; sahf; pop rax). Blocks ending at the same branch PC
+ *   trampoline:  lea rsp, [rsp - 128]           ; keep the red zone
+ *                call slow_stub
+ *                lea rsp, [rsp + 128]
+ *                jmp back
+ *
+ * Where no such point exists before the block's end, the same code is wrapped in a flags save
+ * (push rax; lahf; seto al ... add al, 0x7f; sahf; pop rax). The slow stub saves every register,
+ * the flags and the FPU/SSE state, and calls `ps_slow`, which rebalances the K budgets or, once
+ * their sum is spent, cuts the interval: it harvests the non-zero slots into the output buffer as
+ * one record (see host/phasescope/sources/wire.py) and zeroes them. Blocks ending at the same branch PC
  * count in slots of their own, the later ones aliases of the first (a per-thread PC -> slot chain
  * tells, once the block is complete), which the harvest adds together, so a record holds each
- * branch PC once. Nothing on the hot path enters JavaScript or takes a Stalker callout. Counters or
- * cold code out of rel32 reach (unusual address space layouts) get slower but equivalent forms
- * (absolute addressing, an inline stub call).
+ * branch PC once. Nothing on the hot path
+ * enters JavaScript or takes a Stalker callout. Counters or cold code out of rel32 reach (unusual
+ * address space layouts) get slower but equivalent forms (absolute addressing, inline stub call).
  *
  * Elsewhere than x86-64 (or on request), `transform_portable` counts with a C callout per block
- * instead: same allowances, slots and records, about 90x slower than native.
+ * instead: same budgets, slots and records, about 90x slower than native.
  *
  * Output: two buffers, filled by target threads under a spinlock and swapped by `ps_drain`,
  * which the JS agent calls from a timer. A full buffer drops the record and counts the drop.
@@ -41,12 +38,10 @@
 #include <gum/gumspinlock.h>
 #include <capstone.h>
 
-#define PS_TAIL 1024               /* below this many instructions left: nothing granted ahead */
-#define PS_GRANT_NEW 1024          /* grant of a slot first run in the interval */
-#define PS_GRANT_MIN 64            /* least grant of a slot */
+#define PS_K 8                     /* budgets per thread (power of two) */
+#define PS_TAIL (PS_K * 64)        /* below this many instructions left: exact, per-block checks */
 #define PS_HASH_SIZE 4096          /* PC -> slot chains per thread: one slot per branch PC */
-#define PS_COLD_PER_BLOCK 30       /* cold bytes per block: its trampoline (see ps_emit_counter) */
-#define PS_GUARD 32                /* no return into a block's first bytes (see ps_emit_counter) */
+#define PS_COLD_PER_BLOCK 26       /* cold bytes per block: its trampoline (see ps_emit_counter) */
 #define PS_RECORDER_BYTES 96       /* cold bytes per memory slot: its recorder, 16-aligned */
 
 struct ps_timespec { gint64 tv_sec; gint64 tv_nsec; };
@@ -68,16 +63,9 @@ typedef struct _PsGlobal PsGlobal;
 
 struct _PsThread
 {
-  gint64 reserve;            /* instructions of the interval not granted to any slot yet */
-  guint64 tail;              /* fewer than PS_TAIL left: slots get no allowance ahead */
-  guint64 shipped;           /* instructions of this interval shipped by a partial cut (exec) */
-  gint64 * cnt;              /* per slot (hot): instructions run minus instructions granted */
-  guint64 * granted;         /* per slot: instructions granted this interval (run = cnt + granted) */
-  gint64 * grant;            /* per slot: what its next grant adds to its allowance */
-  gint64 * mark;             /* per slot: run at the last re-division (the harvest's scratch) */
-  guint32 * active;          /* the slots granted anything this interval (or the one before) */
-  guint8 * listed;           /* per slot: in active[] */
-  guint64 n_active;
+  gint64 budget[PS_K];       /* offset 0: written by the hot path */
+  gint64 tail;               /* budget left outside budget[] while in tail mode */
+  guint64 * counts;          /* per-slot instruction counters (hot) */
   guint64 * pcs;             /* per-slot branch PC (address of the block's last instruction) */
   guint32 * next;            /* per-slot chain link (slot + 1, 0 ends) of the PC -> slot hash */
   guint32 * heads;           /* PS_HASH_SIZE chain heads */
@@ -90,8 +78,6 @@ struct _PsThread
   guint64 start_ns;
   guint64 os_start[PS_REC_OS_FIELDS];       /* cpu_ns, minflt, majflt, nvcsw, nivcsw at interval start */
   guint8 * stub;             /* this thread's slow stub (cold area, or inside its code cache) */
-  guint8 * trap;             /* its grant routine: slot in eax (cold area) */
-  guint8 * trap_stub;        /* the slow stub of the grant routine: ps_trap (t, rax) */
   guint8 * cold_cur;         /* cold area: the stub, then one trampoline per block */
   guint8 * cold_end;
   guint64 carry;             /* instructions of a block cut before its counter was placed */
@@ -169,12 +155,29 @@ ps_os_sample (guint64 * out)
   out[4] = ru.ru_nivcsw;
 }
 
+static void
+ps_fill_budgets (PsThread * t, gint64 left)
+{
+  guint i;
+  if (left < PS_TAIL)
+  {
+    /* Tail mode: every block's check fails, so the cut lands on the exact block. */
+    for (i = 0; i != PS_K; i++)
+      t->budget[i] = 0;
+    t->tail = left;
+    return;
+  }
+  for (i = 0; i != PS_K; i++)
+    t->budget[i] = left / PS_K;
+  t->budget[0] += left % PS_K;
+  t->tail = 0;
+}
+
 static void ps_cold_init (PsThread * t);
 static void ps_thread_locality (PsThread * t, guint8 * region, guint64 mslots, guint64 window, guint64 every);
 
 /* Where the parts of one thread's region lie (byte offsets), each part page-aligned: the PsThread;
- * its arena (per slot: counter, granted, grant, mark, PC, chain link, alias, active entry, listed
- * byte; then the PS_HASH_SIZE chain heads); its cold
+ * its arena (counters, PCs, chain links and aliases per slot, then the PS_HASH_SIZE chain heads); its cold
  * code (the slow stub, one trampoline per block); with --locality the recorders (cold too), the
  * memory slots' table (code address, rel32) and the window buffer. */
 typedef struct { guint64 arena, cold, rec, table, win, end; } PsLayout;
@@ -190,7 +193,7 @@ ps_layout (guint64 slots, guint64 mslots, guint64 window)
 {
   PsLayout l;
   l.arena = ps_pages (sizeof (PsThread));
-  l.cold = l.arena + ps_pages (slots * (8 + 8 + 8 + 8 + 8 + 4 + 4 + 4 + 1) + PS_HASH_SIZE * 4);
+  l.cold = l.arena + ps_pages (slots * (8 + 8 + 4 + 4) + PS_HASH_SIZE * 4);
   l.rec = l.cold + ps_pages (slots * PS_COLD_PER_BLOCK + ps.page);
   l.table = l.rec + ps_pages (mslots * PS_RECORDER_BYTES);
   l.win = l.table + ps_pages (mslots * (8 + 4));
@@ -216,25 +219,17 @@ ps_thread_init (guint8 * region, guint64 tid, guint64 slots, guint64 mslots, gui
   guint64 * arena = (guint64 *) (region + l.arena);
   if (mprotect (region + l.cold, l.table - l.cold, 7 /* PROT_READ | PROT_WRITE | PROT_EXEC */) != 0)
     return -1;
-  t->cnt = (gint64 *) arena;
-  t->granted = arena + slots;
-  t->grant = (gint64 *) (arena + 2 * slots);
-  t->mark = (gint64 *) (arena + 3 * slots);
-  t->pcs = arena + 4 * slots;
+  t->counts = arena;
+  t->pcs = arena + slots;
   t->next = (guint32 *) (t->pcs + slots);
   t->aliases = t->next + slots;
-  t->active = t->aliases + slots;
-  t->heads = t->active + slots;
-  t->listed = (guint8 *) (t->heads + PS_HASH_SIZE);
-  t->n_active = 0;
+  t->heads = t->aliases + slots;
   t->n_aliases = 0;
   t->capacity = slots;
   t->n_slots = 0;
   t->tid = tid;
   t->seq = 0;
   t->stub = NULL;
-  t->trap = NULL;
-  t->trap_stub = NULL;
   t->cold_cur = region + l.cold;
   t->cold_end = region + l.rec;
   ps_cold_init (t);
@@ -245,11 +240,8 @@ ps_thread_init (guint8 * region, guint64 tid, guint64 slots, guint64 mslots, gui
   t->start_ns = ps_now_ns ();
   if (mslots != 0)
     ps_thread_locality (t, region, mslots, window, every);
-  /* No slot has an allowance: the first block takes the slow path, which starts the interval
-   * (and samples the OS counters on the thread itself). */
-  t->reserve = 0;
-  t->tail = 0;
-  t->shipped = 0;
+  /* The first block takes the slow path, which samples the OS counters on the thread itself. */
+  ps_fill_budgets (t, 0);
   return 0;
 }
 
@@ -273,10 +265,12 @@ static void ps_win_reset (PsThread * t);
 static void ps_win_open (PsThread * t);
 static void ps_loops_release (PsThread * t);
 
-/* Window and release requests, and the first interval's start (on the thread, from its slow path). */
+/* Called on the thread itself, with all registers saved by the stub. */
 static void
-ps_service (PsThread * t)
+ps_slow (PsThread * t)
 {
+  gint64 left = t->tail;
+  guint i;
   if (t->win_left <= 0 && t->win_size != 0)
   {
     /* A recorder reached the window's end. Closed window: a slot we no longer own jumped (a block
@@ -288,136 +282,33 @@ ps_service (PsThread * t)
   }
   if (t->release && !t->released)
     ps_loops_release (t);
+  for (i = 0; i != PS_K; i++)
+    left += t->budget[i];
   if (t->fresh)
   {
     t->fresh = 0;
     t->start_ns = ps_now_ns ();
     ps_os_sample (t->os_start);
-    t->reserve = (gint64) ps.interval;
+    ps_fill_budgets (t, (gint64) ps.interval + left);
     if (t->win_size != 0)
       ps_win_open (t);
-  }
-}
-
-/* Called on the thread itself, with all registers saved by the stub (a window, a release). */
-static void
-ps_slow (PsThread * t)
-{
-  ps_service (t);
-}
-
-/*
- * Re-divides the budget left: the reserve plus every slot's unused allowance. Each active slot gets
- * three quarters of it in proportion to what it ran since the last re-division, and a grant of a
- * quarter of that; the rest is the reserve. Once the budget is spent the interval is cut here, at
- * the block that spent it, and the next one divided likewise. Below PS_TAIL left, nothing is
- * granted ahead: every block's grant routine takes exactly its own count from the reserve.
- */
-static void
-ps_divide (PsThread * t)
-{
-  gint64 * cnt = t->cnt, * mark = t->mark, * grant = t->grant;
-  guint64 * granted = t->granted;
-  gint64 ran = 0, recent = 0, left, pool, given = 0, e, u, a;
-  guint64 i, k, s;
-
-  for (i = 0; i != t->n_active; i++)
-  {
-    s = t->active[i];
-    e = cnt[s] + (gint64) granted[s];
-    u = e - mark[s];
-    grant[s] = u > 0 ? u : 0;          /* scratch until below: what it ran lately */
-    ran += e;
-    recent += grant[s];
-  }
-  left = (gint64) ps.interval - (gint64) t->shipped - ran;
-  if (left <= 0)
-  {
-    if (ps_thread_done (t))
-    {
-      /* Past its limit the thread counts on (its hot blocks tell the agent where it runs) but
-       * never ships again, so no remainder passes for an interval. */
-      t->shipped = (guint64) -ran;
-    }
-    else
-    {
-      ps_cut (t, 0, FALSE);
-      t->shipped = 0;
-      if (t->win_size != 0 && ((t->seq % t->win_every == 0 && !ps.win_hold) ||
-          ((t->new_code || t->win_want) && !t->win_open)))
-      {
-        t->win_want = 0;
-        ps_win_open (t);
-      }
-    }
-    left = (gint64) ps.interval;
-  }
-  t->tail = left < PS_TAIL;
-  pool = t->tail ? 0 : left - left / 4;
-  for (i = 0, k = 0; i != t->n_active; i++)
-  {
-    s = t->active[i];
-    e = cnt[s] + (gint64) granted[s];
-    u = grant[s];
-    if (e == 0 && u == 0)
-    {
-      /* ran neither this interval nor lately: unlisted, its next run registers it again */
-      t->listed[s] = 0;
-      cnt[s] = 0;
-      granted[s] = 0;
-      mark[s] = 0;
-      continue;
-    }
-    a = 0;
-    if (pool != 0 && recent != 0)
-      a = pool < ((gint64) 1 << 31) ? pool * u / recent : pool / recent * u;
-    cnt[s] = -a;
-    granted[s] = (guint64) (e + a);
-    mark[s] = e;
-    grant[s] = t->tail ? 0 : a / 4 + PS_GRANT_MIN;
-    given += a;
-    t->active[k++] = (guint32) s;
-  }
-  t->n_active = k;
-  t->reserve = left - given;
-}
-
-/*
- * The slot `s` overdrew its allowance and the grant routine could not cover it (or it is not listed
- * yet): list it, grant it what the reserve can spare, or re-divide the budget (which may cut the
- * interval). On the thread itself, with all registers saved by the stub.
- */
-static void
-ps_trap (PsThread * t, guint64 s)
-{
-  gint64 d, want;
-
-  ps_service (t);
-  if (s >= t->capacity)
-    return;
-  if (!t->listed[s])
-  {
-    if (t->n_active == t->capacity)
-      return;
-    t->listed[s] = 1;
-    t->active[t->n_active++] = (guint32) s;
-    t->mark[s] = 0;
-    t->grant[s] = t->tail ? 0 : PS_GRANT_NEW;
-  }
-  d = t->cnt[s];
-  if (d < 0)
-    return;
-  want = d + t->grant[s];
-  if (t->reserve - want <= 0 && t->reserve - d > 1)
-    want = d + (t->reserve - d) / 2;   /* what the reserve can spare */
-  if (t->reserve - want > 0)
-  {
-    t->reserve -= want;
-    t->cnt[s] -= want;
-    t->granted[s] += (guint64) want;
     return;
   }
-  ps_divide (t);
+  if (left > 0 || ps_thread_done (t))
+  {
+    /* Past its limit the thread counts on (its hot blocks tell the agent where it runs) but
+     * never ships again, so no remainder passes for an interval. */
+    ps_fill_budgets (t, left > 0 ? left : (gint64) ps.interval);
+    return;
+  }
+  ps_cut (t, 0, FALSE);
+  ps_fill_budgets (t, (gint64) ps.interval);
+  if (t->win_size != 0 && ((t->seq % t->win_every == 0 && !ps.win_hold) ||
+      ((t->new_code || t->win_want) && !t->win_open)))
+  {
+    t->win_want = 0;
+    ps_win_open (t);
+  }
 }
 
 static void
@@ -426,31 +317,21 @@ ps_put64 (guint8 * p, guint64 v)
   *(guint64 *) p = v;
 }
 
-/* Ships what the thread's slots ran as one record and zeroes it, keeping their allowances (a
- * partial cut before an exec leaves the interval's budget as it was). One pass under the lock
- * writes the pairs straight into the output buffer and counts them (a thread closed from another
- * thread may still be counting: what is written is what is counted); a record that does not fit
- * is dropped. An empty interval is shipped only when `empty_too` (a thread's close: its last
- * record, partial, says the stream of that thread ended even when it ended right after a cut). */
+/* Ships the thread's counters as one record and zeroes them. One pass under the lock writes the
+ * pairs straight into the output buffer and counts them (a thread closed from another thread may
+ * still be counting: what is written is what is counted); a record that does not fit is dropped.
+ * An empty interval is shipped only when `empty_too` (a thread's close: its last record, partial,
+ * says the stream of that thread ended even when it ended right after a cut). */
 static void
 ps_cut (PsThread * t, guint32 flags, gboolean empty_too)
 {
   guint64 n = t->n_slots, i, c, pairs = 0, total = 0, os_now[PS_REC_OS_FIELDS], end_ns;
-  guint64 * counts = (guint64 *) t->mark, fresh = 0;
+  guint64 * counts = t->counts, fresh = 0;
   guint8 * out, * p, * end;
   gboolean fits;
-  gint64 e;
 
   end_ns = ps_now_ns ();
   ps_os_sample (os_now);
-  /* what each active slot ran, into mark[] (zero elsewhere, and again after the pass below) */
-  for (i = 0; i != t->n_active; i++)
-  {
-    guint32 s = t->active[i];
-    e = t->cnt[s] + (gint64) t->granted[s];
-    t->mark[s] = e > 0 ? e : 0;
-    t->granted[s] -= (guint64) t->mark[s];
-  }
   for (i = 0; i != t->n_aliases; i++)
   {
     guint32 a = t->aliases[i];
@@ -494,8 +375,6 @@ ps_cut (PsThread * t, guint32 flags, gboolean empty_too)
   t->new_code = total != 0 && fresh * 4 >= total;
   t->new_from = t->new_mid;
   t->new_mid = n;
-  if ((flags & PS_FLAG_PARTIAL) != 0)
-    t->shipped += total;
   if (total == 0 && !empty_too)
   {
     gum_spinlock_release (&ps.lock);
@@ -670,11 +549,10 @@ ps_thread_hot (PsThread * t, guint64 * out, guint64 max)
   guint64 i, n = 0;
   if (t->loop_slot != 0 && max != 0 && t->pcs[t->loop_slot - 1] != 0)
     out[n++] = t->pcs[t->loop_slot - 1];  /* its count may still be in a register */
-  for (i = 0; i < t->n_active && n < max; i++)
+  for (i = 0; i < t->n_slots && n < max; i++)
   {
-    guint32 s = t->active[i];
-    if (t->cnt[s] + (gint64) t->granted[s] != 0 && t->pcs[s] != 0)
-      out[n++] = t->pcs[s];
+    if (t->counts[i] != 0 && t->pcs[i] != 0)
+      out[n++] = t->pcs[i];
   }
   return n;
 }
@@ -694,18 +572,15 @@ ps_thread_release (PsThread * t)
 guint64
 ps_thread_recent (PsThread * t, guint64 * out, guint64 max)
 {
-  guint64 top[32], i, j, k = 0, ran = 0, c, s;
-  gint64 e;
+  guint64 top[32], i, j, k = 0, ran = 0, c;
   if (max > 32)
     max = 32;
-  for (s = 0; s < t->n_active; s++)
+  for (i = 0; i < t->n_slots; i++)
   {
-    i = t->active[s];
-    e = t->cnt[i] + (gint64) t->granted[i];
-    if (e <= 0)
+    c = t->counts[i];
+    if (c == 0)
       continue;
-    c = (guint64) e;
-    t->granted[i] -= c;
+    t->counts[i] = 0;
     ran++;
     if (t->pcs[i] == 0 || max == 0 || (k == max && c <= top[k - 1]))
       continue;
@@ -793,9 +668,11 @@ ps_count_callout (GumCpuContext * cpu_context, gpointer user_data)
 {
   PsBlock * b = user_data;
   PsThread * t = b->t;
-  t->cnt[b->slot] += b->n;
-  if (t->cnt[b->slot] >= 0)
-    ps_trap (t, b->slot);
+  gint64 * budget = &t->budget[b->slot & (PS_K - 1)];
+  t->counts[b->slot] += (guint64) b->n;
+  *budget -= b->n;
+  if (*budget < 0)
+    ps_slow (t);
 }
 
 static guint64
@@ -1003,10 +880,9 @@ ps_put_rel32 (PsCode * c, GumAddress end, GumAddress target)
 static const guint8 ps_lea_down[] = { 0x48, 0x8d, 0x64, 0x24, 0x80 };             /* lea rsp, [rsp-128] */
 static const guint8 ps_lea_up[] = { 0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00 }; /* lea rsp, [rsp+128] */
 
-/* A slow stub: saves everything the C slow path could touch, calls ps_slow (t) or, `trap`,
- * ps_trap (t, rax), returns. */
+/* The slow stub: saves everything the C slow path could touch, calls ps_slow (t), returns. */
 static void
-ps_put_stub (PsCode * c, PsThread * t, gboolean trap)
+ps_put_stub (PsCode * c, PsThread * t)
 {
   static const guint8 save[] = {
     0x9c,                                /* pushfq */
@@ -1031,14 +907,10 @@ ps_put_stub (PsCode * c, PsThread * t, gboolean trap)
   };
 
   ps_put (c, save, sizeof (save));
-  if (trap)
-  {
-    ps_put_u8 (c, 0x48); ps_put_u8 (c, 0x8b); ps_put_u8 (c, 0x75); ps_put_u8 (c, 0x48); /* mov rsi, [rbp+72]: rax */
-  }
   ps_put_u8 (c, 0x48); ps_put_u8 (c, 0xbf); /* movabs rdi, t */
   ps_put_u64 (c, GPOINTER_TO_SIZE (t));
-  ps_put_u8 (c, 0x48); ps_put_u8 (c, 0xb8); /* movabs rax, ps_slow / ps_trap */
-  ps_put_u64 (c, trap ? GPOINTER_TO_SIZE (ps_trap) : GPOINTER_TO_SIZE (ps_slow));
+  ps_put_u8 (c, 0x48); ps_put_u8 (c, 0xb8); /* movabs rax, ps_slow */
+  ps_put_u64 (c, GPOINTER_TO_SIZE (ps_slow));
   ps_put (c, restore, sizeof (restore));
 }
 
@@ -1078,113 +950,39 @@ ps_put_rmw (PsCode * c, GumAddress pc, guint8 op, gpointer target, gboolean far)
   return imm;
 }
 
-/* `push rax; mov eax, slot; call target; pop rax` at `at` (the grant routine or a trap stub). */
-static void
-ps_put_trap_call (PsCode * c, GumAddress at, guint64 slot, GumAddress target)
+/* Where to patch the emitted counter code once the block's length is known. */
+typedef struct
 {
-  ps_put_u8 (c, 0x50);                                        /* push rax */
-  ps_put_u8 (c, 0xb8);                                        /* mov eax, slot */
-  ps_put_u32 (c, (guint32) slot);
-  ps_put_u8 (c, 0xe8);                                        /* call target */
-  ps_put_rel32 (c, at + c->n + 4, target);
-  ps_put_u8 (c, 0x58);                                        /* pop rax */
-}
-
-/* Bytes from the start of a block's counter to its first return point (the trampoline's, after
- * the jns; the inline forms return later). */
-static guint
-ps_counter_return (gboolean save_flags, gboolean far)
-{
-  return (save_flags ? 10 + (far ? 2 : 0) : 0) + (far ? 17 : 11) + 6;
-}
-
-/* Whether a flags-dead point follows `insn` in its block, before anything reads the flags or ends
- * the block, at least `need` bytes on (decoded ahead of Stalker; relocated code keeps its sizes but
- * for rip-relative operands out of reach, so ps_emit_counter still pads when it falls short). */
-static gboolean
-ps_later_dead (GumStalkerIterator * iterator, const cs_insn * insn, gint64 need)
-{
-  csh cs = gum_stalker_iterator_get_capstone (iterator);
-  const guint8 * code = GSIZE_TO_POINTER (insn->address + insn->size);
-  size_t size = 16 * 15;
-  guint64 address = insn->address + insn->size;
-  gint64 at = insn->size;
-  cs_insn * ci = cs_malloc (cs);
-  gboolean found = FALSE;
-  guint i;
-
-  for (i = 0; i != 16 && cs_disasm_iter (cs, &code, &size, &address, ci); i++)
-  {
-    int use = ps_flag_use (ci);
-    if (ps_ends_block (ci) || use == PS_FLAGS_READ)
-      break;
-    if (use == PS_FLAGS_KILL && at >= need)
-    {
-      found = TRUE;
-      break;
-    }
-    at += ci->size;
-  }
-  cs_free (ci, 1);
-  return found;
-}
-
-/* `n` bytes of NOPs, in instructions of at most 9 bytes. */
-static void
-ps_put_nops (PsCode * c, guint n)
-{
-  static const guint8 nops[9][9] = {
-    { 0x90 }, { 0x66, 0x90 }, { 0x0f, 0x1f, 0x00 }, { 0x0f, 0x1f, 0x40, 0x00 },
-    { 0x0f, 0x1f, 0x44, 0x00, 0x00 }, { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 },
-    { 0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00 }, { 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00 },
-    { 0x66, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00 },
-  };
-  while (n != 0)
-  {
-    guint k = n > 9 ? 9 : n;
-    ps_put (c, nops[k - 1], k);
-    n -= k;
-  }
-}
+  guint8 * count_imm;
+  guint8 * budget_imm;
+} PsPatch;
 
 /*
- * The counter of one block; returns where to patch its instruction count once the block's length
- * is known. The overdraft branch goes to a per-block trampoline in the thread's cold area (jns
- * rel32; not taken on the hot path) that calls the grant routine with the slot. Where the cold area
- * is full or out of reach, a call to the trap stub sits inline behind a js, with a stub placed in
- * the code itself when none is in reach.
- *
- * Nothing may return into the first PS_GUARD bytes of the block (from `block_pc`): invalidating a
- * block for a thread (Stalker.invalidate: releasing a hot loop, a burst's thread leaving) overwrites
- * them with a call to Stalker's invalidator (24 bytes in Frida 17.26) whenever the thread is not
- * inside them, and a thread in the trampoline is not. Its return would land inside the new bytes
- * (SIGSEGV/SIGILL). The transform places the counter past the guard when a later flags-dead point
- * allows; otherwise a NOP pads it here.
+ * The counter sequence of one block. The budget-exhausted branch goes to a per-block trampoline in
+ * the thread's cold area (js rel32; not taken on the hot path). Where the cold area is full or out
+ * of reach, the call to the stub sits inline behind a jns, with a stub placed in the code itself.
  */
-static guint8 *
-ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_flags, GumAddress block_pc)
+static PsPatch
+ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_flags)
 {
   static const guint8 flags_save[] = { 0x50, 0x9f, 0x0f, 0x90, 0xc0 };   /* push rax; lahf; seto al */
   static const guint8 flags_restore[] = { 0x04, 0x7f, 0x9e, 0x58 };      /* add al, 0x7f; sahf; pop rax */
   static const guint8 r11_save[] = { 0x41, 0x53 };                       /* push r11 */
   static const guint8 r11_restore[] = { 0x41, 0x5b };                    /* pop r11 */
   PsCode c, cold;
-  gpointer counter = &t->cnt[slot];
-  GumAddress pc = w->pc, tramp = 0, stub = GPOINTER_TO_SIZE (t->trap_stub);
-  guint count_imm, jns_at = 0;
+  PsPatch p;
+  gpointer counter = &t->counts[slot];
+  gpointer budget = &t->budget[slot & (PS_K - 1)];
+  GumAddress pc = w->pc, tramp = 0, stub = GPOINTER_TO_SIZE (t->stub);
+  guint count_imm, budget_imm, js_at = 0;
   gboolean far, cold_ok;
 
-  far = !ps_near (pc, GPOINTER_TO_SIZE (counter));
+  far = !ps_near (pc, GPOINTER_TO_SIZE (counter)) || !ps_near (pc, GPOINTER_TO_SIZE (budget));
   if (far)
-    save_flags = TRUE;
-  c.n = 0;
-  if (pc + ps_counter_return (save_flags, far) < block_pc + PS_GUARD)
   {
-    ps_put_nops (&c, (guint) (block_pc + PS_GUARD - (pc + ps_counter_return (save_flags, far))));
-    gum_x86_writer_put_bytes (w, c.b, c.n);
-    pc = w->pc;
+    save_flags = TRUE;
   }
-  cold_ok = t->trap != NULL && t->cold_cur + 64 <= t->cold_end && ps_near (pc, GPOINTER_TO_SIZE (t->cold_cur)) &&
+  cold_ok = stub != 0 && t->cold_cur + 64 <= t->cold_end && ps_near (pc, GPOINTER_TO_SIZE (t->cold_cur)) &&
       ps_near (pc, GPOINTER_TO_SIZE (t->cold_end));
 
   c.n = 0;
@@ -1196,15 +994,16 @@ ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_fla
       ps_put (&c, r11_save, sizeof (r11_save));
   }
   count_imm = ps_put_rmw (&c, pc, 0, counter, far);
+  budget_imm = ps_put_rmw (&c, pc, 5, budget, far);
   if (cold_ok)
   {
-    ps_put_u8 (&c, 0x0f); ps_put_u8 (&c, 0x89); /* jns rel32 trampoline (patched below) */
-    jns_at = c.n;
+    ps_put_u8 (&c, 0x0f); ps_put_u8 (&c, 0x88); /* js rel32 trampoline (patched below) */
+    js_at = c.n;
     ps_put_u32 (&c, 0);
   }
   else
   {
-    guint8 * js;
+    guint8 * jns;
     if (stub == 0 || !ps_near (pc + 256, stub))
     {
       /* No reachable stub: place one here, jumped over. */
@@ -1213,18 +1012,19 @@ ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_fla
       skip = c.n;
       ps_put_u32 (&c, 0);
       stub = pc + c.n;
-      t->trap_stub = GSIZE_TO_POINTER (stub);
-      ps_put_stub (&c, t, TRUE);
+      t->stub = GSIZE_TO_POINTER (stub);
+      ps_put_stub (&c, t);
       *(guint32 *) (c.b + skip) = c.n - (skip + 4);
     }
-    ps_put_u8 (&c, 0x78); ps_put_u8 (&c, 0); /* js skip */
-    js = c.b + c.n - 1;
+    ps_put_u8 (&c, 0x79); ps_put_u8 (&c, 0); /* jns skip */
+    jns = c.b + c.n - 1;
     if (!save_flags)
       ps_put (&c, ps_lea_down, sizeof (ps_lea_down));
-    ps_put_trap_call (&c, pc, slot, stub);
+    ps_put_u8 (&c, 0xe8);
+    ps_put_rel32 (&c, pc + c.n + 4, stub);
     if (!save_flags)
       ps_put (&c, ps_lea_up, sizeof (ps_lea_up));
-    *js = (guint8) (c.b + c.n - (js + 1));
+    *jns = (guint8) (c.b + c.n - (jns + 1));
   }
   if (save_flags)
   {
@@ -1236,11 +1036,12 @@ ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_fla
 
   if (cold_ok)
   {
-    GumAddress back = pc + jns_at + 4;
+    GumAddress back = pc + js_at + 4;
     GumAddress at = GPOINTER_TO_SIZE (t->cold_cur);
     cold.n = 0;
     ps_put (&cold, ps_lea_down, sizeof (ps_lea_down));
-    ps_put_trap_call (&cold, at, slot, GPOINTER_TO_SIZE (t->trap));
+    ps_put_u8 (&cold, 0xe8);
+    ps_put_rel32 (&cold, at + cold.n + 4, stub);
     ps_put (&cold, ps_lea_up, sizeof (ps_lea_up));
     ps_put_u8 (&cold, 0xe9);
     ps_put_rel32 (&cold, at + cold.n + 4, back);
@@ -1249,69 +1050,15 @@ ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_fla
     {
       /* Cold area full: retry with the inline form, which needs no cold code. */
       t->cold_end = t->cold_cur;
-      return ps_emit_counter (w, t, slot, save_flags, block_pc);
+      return ps_emit_counter (w, t, slot, save_flags);
     }
-    *(guint32 *) (c.b + jns_at) = (guint32) (gint32) ((gint64) tramp - (gint64) back);
+    *(guint32 *) (c.b + js_at) = (guint32) (gint32) ((gint64) tramp - (gint64) back);
   }
 
+  p.count_imm = w->code + count_imm;
+  p.budget_imm = w->code + budget_imm;
   gum_x86_writer_put_bytes (w, c.b, c.n);
-  return w->code - c.n + count_imm;
-}
-
-/*
- * The grant routine (cold, one per thread), called with the slot in eax from a trampoline that kept
- * the red zone and saved rax:
- *
- *   push rcx; lea rcx, [rip + cnt]
- *   cmp byte [rcx + rax + listed], 0; je slow          ; first run in the interval: the slow path lists it
- *   push rdx; mov rdx, [rcx + rax*8]                    ; the overdraft (>= 0)
- *   add rdx, [rcx + rax*8 + grant]
- *   sub [rip + reserve], rdx; jle undo                  ; the reserve cannot cover it: slow path
- *   sub [rcx + rax*8], rdx; add [rcx + rax*8 + granted], rdx
- *   pop rdx; pop rcx; ret
- * undo: add [rip + reserve], rdx; pop rdx
- * slow: pop rcx; jmp trap_stub                          ; ps_trap (t, rax), returns to the trampoline
- *
- * Every update is one instruction, so a signal handler running instrumented code in between sees
- * the reserve already taken (a grant in flight only makes it trap sooner).
- */
-static void
-ps_put_trap (PsCode * c, PsThread * t, GumAddress at, GumAddress stub)
-{
-  gint32 d_listed = (gint32) ((guint8 *) t->listed - (guint8 *) t->cnt);
-  gint32 d_grant = (gint32) ((guint8 *) t->grant - (guint8 *) t->cnt);
-  gint32 d_granted = (gint32) ((guint8 *) t->granted - (guint8 *) t->cnt);
-  guint je, jle, undo;
-
-  ps_put_u8 (c, 0x51);                                        /* push rcx */
-  ps_put_u8 (c, 0x48); ps_put_u8 (c, 0x8d); ps_put_u8 (c, 0x0d); /* lea rcx, [rip + cnt] */
-  ps_put_rel32 (c, at + c->n + 4, GPOINTER_TO_SIZE (t->cnt));
-  ps_put_u8 (c, 0x80); ps_put_u8 (c, 0xbc); ps_put_u8 (c, 0x01); /* cmp byte [rcx + rax + listed], 0 */
-  ps_put_u32 (c, (guint32) d_listed);
-  ps_put_u8 (c, 0);
-  ps_put_u8 (c, 0x74); ps_put_u8 (c, 0);                      /* je slow */
-  je = c->n - 1;
-  ps_put_u8 (c, 0x52);                                        /* push rdx */
-  ps_put_u8 (c, 0x48); ps_put_u8 (c, 0x8b); ps_put_u8 (c, 0x14); ps_put_u8 (c, 0xc1); /* mov rdx, [rcx + rax*8] */
-  ps_put_u8 (c, 0x48); ps_put_u8 (c, 0x03); ps_put_u8 (c, 0x94); ps_put_u8 (c, 0xc1); /* add rdx, [rcx + rax*8 + grant] */
-  ps_put_u32 (c, (guint32) d_grant);
-  ps_put_u8 (c, 0x48); ps_put_u8 (c, 0x29); ps_put_u8 (c, 0x15); /* sub [rip + reserve], rdx */
-  ps_put_rel32 (c, at + c->n + 4, GPOINTER_TO_SIZE (&t->reserve));
-  ps_put_u8 (c, 0x7e); ps_put_u8 (c, 0);                      /* jle undo */
-  jle = c->n - 1;
-  ps_put_u8 (c, 0x48); ps_put_u8 (c, 0x29); ps_put_u8 (c, 0x14); ps_put_u8 (c, 0xc1); /* sub [rcx + rax*8], rdx */
-  ps_put_u8 (c, 0x48); ps_put_u8 (c, 0x01); ps_put_u8 (c, 0x94); ps_put_u8 (c, 0xc1); /* add [rcx + rax*8 + granted], rdx */
-  ps_put_u32 (c, (guint32) d_granted);
-  ps_put_u8 (c, 0x5a); ps_put_u8 (c, 0x59); ps_put_u8 (c, 0xc3); /* pop rdx; pop rcx; ret */
-  undo = c->n;
-  c->b[jle] = (guint8) (undo - (jle + 1));
-  ps_put_u8 (c, 0x48); ps_put_u8 (c, 0x01); ps_put_u8 (c, 0x15); /* add [rip + reserve], rdx */
-  ps_put_rel32 (c, at + c->n + 4, GPOINTER_TO_SIZE (&t->reserve));
-  ps_put_u8 (c, 0x5a);                                        /* pop rdx */
-  c->b[je] = (guint8) (c->n - (je + 1));
-  ps_put_u8 (c, 0x59);                                        /* slow: pop rcx */
-  ps_put_u8 (c, 0xe9);                                        /* jmp trap_stub */
-  ps_put_rel32 (c, at + c->n + 4, stub);
+  return p;
 }
 
 /* Hardware number (0-15) of a 64-bit general register; -1 none; -2 anything else. */
@@ -1420,11 +1167,9 @@ ps_put_recorder (PsCode * c, PsThread * t, GumAddress at, GumAddress back, const
   ps_put_u8 (c, (guint8) (gint8) ((gint64) done - (gint64) (c->n + 1)));
 }
 
-/* A memory slot and its recorder before `insn`, if it has an explicit memory operand. A slot in
- * the block's first PS_GUARD bytes is padded past them, as a counter is (see ps_emit_counter): its
- * recorder returns to the instruction after it. */
+/* A memory slot and its recorder before `insn`, if it has an explicit memory operand. */
 static void
-ps_emit_mem_slot (GumX86Writer * w, PsThread * t, const cs_insn * insn, GumAddress block_pc)
+ps_emit_mem_slot (GumX86Writer * w, PsThread * t, const cs_insn * insn)
 {
   const cs_x86 * x = &insn->detail->x86;
   const cs_x86_op * op = NULL;
@@ -1454,13 +1199,6 @@ ps_emit_mem_slot (GumX86Writer * w, PsThread * t, const cs_insn * insn, GumAddre
   if (t->rec_cur + sizeof (c.b) > t->rec_end || !ps_near (pc, rec) || !ps_near (pc, rec + sizeof (c.b)) ||
       !ps_near (rec, GPOINTER_TO_SIZE (t->stub)) || !ps_near (rec, GPOINTER_TO_SIZE (t)))
     return;
-  if (pc + 5 < block_pc + PS_GUARD)
-  {
-    c.n = 0;
-    ps_put_nops (&c, (guint) (block_pc + PS_GUARD - (pc + 5)));
-    gum_x86_writer_put_bytes (w, c.b, c.n);
-    pc = w->pc;
-  }
   c.n = 0;
   ps_put_recorder (&c, t, rec, pc + 5, insn, op, skip);
   for (i = 0; i != c.n; i++)
@@ -1488,24 +1226,24 @@ ps_emit_mem_slot (GumX86Writer * w, PsThread * t, const cs_insn * insn, GumAddre
 /* ---- self-looping blocks: the count in a register ----
  *
  * A block whose last instruction is a conditional branch back to its own first instruction (a tight
- * loop) updating the same counter in memory every iteration makes a store-to-load chain
+ * loop) updating the same counter and budget in memory every iteration makes a store-to-load chain
  * (on Intel about 5 cycles an iteration, longer than such a loop's body). When the block uses
  * neither rsp nor some general register r, and its flags are dead before some instruction, it is
  * compiled as
  *
  *   entry:  lea rsp, [rsp-144]; mov [rsp], r            ; r saved below the red zone
  *           mov dword [loop_slot], slot+1               ; what ps_thread_hot reports meanwhile
- *           r = min (-cnt[slot] - 1, PS_LOOP_CAP); mov [rsp+8], r   ; the slot's allowance
+ *           mov r, [budget]; r = min (r, PS_LOOP_CAP); mov [rsp+8], r
  *   top:    ...body...; sub r, n; js trampoline; ...body...   (at the flags-dead point)
  *           jcc top                                     ; ours: the loop no longer leaves the block
  *   exit:   push rax; lahf; seto al                     ; the flags are the branch's: keep them
- *           cnt[slot] += [rsp+16] - r
+ *           counts[slot] += [rsp+16] - r; budget -= the same
  *           add al, 0x7f; sahf; pop rax; mov r, [rsp]; lea rsp, [rsp+144]
  *           jcc (Stalker's, condition false: the fall-through)
  *
- * and the trampoline (cold) moves what r consumed into the counter, calls the grant routine when
- * the slot overdrew (as the memory form's trampoline does: the interval may be cut at this very
- * block) and the slow stub when the agent asked for a release, and reloads r. So r is flushed at least every PS_LOOP_CAP
+ * and the trampoline (cold) moves what r consumed into the counter and the budget, calls the slow
+ * stub when the budget ran out (the interval is cut at this very block, as by the memory form) or
+ * the agent asked for a release, and reloads r. So r is flushed at least every PS_LOOP_CAP
  * instructions. A release (ps_thread_release, then the slow path) rewrites every loop's `jcc top`
  * to fall into its exit, so the next iteration leaves through Stalker's own branch: through the
  * block's start, where Stalker's invalidation and unfollow take effect.
@@ -1618,10 +1356,10 @@ ps_loop_plan (GumStalkerIterator * iterator, PsThread * t, GumAddress pc, const 
   int dead = -1;
   gboolean loop = FALSE;
 
-  if (t->win_size != 0 || t->limit != 0 || t->carry != 0 || t->stub == NULL || t->trap == NULL ||
+  if (t->win_size != 0 || t->limit != 0 || t->carry != 0 || t->stub == NULL ||
       t->cold_cur + 256 > t->cold_end || !ps_near (pc, GPOINTER_TO_SIZE (t->cold_cur)) ||
       !ps_near (pc, GPOINTER_TO_SIZE (t->cold_end)) || !ps_near (pc, GPOINTER_TO_SIZE (t)) ||
-      !ps_near (pc, GPOINTER_TO_SIZE (t->cnt + t->capacity)) || !ps_near (pc, GPOINTER_TO_SIZE (t->cnt)))
+      !ps_near (pc, GPOINTER_TO_SIZE (t->counts + t->capacity)) || !ps_near (pc, GPOINTER_TO_SIZE (t->counts)))
     return FALSE;
   ci = cs_malloc (cs);
   while (i < PS_LOOP_MAX && cs_disasm_iter (cs, &code, &size, &address, ci))
@@ -1690,13 +1428,11 @@ ps_put_rsp_reg (PsCode * c, guint8 op, int r, guint8 disp)
   ps_put_u8 (c, disp);
 }
 
-/* r = min (-[counter] - 1, PS_LOOP_CAP): the loop's `js` is taken where the counter would reach 0;
- * [rsp + 8] = r (the flags are dead). */
+/* r = min ([budget], PS_LOOP_CAP); [rsp + 8] = r (the flags are dead). */
 static void
-ps_put_loop_load (PsCode * c, GumAddress at, int r, gpointer counter)
+ps_put_loop_load (PsCode * c, GumAddress at, int r, gpointer budget)
 {
-  ps_put_rip_reg (c, at, 0x8b, r, counter);
-  ps_put_rex (c, r, TRUE); ps_put_u8 (c, 0xf7); ps_put_u8 (c, (guint8) (0xd0 | (r & 7))); /* not r */
+  ps_put_rip_reg (c, at, 0x8b, r, budget);
   ps_put_rex (c, r, TRUE); ps_put_u8 (c, 0x81); ps_put_u8 (c, (guint8) (0xf8 | (r & 7))); /* cmp r, cap */
   ps_put_u32 (c, PS_LOOP_CAP);
   ps_put_u8 (c, 0x7e); ps_put_u8 (c, 7);                                                  /* jle +7 */
@@ -1705,13 +1441,14 @@ ps_put_loop_load (PsCode * c, GumAddress at, int r, gpointer counter)
   ps_put_rsp_reg (c, 0x89, r, 8);
 }
 
-/* counter += [rsp + disp] - r (r is clobbered; the flags are the counter's). */
+/* counts += [rsp + disp] - r; budget -= the same (r is clobbered; so are the flags). */
 static void
-ps_put_loop_flush (PsCode * c, GumAddress at, int r, guint8 disp, gpointer counter)
+ps_put_loop_flush (PsCode * c, GumAddress at, int r, guint8 disp, gpointer counter, gpointer budget)
 {
   ps_put_rex (c, r, TRUE); ps_put_u8 (c, 0xf7); ps_put_u8 (c, (guint8) (0xd8 | (r & 7))); /* neg r */
   ps_put_rsp_reg (c, 0x03, r, disp);
   ps_put_rip_reg (c, at, 0x01, r, counter);
+  ps_put_rip_reg (c, at, 0x29, r, budget);
 }
 
 /* The loop's entry, at the block's start. */
@@ -1726,7 +1463,7 @@ ps_emit_loop_entry (GumX86Writer * w, PsThread * t, const PsLoop * lp, guint64 s
   ps_put_u8 (&c, 0xc7); ps_put_u8 (&c, 0x05);                                      /* mov dword [loop_slot], slot+1 */
   ps_put_rel32 (&c, w->pc + c.n + 8, GPOINTER_TO_SIZE (&t->loop_slot));
   ps_put_u32 (&c, (guint32) slot + 1);
-  ps_put_loop_load (&c, w->pc, lp->reg, &t->cnt[slot]);
+  ps_put_loop_load (&c, w->pc, lp->reg, &t->budget[slot & (PS_K - 1)]);
   gum_x86_writer_put_bytes (w, c.b, c.n);
 }
 
@@ -1736,8 +1473,8 @@ ps_emit_loop_count (GumX86Writer * w, PsThread * t, const PsLoop * lp, guint64 s
 {
   PsCode c, cold;
   GumAddress back, at = GPOINTER_TO_SIZE (t->cold_cur) + sizeof (PsLoopLink), slow_at;
-  gpointer counter = &t->cnt[slot];
-  guint js_ok, jne_slow, back_in;
+  gpointer counter = &t->counts[slot], budget = &t->budget[slot & (PS_K - 1)];
+  guint js_slow, jne_slow, back_in;
   int r = lp->reg;
 
   c.n = 0;
@@ -1749,21 +1486,20 @@ ps_emit_loop_count (GumX86Writer * w, PsThread * t, const PsLoop * lp, guint64 s
 
   /* the trampoline, after the loop's link in the thread's chain */
   cold.n = 0;
-  ps_put_loop_flush (&cold, at, r, 8, counter);
-  ps_put_u8 (&cold, 0x78); ps_put_u8 (&cold, 0);                                       /* js ok */
-  js_ok = cold.n - 1;
-  ps_put_trap_call (&cold, at, slot, GPOINTER_TO_SIZE (t->trap));                      /* overdrawn */
-  cold.b[js_ok] = (guint8) (cold.n - (js_ok + 1));
+  ps_put_loop_flush (&cold, at, r, 8, counter, budget);
+  ps_put_u8 (&cold, 0x78); ps_put_u8 (&cold, 0);                                       /* js slow */
+  js_slow = cold.n - 1;
   ps_put_u8 (&cold, 0x48); ps_put_u8 (&cold, 0x83); ps_put_u8 (&cold, 0x3d);           /* cmp qword [release], 0 */
   ps_put_rel32 (&cold, at + cold.n + 5, GPOINTER_TO_SIZE (&t->release));
   ps_put_u8 (&cold, 0);
   ps_put_u8 (&cold, 0x75); ps_put_u8 (&cold, 0);                                       /* jne slow */
   jne_slow = cold.n - 1;
   back_in = cold.n;
-  ps_put_loop_load (&cold, at, r, counter);
+  ps_put_loop_load (&cold, at, r, budget);
   ps_put_u8 (&cold, 0xe9);
   ps_put_rel32 (&cold, at + cold.n + 4, back);
   slow_at = cold.n;
+  cold.b[js_slow] = (guint8) (slow_at - (js_slow + 1));
   cold.b[jne_slow] = (guint8) (slow_at - (jne_slow + 1));
   ps_put (&cold, ps_lea_down, sizeof (ps_lea_down));
   ps_put_u8 (&cold, 0xe8);
@@ -1801,7 +1537,7 @@ ps_emit_loop_exit (GumX86Writer * w, PsThread * t, const PsLoop * lp, const cs_i
     link->rel = (gint32) ((gint64) top - (gint64) (w->pc + 6));
   }
   ps_put (&c, flags_save, sizeof (flags_save));
-  ps_put_loop_flush (&c, w->pc, lp->reg, 16, &t->cnt[slot]);
+  ps_put_loop_flush (&c, w->pc, lp->reg, 16, &t->counts[slot], &t->budget[slot & (PS_K - 1)]);
   ps_put (&c, flags_restore, sizeof (flags_restore));
   ps_put_rsp_reg (&c, 0x8b, lp->reg, 0);                                          /* mov r, [rsp] */
   ps_put (&c, lea_up, sizeof (lea_up));
@@ -1829,8 +1565,9 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   const cs_insn * insn;
   guint64 n = 0, slot, last_pc = 0;
   gboolean placed = FALSE, loop = FALSE;
-  GumAddress top = 0, block_pc = w->pc;
-  guint8 * loop_n = NULL, * count_imm = NULL;
+  GumAddress top = 0;
+  guint8 * loop_n = NULL;
+  PsPatch patch;
   PsLoop lp;
 
   slot = ps_take_slot (t);
@@ -1861,17 +1598,14 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
     {
       int use = ps_flag_use (insn);
       gboolean dead = use == PS_FLAGS_KILL || (use == PS_FLAGS_NONE && ps_is_call (insn));
-      gint64 short_by = (gint64) (block_pc + PS_GUARD) - (gint64) (w->pc + ps_counter_return (FALSE, FALSE));
-      if (dead && short_by > 0 && !ps_ends_block (insn) && ps_later_dead (iterator, insn, short_by))
-        dead = FALSE;  /* a later flags-dead point needs no padding (see ps_emit_counter) */
-      else if (dead || use == PS_FLAGS_READ || ps_ends_block (insn))
+      if (dead || use == PS_FLAGS_READ || ps_ends_block (insn))
       {
-        count_imm = ps_emit_counter (w, t, slot, !dead, block_pc);
+        patch = ps_emit_counter (w, t, slot, !dead);
         placed = TRUE;
       }
     }
     if (t->win_size != 0)
-      ps_emit_mem_slot (w, t, insn, block_pc);
+      ps_emit_mem_slot (w, t, insn);
     n++;
     last_pc = insn->address;
     gum_stalker_iterator_keep (iterator);
@@ -1898,7 +1632,8 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   }
   n += t->carry;
   t->carry = 0;
-  *(guint32 *) count_imm = (guint32) n;
+  *(guint32 *) patch.count_imm = (guint32) n;
+  *(guint32 *) patch.budget_imm = (guint32) n;
   ps_settle_slot (t, slot, last_pc);
 }
 
@@ -1906,20 +1641,9 @@ static void
 ps_cold_init (PsThread * t)
 {
   PsCode c;
-  GumAddress at;
   c.n = 0;
-  ps_put_stub (&c, t, FALSE);
+  ps_put_stub (&c, t);
   t->stub = GSIZE_TO_POINTER (ps_cold_put (t, &c));
-  c.n = 0;
-  ps_put_stub (&c, t, TRUE);
-  t->trap_stub = GSIZE_TO_POINTER (ps_cold_put (t, &c));
-  at = GPOINTER_TO_SIZE (t->cold_cur);
-  if (t->stub == NULL || t->trap_stub == NULL || !ps_near (at, GPOINTER_TO_SIZE (t->cnt)) ||
-      !ps_near (at, GPOINTER_TO_SIZE (t)))
-    return;
-  c.n = 0;
-  ps_put_trap (&c, t, at, GPOINTER_TO_SIZE (t->trap_stub));
-  t->trap = GSIZE_TO_POINTER (ps_cold_put (t, &c));
 }
 
 #else

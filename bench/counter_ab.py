@@ -5,7 +5,8 @@ Stalker, then phasescope with each ``agent/counter.c`` given, interleaved, minim
     python3 bench/counter_ab.py [--runs 3] [--ref REV] [--json] -- PROGRAM [ARGS...]
     python3 bench/counter_ab.py [--runs 3] [--ref REV] [--json] --programs
 
-``--ref REV`` adds counter.c as of that git revision (named REV) before the working tree's (``tree``).
+``--ref REV`` adds counter.c as of that git revision (named REV) before the working tree's (``tree``);
+``--file PATH`` adds a counter.c variant not committed (named by its file name), for trying a change.
 ``--programs``: the system programs of bench/sampled_overhead.py (bzip2, xz, python3, cc1, sqlite3)
 one after the other. Besides wall time it reports the CPU time of the target's main thread (as
 ``phasescope bench`` does for traced/bare), which a machine shared with other work inflates less
@@ -44,6 +45,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--ref", action="append", default=[], help="a git revision whose counter.c to compare")
+    ap.add_argument("--file", action="append", default=[], help="a counter.c variant file to compare")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--programs", action="store_true", help="bench/sampled_overhead.py's system programs")
     ap.add_argument("argv", nargs="*")
@@ -52,6 +54,9 @@ def main() -> int:
         ap.error("give either PROGRAM [ARGS...] or --programs")
     variants = [(ref, subprocess.run(["git", "-C", ROOT, "show", f"{ref}:agent/counter.c"], check=True,
                                      capture_output=True, text=True).stdout) for ref in args.ref]
+    for path in args.file:
+        with open(path) as f:
+            variants.append((os.path.basename(path), f.read()))
     with open(os.path.join(ROOT, "agent", "counter.c")) as f:
         variants.append(("tree", f.read()))
     if not args.programs:
