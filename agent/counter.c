@@ -1167,9 +1167,26 @@ ps_put_recorder (PsCode * c, PsThread * t, GumAddress at, GumAddress back, const
   ps_put_u8 (c, (guint8) (gint8) ((gint64) done - (gint64) (c->n + 1)));
 }
 
-/* A memory slot and its recorder before `insn`, if it has an explicit memory operand. */
+#define PS_GUARD 32                /* bytes at a block's start nothing may return into (agent/README.md) */
+
+/* `n` bytes of NOPs. */
 static void
-ps_emit_mem_slot (GumX86Writer * w, PsThread * t, const cs_insn * insn)
+ps_put_nops (PsCode * c, guint n)
+{
+  static const guint8 nop8[] = { 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00 };
+  static const guint8 nop1[] = { 0x90 };
+  for (; n >= 8; n -= 8)
+    ps_put (c, nop8, sizeof (nop8));
+  for (; n != 0; n--)
+    ps_put (c, nop1, sizeof (nop1));
+}
+
+/* A memory slot and its recorder before `insn`, if it has an explicit memory operand. Its recorder
+ * returns right after the slot, so a slot in the block's first PS_GUARD bytes is padded past them:
+ * Stalker.invalidate (a release at detach) overwrites them while the thread is elsewhere, for
+ * instance in the recorder. */
+static void
+ps_emit_mem_slot (GumX86Writer * w, PsThread * t, const cs_insn * insn, GumAddress block_pc)
 {
   const cs_x86 * x = &insn->detail->x86;
   const cs_x86_op * op = NULL;
@@ -1199,6 +1216,13 @@ ps_emit_mem_slot (GumX86Writer * w, PsThread * t, const cs_insn * insn)
   if (t->rec_cur + sizeof (c.b) > t->rec_end || !ps_near (pc, rec) || !ps_near (pc, rec + sizeof (c.b)) ||
       !ps_near (rec, GPOINTER_TO_SIZE (t->stub)) || !ps_near (rec, GPOINTER_TO_SIZE (t)))
     return;
+  if (pc + 5 < block_pc + PS_GUARD)
+  {
+    c.n = 0;
+    ps_put_nops (&c, (guint) (block_pc + PS_GUARD - (pc + 5)));
+    gum_x86_writer_put_bytes (w, c.b, c.n);
+    pc = w->pc;
+  }
   c.n = 0;
   ps_put_recorder (&c, t, rec, pc + 5, insn, op, skip);
   for (i = 0; i != c.n; i++)
@@ -1565,7 +1589,7 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   const cs_insn * insn;
   guint64 n = 0, slot, last_pc = 0;
   gboolean placed = FALSE, loop = FALSE;
-  GumAddress top = 0;
+  GumAddress top = 0, block_pc = w->pc;
   guint8 * loop_n = NULL;
   PsPatch patch;
   PsLoop lp;
@@ -1605,7 +1629,7 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
       }
     }
     if (t->win_size != 0)
-      ps_emit_mem_slot (w, t, insn);
+      ps_emit_mem_slot (w, t, insn, block_pc);
     n++;
     last_pc = insn->address;
     gum_stalker_iterator_keep (iterator);
