@@ -2,8 +2,8 @@
 """Exact mode's hot path against an earlier one, on the same program in the same run: native, bare
 Stalker, then phasescope with each ``agent/counter.c`` given, interleaved, minimum of the runs.
 
-    python3 bench/counter_ab.py [--runs 3] [--ref REV] [--json] -- PROGRAM [ARGS...]
-    python3 bench/counter_ab.py [--runs 3] [--ref REV] [--json] --programs
+    python3 bench/counter_ab.py [--runs 3] [--ref REV] [--file PATH] [--json] -- PROGRAM [ARGS...]
+    python3 bench/counter_ab.py [--runs 3] [--ref REV] [--file PATH] [--json] --programs
 
 ``--ref REV`` adds counter.c as of that git revision (named REV) before the working tree's (``tree``);
 ``--file PATH`` adds a counter.c variant not committed (named by its file name), for trying a change.
