@@ -3,6 +3,7 @@ a condition, read and check an interval log."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shlex
@@ -29,7 +30,10 @@ def build(tmp_path_factory):
     def _build(source: str, *flags: str, name: str = None) -> str:
         key = (source, flags, name)
         if key not in cache:
-            exe = out_dir / (name or (Path(source).stem + ("_" + str(abs(hash(flags))) if flags else "")))
+            # A stable name: the module's name is part of every block key (its tag), so a name that
+            # changed per run (Python's salted hash()) would move blocks between tracker buckets.
+            tag = hashlib.sha1("\0".join(flags).encode()).hexdigest()[:8]
+            exe = out_dir / (name or (Path(source).stem + ("_" + tag if flags else "")))
             cmd = ["cc", "-O1", "-g", "-o", str(exe), str(PROGRAMS / source), *flags]
             subprocess.run(cmd, check=True, capture_output=True)
             cache[key] = str(exe)

@@ -27,7 +27,8 @@ def test_each_phase_gets_a_burst_of_its_own_code(build, tmp_path):
     assert r.stdout == native  # byte-identical to the untraced run
     s = json.loads(summary.read_text())
     assert s["session"]["bursts"]["enabled"] and s["session"]["bursts"]["completed"] >= 3
-    main = {p["top_code"][0]["symbol"].split("!")[-1]: p for p in s["phases"] if p["share"] > 0.15}
+    # float_phase takes 15-20% of the CPU time (0.146 in one run of 8): a main phase is 5% or more
+    main = {p["top_code"][0]["symbol"].split("!")[-1]: p for p in s["phases"] if p["share"] > 0.05}
     assert set(main) == {"hash_phase", "float_phase", "chase_phase"}, main.keys()
     for name, p in main.items():
         b = p["burst"]
