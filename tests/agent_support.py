@@ -105,7 +105,8 @@ def callgrind_functions(argv, tmp_path, stdin: bytes = b"") -> dict:
     ).stdout
     result = {}
     for line in text.splitlines():
-        m = re.match(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?\S*?:(\w+)\s", line + " ")
+        # a loop back to a function's first instruction is recursion to callgrind: "name'2"
+        m = re.match(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?\S*?:(\w+)(?:'\d+)?\s", line + " ")
         if m:
             result[m.group(2)] = result.get(m.group(2), 0) + int(m.group(1).replace(",", ""))
     return result

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -53,3 +54,24 @@ def test_intervals_are_exact_to_a_block(build):
     seqs = sorted(i.seq for i in trace.intervals)
     assert seqs == list(range(len(seqs)))
     assert trace.intervals[-1].partial
+
+
+def test_self_loops_count_exactly_whatever_their_trip_count(build, tmp_path):
+    """Self-looping blocks (counted in a register, unrolled by two) left after every trip count from
+    1 to 300 and after long ones, with intervals cut all over them: callgrind's counts, exactly,
+    and every interval cut at the iteration that crossed its budget."""
+    binary = build("trip_counts.c")
+    argv = [binary, "2"]
+    native = subprocess.run(argv, capture_output=True, check=True).stdout
+    interval = 100_003
+    trace = trace_spawn(argv, interval=interval)
+    assert trace.ended.how == "exited" and trace.ended.code == 0
+    assert trace.output.get(1, b"") == native
+    full = [i for i in trace.intervals if not i.partial]
+    assert len(full) >= 500
+    for i in full:
+        assert interval <= i.instructions < interval + 16, i.instructions  # 16: the longest block here
+    ours = per_function(trace, binary)
+    theirs = callgrind_functions(argv, tmp_path)
+    for name in ("spin", "spin_lea", "spin_cmp"):
+        assert ours[name] == theirs[name], name
