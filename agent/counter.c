@@ -1272,12 +1272,12 @@ ps_emit_mem_slot (GumX86Writer * w, PsThread * t, const cs_insn * insn, GumAddre
  * to fall into its exit, so the next iteration leaves through Stalker's own branch: through the
  * block's start, where Stalker's invalidation and unfollow take effect.
  *
- * Unrolled by two (ps_emit_loop_unrolled) where the body can be copied as is (nothing rip-relative):
- * one `sub r, 2n; js` per two iterations. On a Zen 4 host the check's two macro-ops pushed a
- * five-macro-op loop past the six it dispatches a cycle, so `s += i * i` took two cycles an
- * iteration instead of one (2.0x bare Stalker); a pair of iterations plus the check fits in two
- * (1.10x). Exactness is kept: a pair runs only when the budget covers both iterations, else one
- * iteration runs through a copy with the per-iteration check.
+ * Where the body can be copied as is (nothing rip-relative), the loop is instead entered from its
+ * second iteration and unrolled by two (ps_emit_loop_tail): the first runs as any block, so
+ * a loop of one iteration pays no entry and exit, and the loop pays one `sub r, 2n; js` per two
+ * iterations. On a Zen 4 host the check's two macro-ops pushed a five-macro-op loop past the six
+ * it dispatches a cycle, so `s += i * i` took two cycles an iteration instead of one (2.0x bare
+ * Stalker); a pair of iterations plus the check fits in two (1.10x).
  */
 
 #define PS_LOOP_MAX 24             /* instructions of a block that may become a register loop */
@@ -1406,7 +1406,7 @@ ps_loop_plan (GumStalkerIterator * iterator, PsThread * t, GumAddress pc, const 
   gboolean loop = FALSE, copyable = TRUE;
 
   if (t->win_size != 0 || t->limit != 0 || t->carry != 0 || t->stub == NULL ||
-      t->cold_cur + 256 > t->cold_end || !ps_near (pc, GPOINTER_TO_SIZE (t->cold_cur)) ||
+      t->cold_cur + 384 > t->cold_end || !ps_near (pc, GPOINTER_TO_SIZE (t->cold_cur)) ||
       !ps_near (pc, GPOINTER_TO_SIZE (t->cold_end)) || !ps_near (pc, GPOINTER_TO_SIZE (t)) ||
       !ps_near (pc, GPOINTER_TO_SIZE (t->counts + t->capacity)) || !ps_near (pc, GPOINTER_TO_SIZE (t->counts)))
     return FALSE;
@@ -1610,6 +1610,13 @@ ps_loop_check_here (PsLoopCheck * k, PsThread * t, const PsLoop * lp, guint64 sl
   ps_patch_rel32 (k->rel, k->end, ps_loop_trampoline (t, lp, slot, k->end));
 }
 
+/* The condition code of a jcc (short or near form). */
+static gint
+ps_branch_cc (const cs_insn * branch)
+{
+  return branch->bytes[0] == 0x0f ? branch->bytes[1] & 0x0f : branch->bytes[0] & 0x0f;
+}
+
 /* `jcc`/`jmp` rel32 to a target patched later; returns the rel32 in the writer's buffer. */
 static guint8 *
 ps_emit_branch (GumX86Writer * w, gint cc, GumAddress target, GumAddress * end)
@@ -1651,37 +1658,66 @@ ps_emit_loop_branch (GumX86Writer * w, PsThread * t, const PsLoop * lp, const cs
     guint64 slot)
 {
   GumAddress end;
-  gint cc = branch->bytes[0] == 0x0f ? branch->bytes[1] & 0x0f : branch->bytes[0] & 0x0f;
-  ps_emit_branch (w, cc, top, &end);
+  ps_emit_branch (w, ps_branch_cc (branch), top, &end);
   ps_loop_link (t, end - 4, top);
   ps_emit_loop_exit (w, t, lp, slot);
 }
 
-/* The same for a loop unrolled by two, whose check (`first`: sub r, 2n) is in the first copy:
+/* A self-looping block whose first iteration ran as any block (memory counter, Stalker's copy of
+ * the body) goes on in a register, unrolled by two, the body's bytes copied as they are (nothing
+ * rip-relative). Its branch gets our `jcc loop` before Stalker's; the loop follows the block's
+ * code, after Stalker's branch (which never falls through), so an iteration that ends the loop
+ * falls straight into Stalker's branch:
  *
+ *           jcc loop                     ; at the branch (`jump`): the loop goes on
+ *   done:   Stalker's branch
+ *   loop:   entry (ps_emit_loop_entry)
+ *   top:    body to the flags-dead point; sub r, 2n; js fallback; rest of the body
  *           jNcc exit1                   ; the loop ends after one iteration of the pair
- *           body; jcc top                ; the second copy, as is (no check)
+ *           body; jcc top                ; the second copy, no check
  *           jmp exit
- *   single: sub r, n; js trampoline      ; the check's fallback (cold: add r, 2n; jmp single)
- *           body from the flags-dead point; jcc top; jmp exit
+ *   single: sub r, n; js trampoline      ; the fallback (cold: add r, 2n; jmp single)
+ *           rest of the body; jcc top; jmp exit
  *   exit1:  lea r, [r + n]               ; give back the second iteration (flags kept)
- *   exit:   ...
+ *   exit:   flush r, restore it (ps_emit_loop_exit); jmp done
  *
- * A pair the budget (or r's cap) does not cover goes through `single` one iteration at a time,
- * so the interval is still cut at the iteration that overdrew. */
+ * A pair runs only when r covers both iterations; otherwise one goes through `single`, so the
+ * interval is still cut at the iteration that overdrew. A loop of one iteration (an inner loop
+ * of two whose first sits in the block before) never enters the register. */
+typedef struct
+{
+  guint8 * rel;                    /* the rel32 of `jcc loop`, in the writer's buffer */
+  GumAddress done;                 /* where it ends: Stalker's branch */
+  gint cc;                         /* the loop's condition */
+} PsLoopJump;
+
+static PsLoopJump
+ps_emit_loop_jump (GumX86Writer * w, const cs_insn * branch)
+{
+  PsLoopJump j;
+  j.cc = ps_branch_cc (branch);
+  j.rel = ps_emit_branch (w, j.cc, 0, &j.done);
+  return j;
+}
+
 static void
-ps_emit_loop_unrolled (GumX86Writer * w, PsThread * t, const PsLoop * lp, const PsLoopCheck * first,
-    const cs_insn * branch, GumAddress top, guint64 slot)
+ps_emit_loop_tail (GumX86Writer * w, PsThread * t, const PsLoop * lp, const PsLoopJump * j, guint64 slot)
 {
   const guint8 * body = GSIZE_TO_POINTER (lp->first_pc);
   guint a = (guint) (lp->dead_pc - lp->first_pc), b = (guint) (lp->branch_pc - lp->dead_pc);
-  gint cc = branch->bytes[0] == 0x0f ? branch->bytes[1] & 0x0f : branch->bytes[0] & 0x0f;
-  GumAddress exit1_end, exit_end[2], end, single, fallback;
+  gint cc = j->cc;
+  GumAddress exit1_end, exit_end[2], end, top, single, fallback;
   guint8 * exit1, * to_exit[2];
-  PsLoopCheck check;
+  PsLoopCheck pair, check;
   PsCode c;
   int r = lp->reg;
 
+  ps_patch_rel32 (j->rel, j->done, w->pc);
+  ps_emit_loop_entry (w, t, lp, slot);
+  top = w->pc;
+  gum_x86_writer_put_bytes (w, body, a);
+  pair = ps_emit_loop_check (w, r, 2 * lp->n);
+  gum_x86_writer_put_bytes (w, body + a, b);
   exit1 = ps_emit_branch (w, cc ^ 1, 0, &exit1_end);
   gum_x86_writer_put_bytes (w, body, a + b);
   ps_emit_branch (w, cc, top, &end);
@@ -1707,15 +1743,16 @@ ps_emit_loop_unrolled (GumX86Writer * w, PsThread * t, const PsLoop * lp, const 
   ps_patch_rel32 (to_exit[0], exit_end[0], w->pc);
   ps_patch_rel32 (to_exit[1], exit_end[1], w->pc);
   ps_emit_loop_exit (w, t, lp, slot);
+  ps_emit_branch (w, -1, j->done, &end);
 
-  /* the first check's fallback: undo its sub, run the iteration through `single` */
+  /* the pair check's fallback: undo its sub, run the iteration through `single` */
   c.n = 0;
   ps_put_rex (&c, r, TRUE); ps_put_u8 (&c, 0x81); ps_put_u8 (&c, (guint8) (0xc0 | (r & 7))); /* add r, 2n */
   ps_put_u32 (&c, 2 * lp->n);
   fallback = GPOINTER_TO_SIZE (t->cold_cur);
   ps_put_u8 (&c, 0xe9);
   ps_put_rel32 (&c, fallback + c.n + 4, single);
-  ps_patch_rel32 (first->rel, first->end, ps_cold_put (t, &c));
+  ps_patch_rel32 (pair.rel, pair.end, ps_cold_put (t, &c));
 }
 
 static void
@@ -1738,9 +1775,10 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   GumX86Writer * w = output->writer.x86;
   const cs_insn * insn;
   guint64 n = 0, slot, last_pc = 0;
-  gboolean placed = FALSE, loop = FALSE;
+  gboolean placed = FALSE, loop = FALSE, tail = FALSE;
   GumAddress top = 0, block_pc = w->pc;
   PsLoopCheck check;
+  PsLoopJump jump;
   PsPatch patch;
   PsLoop lp;
 
@@ -1751,36 +1789,44 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
     if (n == 0 && ps_loop_plan (iterator, t, w->pc, insn, &lp))
     {
       loop = TRUE;
-      ps_settle_slot (t, slot, lp.branch_pc);
-      ps_emit_loop_entry (w, t, &lp, slot);
-      top = w->pc;
+      if (!lp.unroll)  /* a register loop from the first iteration, one check an iteration */
+      {
+        ps_settle_slot (t, slot, lp.branch_pc);
+        ps_emit_loop_entry (w, t, &lp, slot);
+        top = w->pc;
+      }
     }
-    if (loop)
+    if (loop && !lp.unroll)
     {
       if (n == lp.dead)
       {
-        check = ps_emit_loop_check (w, lp.reg, lp.unroll ? 2 * lp.n : lp.n);
-        if (!lp.unroll)
-          ps_loop_check_here (&check, t, &lp, slot);
+        check = ps_emit_loop_check (w, lp.reg, lp.n);
+        ps_loop_check_here (&check, t, &lp, slot);
         placed = TRUE;
       }
       if (insn->address == lp.branch_pc && n + 1 == lp.n)
       {
-        if (lp.unroll)
-          ps_emit_loop_unrolled (w, t, &lp, &check, insn, top, slot);
-        else
-          ps_emit_loop_branch (w, t, &lp, insn, top, slot);
+        ps_emit_loop_branch (w, t, &lp, insn, top, slot);
         loop = FALSE;
       }
     }
-    else if (!placed)
+    else
     {
-      int use = ps_flag_use (insn);
-      gboolean dead = use == PS_FLAGS_KILL || (use == PS_FLAGS_NONE && ps_is_call (insn));
-      if (dead || use == PS_FLAGS_READ || ps_ends_block (insn))
+      if (!placed)
       {
-        patch = ps_emit_counter (w, t, slot, !dead);
-        placed = TRUE;
+        int use = ps_flag_use (insn);
+        gboolean dead = use == PS_FLAGS_KILL || (use == PS_FLAGS_NONE && ps_is_call (insn));
+        if (dead || use == PS_FLAGS_READ || ps_ends_block (insn))
+        {
+          patch = ps_emit_counter (w, t, slot, !dead);
+          placed = TRUE;
+        }
+      }
+      if (loop && insn->address == lp.branch_pc && n + 1 == lp.n)
+      {
+        jump = ps_emit_loop_jump (w, insn);
+        tail = TRUE;
+        loop = FALSE;
       }
     }
     if (t->win_size != 0)
@@ -1790,6 +1836,8 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
     gum_stalker_iterator_keep (iterator);
   }
 
+  if (tail)
+    ps_emit_loop_tail (w, t, &lp, &jump, slot);
   if (top != 0)
   {
     if (loop)
@@ -1797,11 +1845,7 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
       /* Stalker ended the block before its branch (code slab full): no loop, leave the register. */
       ps_emit_loop_exit (w, t, &lp, slot);
       if (placed)
-      {
         *(guint32 *) check.imm = (guint32) n;
-        if (lp.unroll)
-          ps_loop_check_here (&check, t, &lp, slot);
-      }
       else
         t->carry += n;
     }
