@@ -1302,7 +1302,8 @@ typedef struct
   guint64 branch_pc;
   guint64 first_pc;                /* the block's first instruction */
   guint64 dead_pc;                 /* the instruction `dead` */
-  gboolean unroll;                 /* the body (no branch, nothing rip-relative) may be copied as is */
+  gboolean unroll;                 /* the body may be copied as is (nothing rip-relative): the register
+                                      loop starts at the second iteration, unrolled (ps_emit_loop_tail) */
 } PsLoop;
 
 /* Hardware number of any general register, whatever its width; -1 for anything else. */
@@ -1414,20 +1415,21 @@ ps_loop_plan (GumStalkerIterator * iterator, PsThread * t, GumAddress pc, const 
   while (i < PS_LOOP_MAX && cs_disasm_iter (cs, &code, &size, &address, ci))
   {
     int use = ps_flag_use (ci);
+    gboolean ends = ps_ends_block (ci);
     if (ps_is_string_op (ci))
       break;
-    if (dead < 0 && use == PS_FLAGS_READ && !ps_ends_block (ci))
+    if (dead < 0 && use == PS_FLAGS_READ && !ends)
       break;
     if (dead < 0 && use == PS_FLAGS_KILL)
     {
       dead = (int) i;
       lp->dead_pc = ci->address;
     }
-    if (!ps_ends_block (ci) && (ps_rip_relative (ci) || ci->id == X86_INS_XBEGIN))
+    if (!ends && (ps_rip_relative (ci) || ci->id == X86_INS_XBEGIN))
       copyable = FALSE;
     ps_regs_used (ci, &used);
     i++;
-    if (ps_ends_block (ci))
+    if (ends)
     {
       const cs_x86 * x = &ci->detail->x86;
       loop = dead >= 0 && x->op_count == 1 && x->operands[0].type == X86_OP_IMM &&
@@ -1635,7 +1637,8 @@ ps_emit_branch (GumX86Writer * w, gint cc, GumAddress target, GumAddress * end)
   return w->code - 4;
 }
 
-/* The flush at the loop's exit, before Stalker's branch (whose flags it keeps). */
+/* The loop's exit: flushes r into the counter and the budget and restores it, keeping the flags
+ * for Stalker's branch (next, or jumped to). */
 static void
 ps_emit_loop_exit (GumX86Writer * w, PsThread * t, const PsLoop * lp, guint64 slot)
 {
