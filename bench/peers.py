@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""What phasescope costs beside the tools a user would pick instead, on the same programs in one run.
+
+For each program (a CPU-bound C program, python3, sqlite3, cc1) and each observer, in interleaved
+rounds (every configuration sees the same machine load), the minimum over ``--runs`` of:
+
+* the target's own wall and CPU time, measured by ``/usr/bin/time`` wrapped directly around the
+  program (so it is the program's time, whatever the observer does before or after it);
+* the whole command's wall time and CPU (the observer's and the target's, from RUSAGE_CHILDREN);
+* the observer's own CPU: the whole command's CPU minus the target's.
+
+Observers:
+  native                       the program alone
+  sampled N Hz                 ``phasescope --mode sampled --rate N --no-dashboard -o /dev/null -f ...``
+  perf record -F N [-g]        ``perf record -F N [-g] -o TMP -- ...`` (perf's own data file, no report)
+  exp-bbv                      ``valgrind --tool=exp-bbv`` (10M-instruction intervals)
+Exact mode and bare Stalker are timed by ``phasescope bench --json --no-valgrind`` (the target from
+its resume to its exit, the same way for both): ``/usr/bin/time`` cannot sit between Frida and the
+program, because exact mode follows the spawned process only, not a wrapper's child.
+
+    python3 bench/peers.py [--runs 3] [--rates 1000,97] [--only NAME] [--no-exact] [--json]
+
+Needs perf (linux-perf), valgrind and root (or perf_event_paranoid <= 1) for perf record's and
+sampled mode's CPU-clock events.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from sampled_overhead import make_data, workloads  # noqa: E402  (the same system programs and inputs)
+
+
+def build_cpu_bound(tmp: str) -> list:
+    exe = os.path.join(tmp, "cpu_bound")
+    subprocess.run(["cc", "-O2", "-fno-omit-frame-pointer", "-o", exe, os.path.join(HERE, "cpu_bound.c")], check=True)
+    return [exe, "3"]
+
+
+def observers(rates, tmp: str) -> dict:
+    """Observer name -> a function of the target argv giving the full command."""
+    ps = [sys.executable, "-m", "phasescope.cli"]
+    data = os.path.join(tmp, "perf.data")
+    out = {"native": lambda argv: argv}
+    for hz in rates:
+        out[f"sampled {hz} Hz"] = (lambda h: lambda argv: ps + ["--mode", "sampled", "--rate", str(h), "--no-dashboard",
+                                                              "-o", os.devnull, "-f", argv[0], "--", *argv[1:]])(hz)
+        out[f"perf record -F {hz}"] = (lambda h: lambda argv: ["perf", "record", "-q", "-F", str(h), "-o", data,
+                                                               "--", *argv])(hz)
+        out[f"perf record -F {hz} -g"] = (lambda h: lambda argv: ["perf", "record", "-q", "-g", "-F", str(h), "-o",
+                                                                  data, "--", *argv])(hz)
+    # valgrind runs the program on its own CPU: /usr/bin/time must wrap valgrind, not sit under it
+    out["exp-bbv"] = lambda argv: argv[:5] + ["valgrind", "-q", "--tool=exp-bbv", "--interval-size=10000000",
+                                              f"--bb-out-file={tmp}/bb.out", "--pc-out-file=/dev/null", *argv[5:]]
+    return out
+
+
+def run_once(make, target: list, tmp: str) -> dict:
+    """Run an observer around ``target`` wrapped in /usr/bin/time (5 words): the target's and the whole's times."""
+    tfile = os.path.join(tmp, "time.out")
+    full = make(["/usr/bin/time", "-f", "%e %U %S", "-o", tfile, *target])
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.run(full, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wall = time.perf_counter() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        sys.exit(f"peers: {' '.join(full)} exited with {p.returncode}: {p.stderr.decode(errors='replace')[-400:]}")
+    with open(tfile) as f:
+        e, u, s = (float(x) for x in f.read().split()[-3:])
+    total = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
+    return {"target_wall": e, "target_cpu": u + s, "wall": wall, "cpu": total, "observer_cpu": max(0.0, total - u - s)}
+
+
+def exact_and_bare(target: list, runs: int) -> dict:
+    p = subprocess.run([sys.executable, "-m", "phasescope.cli", "bench", "--json", "--no-valgrind", "-r", str(runs),
+                        "--", *target], stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if p.returncode != 0:
+        return {"error": p.stderr.strip().splitlines()[-1:] or ["failed"]}
+    return json.loads(p.stdout)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--rates", default="1000,97", help="sample rates in Hz for sampled mode and perf record")
+    ap.add_argument("--only", help="run only programs whose label contains this")
+    ap.add_argument("--no-exact", action="store_true", help="skip exact mode and bare Stalker")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    for tool in ("perf", "valgrind"):
+        if not shutil.which(tool):
+            sys.exit(f"peers: {tool} is not installed")
+    rates = [int(x) for x in a.rates.split(",")]
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        files = make_data(tmp)
+        programs = [("cpu_bound.c -O2", build_cpu_bound(tmp))] + [
+            w for w in workloads(files, tmp) if not w[0].startswith(("bzip2", "xz"))]
+        obs = observers(rates, tmp)
+        for label, target in programs:
+            if a.only and a.only not in label:
+                continue
+            runs = {name: [] for name in obs}
+            for _ in range(a.runs):
+                for name, make in obs.items():
+                    runs[name].append(run_once(make, target, tmp))
+            native = {k: min(r[k] for r in runs["native"]) for k in ("target_wall", "target_cpu", "wall", "cpu")}
+            row = {"program": label, "native": native, "observers": {}}
+            for name in obs:
+                if name == "native":
+                    continue
+                best = {k: min(r[k] for r in runs[name]) for k in runs[name][0]}
+                row["observers"][name] = {
+                    "target_slowdown": best["target_wall"] / native["target_wall"],
+                    "target_cpu_ratio": best["target_cpu"] / native["target_cpu"],
+                    "end_to_end": best["wall"] / native["wall"],
+                    "observer_cpu_pct": 100.0 * best["observer_cpu"] / best["target_wall"]}
+            if not a.no_exact:
+                row["exact"] = exact_and_bare(target, a.runs)
+            results.append(row)
+            if not a.json:
+                print(f"\n{label}: native {native['target_wall']:.2f} s")
+                for name, r in row["observers"].items():
+                    print(f"  {name:22s} target {r['target_slowdown']:.3f}x  cpu {r['target_cpu_ratio']:.3f}x  "
+                          f"end-to-end {r['end_to_end']:.3f}x  observer {r['observer_cpu_pct']:.1f}% of a core",
+                          flush=True)
+                ratios = row.get("exact", {}).get("ratios")
+                if ratios:
+                    print(f"  {'bare Stalker':22s} target {ratios['bare']:.3f}x", flush=True)
+                    print(f"  {'exact mode':22s} target {ratios['traced']:.3f}x  end-to-end {ratios['end-to-end']:.3f}x  "
+                          f"traced/bare {ratios['traced/bare']:.3f}x", flush=True)
+                elif "exact" in row:
+                    print(f"  exact mode: {row['exact']['error']}", flush=True)
+    if a.json:
+        print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
