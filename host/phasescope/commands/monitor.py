@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from phasescope import __version__
 from phasescope.pipeline.live import LiveRun
@@ -19,7 +19,6 @@ from phasescope.commands.options import (add_device_options, add_run_options, ad
                                          engine_config_from_args, locality_options, process_filter,
                                          validate_run_options)
 from phasescope.commands.outputs import open_sinks
-from phasescope.commands.registry import SUBCOMMANDS
 from phasescope.commands.runner import Command, usage_error
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sinks
@@ -106,11 +105,13 @@ class MonitorCommand(Command):
                "--events": "events"}
     unknown_hint = "put -- before a spawned program's arguments that start with a dash"
 
-    def __init__(self, prog: str):
+    def __init__(self, prog: str, subcommands: Optional[Dict[str, str]] = None):
+        """``subcommands``: ``{name: what it does}``, for the usage and ``--help`` (from ``cli.py``)."""
         super().__init__(prog)
-        self.usage = (f"{prog} [options] (-p PID | -n NAME | -f PROGRAM [ARGS...] [-- ARGS...] | -a)\n"
-                      f"       {prog} {{{','.join(SUBCOMMANDS)}}} ...")
-        self.epilog = "subcommands: " + "; ".join(f"{name} ({what})" for name, (_, _, what) in SUBCOMMANDS.items())
+        self.usage = f"{prog} [options] (-p PID | -n NAME | -f PROGRAM [ARGS...] [-- ARGS...] | -a)"
+        if subcommands:
+            self.usage += f"\n       {prog} {{{','.join(subcommands)}}} ..."
+            self.epilog = "subcommands: " + "; ".join(f"{name} ({what})" for name, what in subcommands.items())
 
     def parser(self, full: bool = False) -> argparse.ArgumentParser:
         """Every option is parsed; ``--help`` describes only those in :attr:`brief` (``full``: all)."""
