@@ -30,6 +30,7 @@ def test_shared_options_are_declared_once(other, options):
         assert described(theirs[option]) == described(live[option]), option
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [["bench", "--bursts", "--", "/bin/true"], ["--bursts", "-f", "/bin/true"]])
 def test_bursts_outside_sampled_mode_is_refused_alike(argv):
     r = run_cli(*argv)
