@@ -42,7 +42,7 @@ BRIEF = {
     "summary": "JSON summary (per phase, per thread, predictors), replaced atomically every 5 s and at the end",
     "bbv": None,
     "events": "serve JSON Lines phase events on unix:PATH or tcp:HOST:PORT (no authentication)",
-    "metrics": "serve Prometheus/OpenMetrics metrics on HOST:PORT (loopback only)",
+    "metrics": "serve Prometheus/OpenMetrics metrics on HOST:PORT (loopback by default)",
     "phase_db": "phase database: earlier runs' phases keep their IDs; this run's are saved at the end",
     "duration": None, "no_dashboard": "plain lines instead of the dashboard (so without a terminal)",
 }
