@@ -21,6 +21,35 @@ from phasescope.formats.log import log_records
 PROGRAMS = Path(__file__).parent / "programs"
 
 
+def _refuse_processes(monkeypatch, nodeid: str) -> None:
+    """Make every way a test could start a process (subprocess, fork, spawn, Frida's devices, which
+    spawn and inject) fail, saying which test should be marked slow."""
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"{nodeid} starts a process: mark it @pytest.mark.slow (the fast lane, "
+                             "pytest -m 'not slow', runs only tests that start none)")
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
+    for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp"):
+        if hasattr(os, name):
+            monkeypatch.setattr(os, name, refuse)
+    try:
+        import frida
+    except ImportError:
+        return
+    for name in ("get_device_manager", "get_local_device", "get_remote_device", "get_usb_device", "get_device",
+                 "attach", "spawn"):
+        if hasattr(frida, name):
+            monkeypatch.setattr(frida, name, refuse)
+
+
+@pytest.fixture(autouse=True)
+def fast_lane_starts_no_process(request, monkeypatch):
+    """A test not marked slow must start no process, so the fast lane stays fast and needs no
+    Frida, perf, cc or tmux: one that does fails here, in either lane."""
+    if request.node.get_closest_marker("slow") is None:
+        _refuse_processes(monkeypatch, request.node.nodeid)
+    yield
+
+
 @pytest.fixture(scope="session")
 def build(tmp_path_factory):
     """build("name.c", *flags) -> path of tests/programs/name.c compiled with cc (cached per flags)."""

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 import json
 import shutil
 
 from conftest import run_cli
+
+pytestmark = pytest.mark.slow  # every test here starts a real process
 
 
 def test_bench_reports_all_ratios(build):

@@ -12,6 +12,8 @@ import pytest
 
 from agent_support import callgrind_functions, per_function, trace_spawn
 
+pytestmark = pytest.mark.slow  # every test here starts a real process
+
 
 def _payload() -> bytes:
     rng = random.Random(7)

@@ -14,6 +14,8 @@ from phasescope.errors import InputError, PhasescopeError
 from phasescope.sources.session import TraceSession
 from phasescope.sources.device import resolve_device, resolve_target
 
+pytestmark = pytest.mark.slow  # every test here starts a real process
+
 
 def _one_line_error(proc, code, text):
     assert proc.returncode == code, proc.stderr

@@ -10,7 +10,7 @@ import pytest
 
 from agent_support import callgrind_functions, per_function, trace_spawn
 
-pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")]
 
 FUNCTIONS = ("mix_small", "mix_branchy", "mix_calls", "mix_calls_leaf")
 

@@ -1,11 +1,14 @@
 """--locality end to end (real processes, a few seconds): the agent's sampled address windows give
 each phase the miss-rate curve its data working set implies (tests/programs/locality_phases.c)."""
 
+import pytest
 import json
 import subprocess
 
 from agent_support import functions
 from conftest import read_records, run_cli
+
+pytestmark = pytest.mark.slow  # every test here starts a real process
 
 ARGS = ("2", "4000000")  # rounds, steps per phase
 

@@ -4,10 +4,13 @@ input, one that stays at 256 KiB), then a held-out run 8x larger than the larges
 prediction for the held-out size is within 3 points of what that run measured, at every cache size
 from 32 KiB to 8 MiB, for both phases."""
 
+import pytest
 import json
 import shutil
 
 from conftest import run_cli
+
+pytestmark = pytest.mark.slow  # every test here starts a real process
 
 TRAIN = (384 << 10, 768 << 10, 1536 << 10)
 HELD_OUT = 12 << 20

@@ -13,6 +13,8 @@ from phasescope.sources.session import TraceSession
 from phasescope.sources.events import Dropped, Ended, IntervalEvent, ModulesChanged
 from phasescope.sources.device import resolve_device, resolve_target
 
+pytestmark = pytest.mark.slow  # every test here starts a real process
+
 
 def test_detach_ships_partial_intervals_and_leaves_the_target_running(build):
     binary = build("counted.c")

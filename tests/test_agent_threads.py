@@ -14,6 +14,8 @@ from agent_support import callgrind_functions, collect, functions
 from phasescope.sources.session import TraceSession
 from phasescope.sources.device import resolve_device, resolve_target
 
+pytestmark = pytest.mark.slow  # every test here starts a real process
+
 
 def test_four_threads_two_started_after_attach(build, tmp_path):
     binary = build("threads4.c", "-pthread")

@@ -4,6 +4,7 @@ correctly; the target's output is untouched."""
 
 from __future__ import annotations
 
+import pytest
 import json
 import subprocess
 import sys
@@ -14,6 +15,8 @@ from conftest import run_cli
 from phasescope.sources.device import resolve_device, resolve_target
 from phasescope.sources.events import BurstEvent, Ended, Output, ThreadExited, ThreadStarted
 from phasescope.sources.sampled_session import SampledSession
+
+pytestmark = pytest.mark.slow  # every test here starts a real process
 
 INTERVAL = 10_000_000  # the agent's exact interval
 

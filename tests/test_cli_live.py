@@ -11,6 +11,8 @@ import pytest
 
 from conftest import check_thread_streams, cli_command, log_lines, read_records, run_cli, wait_for
 
+pytestmark = pytest.mark.slow  # every test here starts a real process
+
 
 def alive(pid: int) -> bool:
     try:

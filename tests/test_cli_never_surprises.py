@@ -20,6 +20,8 @@ from phasescope.formats.log import dumps, to_record
 
 import numpy as np
 
+pytestmark = pytest.mark.slow  # every test here starts a real process
+
 
 def write_log(path, sampled=False, n=40):
     """A real log: two alternating phases, as the live monitor writes it."""

@@ -3,6 +3,7 @@ summary are well-formed and replay; threads created after attach are seen; refus
 
 from __future__ import annotations
 
+import pytest
 import json
 import os
 import subprocess
@@ -12,6 +13,8 @@ import numpy as np
 
 from conftest import cli_command, read_records, run_cli
 from phasescope.quality.metrics import adjusted_rand_index
+
+pytestmark = pytest.mark.slow  # every test here starts a real process
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
 

@@ -12,6 +12,8 @@ import pytest
 
 from conftest import cli_command, wait_for
 
+pytestmark = pytest.mark.slow  # every test here starts a real process
+
 
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGQUIT, signal.SIGTERM, signal.SIGINT])
 def test_a_stop_signal_mid_run_keeps_the_summary_and_the_report(build, tmp_path, sig):

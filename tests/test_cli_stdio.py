@@ -12,6 +12,8 @@ import pytest
 
 from conftest import cli_command, read_records
 
+pytestmark = pytest.mark.slow  # every test here starts a real process
+
 
 def _data(tmp_path):
     """Compressible but not trivial input: 2 MB of text with a pseudo-random stream in it."""

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import subprocess
 
 from phasescope.sources.disassembly import block_ending_at
+
+pytestmark = pytest.mark.slow  # every test here starts a real process
 
 
 def _file_reader(path):

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import cli_command
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 
 
 def test_demo_dashboard_at_80x24(tmux):

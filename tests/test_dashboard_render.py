@@ -19,12 +19,14 @@ def snapshot(locality=False):
     phases = [PhaseRow(p, share, 12 + p, 34.5, f"libsqlite3.so.0!sqlite3VdbeExec+0x{p:x}4d2",
                        0.425 if locality else None)
               for p, share in enumerate((0.388, 0.366, 0.127, 0.104, 0.015))]
-    return Snapshot("/usr/bin/python3 workload.py --with a --long command line that goes on and on", 123456,
-                    "tracing", 3, 13_400_000_000, "cpu_ns", "sampled 1000 Hz", 134, 9.2, 0, 15.0,
-                    [ThreadRow(4242 + t, t, 26, 4, 0.86, 100 - t, tuple(range(5)) * 20) for t in range(3)],
-                    np.random.default_rng(0).random((60, 32)), tuple([1, 2, 3] * 20), phases, scores,
-                    [ChangeRow("03:04:12", 127 + k, 4242, k, k + 1) for k in range(6)],
-                    1 << 20 if locality else None)
+    return Snapshot(target="/usr/bin/python3 workload.py --with a --long command line that goes on and on",
+                    pid=123456, status="tracing", threads_followed=3, weight=13_400_000_000, unit="cpu_ns",
+                    mode="sampled 1000 Hz", intervals=134, rate=9.2, dropped=0, elapsed=15.0,
+                    threads=[ThreadRow(4242 + t, t, 26, 4, 0.86, 100 - t, tuple(range(5)) * 20) for t in range(3)],
+                    footprints=np.random.default_rng(0).random((60, 32)), footprint_phases=tuple([1, 2, 3] * 20),
+                    phases=phases, scores=scores,
+                    changes=[ChangeRow("03:04:12", 127 + k, 4242, k, k + 1) for k in range(6)],
+                    locality_size=1 << 20 if locality else None)
 
 
 def screen(s, width, height):

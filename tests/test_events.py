@@ -35,6 +35,7 @@ def read_events(sock, out):
         out.append(json.loads(line))
 
 
+@pytest.mark.slow
 def test_clients_mid_run_slow_and_vanishing(build, tmp_path):
     """A reader connecting mid-run gets hello then ordered events; a client that never reads and
     one that disconnects abruptly cost neither tracing nor the log a record; drops are counted."""
@@ -91,6 +92,7 @@ def test_clients_mid_run_slow_and_vanishing(build, tmp_path):
     silent.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("address,words", [
     ("unix:/nonexistent-dir/x.sock", "cannot bind"),
     ("bogus", "expected unix:PATH or tcp:HOST:PORT"),
@@ -117,6 +119,7 @@ def test_bad_address_fails_before_attaching(address, words):
     assert len(lines) == 1 and words in lines[0], r.stderr
 
 
+@pytest.mark.slow
 def test_replay_serves_events(tmp_path):
     """replay takes --events too (the replay is over before a client could connect here: the
     socket is served and removed)."""
@@ -134,6 +137,7 @@ def test_replay_serves_events(tmp_path):
     assert not os.path.exists(sock_path)
 
 
+@pytest.mark.slow
 def test_tcp_loopback_client(build, tmp_path):
     """tcp:127.0.0.1:PORT: a client gets hello, the intervals and end."""
     prog = build("phased.c")

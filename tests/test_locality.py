@@ -190,6 +190,7 @@ def test_cyclic_32k_working_set_hits_a_256k_cache():
     assert exact[0] == pytest.approx(512 / len(trace)) and exact[1] == 1.0
 
 
+@pytest.mark.slow  # computes for seconds (long synthetic traces): not in the fast lane
 @pytest.mark.parametrize("window", [65536, 1 << 20])
 def test_cyclic_32m_working_set_misses_a_1m_cache(window):
     """A random cycle over 32 MiB: no reuse fits in a 64k window, yet the warm tail is exact."""
@@ -214,6 +215,7 @@ def test_cyclic_32m_working_set_misses_a_1m_cache(window):
     assert loc.miss_rate("big", 1 * MIB) == 1.0
 
 
+@pytest.mark.slow  # computes for seconds (long synthetic traces): not in the fast lane
 def test_streaming_trace_misses_at_every_size():
     n = (1 << 20) + (1 << 18)  # more distinct blocks than a 64 MiB cache holds
     loc = PhaseLocality()
@@ -227,6 +229,7 @@ def test_streaming_trace_misses_at_every_size():
     assert all(rate is None for b, rate in small.to_dict("stream")["miss_rate_curve"] if b >= 4 * MIB)
 
 
+@pytest.mark.slow  # computes for seconds (long synthetic traces): not in the fast lane
 @pytest.mark.parametrize("working_blocks", [256, 4096, 65536])
 def test_sampled_windows_agree_with_the_exact_full_trace_curve(working_blocks):
     """Uniform random accesses over W blocks, 16k-access windows every 64k accesses of a 1M trace:

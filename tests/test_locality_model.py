@@ -74,6 +74,7 @@ def dominant(model) -> str:
     return max(shares, key=shares.get)
 
 
+@pytest.mark.slow  # computes for seconds (long synthetic traces): not in the fast lane
 @pytest.mark.parametrize("make, pattern", [(constant_stream, "constant"), (linear_stream, "linear"),
                                            (sqrt_stream, "square root"), (mixed_stream, None)])
 @pytest.mark.parametrize("train", [(256 * KIB, MIB), (256 * KIB, 512 * KIB, MIB)])
@@ -165,6 +166,7 @@ def _db(path, phases):
     return path
 
 
+@pytest.mark.slow
 def test_predict_json_has_the_issues_shape(tmp_path):
     rng = np.random.default_rng(11)
     db = _db(tmp_path / "db.json", {0: [run_of(linear_stream, s, rng) for s in (256 * KIB, 512 * KIB, MIB)],
@@ -185,6 +187,7 @@ def test_predict_json_has_the_issues_shape(tmp_path):
     assert "linear 100%" in r.stdout and "critical input sizes: 32 KiB cache" in r.stdout
 
 
+@pytest.mark.slow
 def test_too_few_runs_and_runs_too_close_are_one_line(tmp_path):
     rng = np.random.default_rng(13)
     one = _db(tmp_path / "one.json", {0: [run_of(linear_stream, 256 * KIB, rng)]})
@@ -202,6 +205,7 @@ def test_too_few_runs_and_runs_too_close_are_one_line(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "not a valid" in r.stderr
 
 
+@pytest.mark.slow
 def test_plot_of_the_model(tmp_path):
     pytest.importorskip("matplotlib")
     rng = np.random.default_rng(17)

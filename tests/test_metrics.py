@@ -3,6 +3,7 @@ phases and phase changes; a non-loopback address is refused without --metrics-al
 
 from __future__ import annotations
 
+import pytest
 import re
 import subprocess
 import urllib.request
@@ -10,6 +11,8 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import cli_command, run_cli, wait_for
+
+pytestmark = pytest.mark.slow  # every test here starts a real process
 
 
 def scrape(url: str) -> dict:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+pytestmark = pytest.mark.slow  # every test here starts a real process
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -2,6 +2,7 @@
 multinomial draws of 100 samples over code pages, as the kernel's CPU-clock samples give them."""
 
 import numpy as np
+import pytest
 
 from phasescope.engine import EngineConfig, PhaseEngine
 from phasescope.engine.interval import Interval
@@ -166,6 +167,7 @@ def test_a_phase_database_gives_a_sampled_run_the_ids_of_the_last(tmp_path):
     assert second[5] not in first  # C is new
 
 
+@pytest.mark.slow
 def test_table_tracker_options_are_refused_with_the_page_tracker(tmp_path):
     from conftest import run_cli
     log = tmp_path / "s.jsonl"

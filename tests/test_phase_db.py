@@ -3,9 +3,12 @@ files are refused and left untouched."""
 
 from __future__ import annotations
 
+import pytest
 import json
 
 from conftest import run_cli
+
+pytestmark = pytest.mark.slow  # every test here starts a real process
 
 
 def main_phases(summary_path, share=0.1):

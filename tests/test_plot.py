@@ -10,6 +10,8 @@ import pytest
 
 from conftest import cli_command, run_cli
 
+pytestmark = pytest.mark.slow  # every test here starts a real process
+
 
 def _log(path):
     recs, seq, t = [], 0, 1_700_000_000_000_000_000

@@ -3,12 +3,15 @@ its thread when it enters the flagged phase (and back when it leaves)."""
 
 from __future__ import annotations
 
+import pytest
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 from conftest import cli_command
+
+pytestmark = pytest.mark.slow  # every test here starts a real process
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "nice_by_phase.py"
 

@@ -99,6 +99,7 @@ def test_labels_file_round_trip_and_bad_input(tmp_path):
         read_simpoint_labels(str(bad))
 
 
+@pytest.mark.slow  # computes for seconds (long synthetic traces): not in the fast lane
 def test_bic_picks_the_number_of_well_separated_clusters():
     pytest.importorskip("sklearn")
     rng = np.random.default_rng(3)
@@ -141,6 +142,7 @@ def cli(*args):
     return subprocess.run([sys.executable, "-m", "phasescope.cli", *args], capture_output=True, text=True, env=env)
 
 
+@pytest.mark.slow
 def test_score_cli_bad_input_is_one_line_and_exit_2(tmp_path):
     log = tmp_path / "x.jsonl"
     log.write_text('{"thread": 1, "thread_seq": 0, "instructions": 5, "phase": 0, "blocks": []}\n')
@@ -156,6 +158,7 @@ def test_score_cli_bad_input_is_one_line_and_exit_2(tmp_path):
     assert r.returncode == 2 and "missing field 'phase'" in r.stderr
 
 
+@pytest.mark.slow
 def test_score_cli_against_itself(tmp_path):
     log = tmp_path / "x.jsonl"
     log.write_text("".join(f'{{"thread": 1, "thread_seq": {i}, "instructions": 5, "phase": {p}, '

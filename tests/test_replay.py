@@ -13,6 +13,8 @@ from phasescope.engine.phase_engine import PhaseEngine
 from phasescope.engine.interval import Interval
 from phasescope.formats.log import dumps, to_record
 
+pytestmark = pytest.mark.slow  # every test here starts a real process
+
 TWO_PHASES_C = r"""
 #include <stdio.h>
 static long integer_phase(long n) {

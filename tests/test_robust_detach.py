@@ -9,10 +9,13 @@ and loops inside the block) until the release turns its loop branch into its exi
 
 from __future__ import annotations
 
+import pytest
 import subprocess
 import time
 
 from conftest import cli_command
+
+pytestmark = pytest.mark.slow  # every test here starts a real process
 
 
 def _detach_leaves_it_running(target, seconds):

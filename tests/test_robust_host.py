@@ -13,6 +13,8 @@ import pytest
 
 from conftest import run_cli
 
+pytestmark = pytest.mark.slow  # every test here starts a real process
+
 
 def agent_loaded(pid: int) -> bool:
     with open(f"/proc/{pid}/maps") as f:

@@ -26,6 +26,7 @@ def one_line_error(r, exit_code=2):
     return lines[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
     (["-p", "abc"], "invalid int value"),
     (["-p", "-5"], "no such process"),
@@ -78,6 +79,7 @@ def bad_files(tmp_path_factory):
     return d
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, message", [
     ("empty.jsonl", "empty input"),
     ("blank.jsonl", "empty input"),
@@ -99,6 +101,7 @@ def test_replay_bad_files(bad_files, name, message):
     assert message in line and len(line) < 400, line  # one short line, even for a huge input line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
     (["/nonexistent.jsonl"], "cannot read"),
     (["/"], "cannot read"),
@@ -115,6 +118,7 @@ def test_replay_bad_options(tmp_path, args, message):
     assert message in one_line_error(run_cli("replay", *args, timeout=60))
 
 
+@pytest.mark.slow
 def test_replay_huge_valid_lines(tmp_path):
     """Very large but valid records (300k blocks per interval) replay fine."""
     log = tmp_path / "huge.jsonl"

@@ -3,6 +3,7 @@ fork and exec; and detaching and re-attaching to the same process leaves its out
 
 from __future__ import annotations
 
+import pytest
 import glob
 import json
 import os
@@ -12,6 +13,8 @@ import subprocess
 import time
 
 from conftest import check_thread_streams, cli_command, log_lines, read_records, run_cli, wait_for
+
+pytestmark = pytest.mark.slow  # every test here starts a real process
 
 
 def target_lines(stdout: str, prefixes) -> list:

@@ -7,6 +7,7 @@ the same instruction count, in intervals numbered 0..n-1.
 
 from __future__ import annotations
 
+import pytest
 import collections
 import json
 import subprocess
@@ -16,6 +17,8 @@ from conftest import read_records, run_cli
 from phasescope.sources.session import TraceSession
 from phasescope.sources.events import Ended, IntervalEvent, ThreadExited, ThreadStarted
 from phasescope.sources.device import resolve_device, resolve_target
+
+pytestmark = pytest.mark.slow  # every test here starts a real process
 
 ROUNDS, PER_ROUND, ITERATIONS = 6, 100, 20000
 

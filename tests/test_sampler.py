@@ -65,6 +65,7 @@ def _function_of(binary):
     return name
 
 
+@pytest.mark.slow
 def test_two_phases_in_order_and_output_unchanged(build):
     exe = build("sampled_two.c")
     native = subprocess.run([exe, "120000000"], capture_output=True, check=True).stdout
@@ -92,6 +93,7 @@ def test_two_phases_in_order_and_output_unchanged(build):
     assert s.lost == 0 and s.duplicates == 0 and s.foreign == 0
 
 
+@pytest.mark.slow
 def test_threads_created_after_start_are_sampled_from_their_start(build):
     exe = build("sampled_threads.c", "-pthread")
     out, windows, s, _ = _run_sampled([exe, "3", "40"], window_samples=1000, period_ns=250_000)
@@ -114,6 +116,7 @@ def test_threads_created_after_start_are_sampled_from_their_start(build):
     assert s.open_fds <= len(s._rings)  # exited threads' descriptors closed (ring owners last)
 
 
+@pytest.mark.slow
 def test_existing_threads_and_fd_closing(build):
     exe = build("threads4.c", "-pthread")
     out, windows, s, _ = _run_sampled([exe, "20000000"], window_samples=200)
@@ -142,6 +145,7 @@ def test_bad_parameters_are_input_errors():
             Sampler(os.getpid(), **kw)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to an unprivileged user")
 def test_refusal_when_not_permitted():
     """An unprivileged user may not sample a root process: one line saying what to do."""

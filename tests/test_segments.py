@@ -124,6 +124,7 @@ def cli(*args):
                           text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_replay_segment_modes_through_the_cli(tmp_path):
     ivs = units([("A", 37), ("B", 45)])
     log = tmp_path / "units.jsonl"
@@ -147,6 +148,7 @@ def test_replay_segment_modes_through_the_cli(tmp_path):
     assert proc.returncode == 2 and "segment max" in proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["variable", "qphase"])
 def test_live_segments_follow_the_programs_phases(build, tmp_path, mode):
     """phased.c runs hash, hash, float, chase per round (about 52M, 20M and 23M instructions). On
@@ -171,6 +173,7 @@ def test_live_segments_follow_the_programs_phases(build, tmp_path, mode):
     assert [main[p] for p in runs] == ["hash_phase", "float_phase", "chase_phase"] * 3
 
 
+@pytest.mark.slow
 def test_segment_modes_without_fine_units_are_refused_live():
     r = run_cli("--no-dashboard", "--segment-mode", "qphase", "-f", "/bin/true")
     assert r.returncode == 2 and "--interval" in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -34,6 +34,7 @@ def _main_phases(process: dict, floor: float = 0.15) -> set:
     return {p["phase"] for p in process["phases"] if (p["share"] or 0) >= floor}
 
 
+@pytest.mark.slow
 def test_a_sees_two_programs_started_after_it_and_tells_their_phases_apart(build, tmp_path):
     exe = build("sampled_two.c", name="two_sys")
     summary, log = tmp_path / "s.json", tmp_path / "l.jsonl"
@@ -65,6 +66,7 @@ def test_a_sees_two_programs_started_after_it_and_tells_their_phases_apart(build
     assert "busiest processes" in err and "system-wide sampling stopped" in err
 
 
+@pytest.mark.slow
 def test_a_forked_child_is_followed_with_its_own_engine(build, tmp_path):
     exe = build("forks.c", name="forks_sampled")
     native = subprocess.run([exe, "300000000"], capture_output=True, check=True).stdout
@@ -80,6 +82,7 @@ def test_a_forked_child_is_followed_with_its_own_engine(build, tmp_path):
     assert children[0]["ended"] == "exited"  # its end was seen, not only the run's
 
 
+@pytest.mark.slow
 def test_a_shell_pipeline_is_followed_children_included(build, tmp_path):
     exe = build("sampled_two.c", name="two_pipe")
     summary, log = tmp_path / "s.json", tmp_path / "l.jsonl"
@@ -95,6 +98,7 @@ def test_a_shell_pipeline_is_followed_children_included(build, tmp_path):
     assert any(rec.get("comm") == "two_pipe" for rec in records)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, says", [
     (["-a", "-p", "1"], "takes no -p"),
     (["-a", "--mode", "exact"], "needs --mode sampled"),
@@ -111,6 +115,7 @@ def test_bad_system_wide_options_are_one_line_and_exit_2(args, says, tmp_path):
     assert says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
+@pytest.mark.slow
 def test_a_phase_db_that_is_a_file_is_refused_with_a(tmp_path):
     db = tmp_path / "db.json"
     db.write_text("{}")
@@ -143,6 +148,7 @@ def test_process_engines_stay_bounded_and_keep_each_process_apart():
     assert sum(1 for p in kept if p["ended"] == "retired") == 7
 
 
+@pytest.mark.slow
 def test_a_without_the_right_to_sample_every_cpu_says_what_to_change():
     """As an unprivileged user (perf_event_paranoid > 0) CPU-wide events are refused: one line
     naming the settings that allow them, exit 2."""

@@ -12,7 +12,7 @@ from phasescope.quality.metrics import adjusted_rand_index
 BUCKETS = 64
 N = 100
 #: the table tracker as sampled mode ran it before the page tracker (issue 9): threshold 0.2 grown
-#: by 2 x the sampling noise; and the multinomial setting the README's sweep measured best
+#: by 2 x the sampling noise; and the multinomial setting the sweep of docs/quality.md measured best
 TABLE = dict(threshold=0.2, table_size=256, full_policy="evict", noise_z=2.0)
 MULTINOMIAL = dict(TABLE, buckets=BUCKETS, test="multinomial", noise_z=12.0)
 

@@ -13,6 +13,8 @@ import pytest
 
 from conftest import PROGRAMS, cli_command, run_cli
 
+pytestmark = pytest.mark.slow  # every test here starts a real process
+
 LOOK = ("i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; "
         "grep -c frida /proc/$$/maps; grep TracerPid /proc/$$/status")
 

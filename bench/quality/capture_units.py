@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Capture the segment-mode comparison's logs (README, Segments): 100k-instruction units of bzip2,
+"""Capture the segment-mode comparison's logs (docs/quality.md, Segments): 100k-instruction units of bzip2,
 python3, sqlite3 and bc, each a few seconds to under a minute under exact mode.
 
     PYTHONPATH=host python3 bench/quality/capture_units.py /tmp/seeds

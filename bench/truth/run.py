@@ -102,7 +102,7 @@ def main() -> int:
     ap.add_argument("--only", help="comma-separated workload names")
     ap.add_argument("--rate", type=int, default=1000)
     ap.add_argument("--window", type=int, default=100)
-    ap.add_argument("--markdown", action="store_true", help="print the table as the README has it")
+    ap.add_argument("--markdown", action="store_true", help="print the table as docs/quality.md has it")
     ap.add_argument("--merge", type=int, default=1, metavar="K",
                     help="score windows of K recorded windows (a log recorded with small windows stands for larger ones)")
     args = ap.parse_args(argv)

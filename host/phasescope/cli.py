@@ -1,36 +1,80 @@
 """Command-line entry point: ``phasescope [SUBCOMMAND] ...``.
 
-Each subcommand is a :class:`~phasescope.commands.runner.Command` subclass; without one,
-phasescope runs the live monitor (:mod:`phasescope.commands.monitor`).
+Each subcommand is a :class:`~phasescope.commands.runner.Command` subclass, loaded only when it
+runs; without one, phasescope runs the live monitor (:mod:`phasescope.commands.monitor`), whose
+``--help`` lists the subcommands given to it from here. ``phasescope help TOPIC`` prints the
+options ``--help`` leaves out.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 
+#: name: (module, class, what it does)
 SUBCOMMANDS = {
-    "replay": ("phasescope.commands.replay", "ReplayCommand"),
-    "export-bbv": ("phasescope.commands.export_bbv", "ExportBbvCommand"),
-    "bench": ("phasescope.commands.bench", "BenchCommand"),
-    "demo": ("phasescope.commands.demo", "DemoCommand"),
-    "score": ("phasescope.commands.score", "ScoreCommand"),
-    "reference": ("phasescope.commands.reference", "ReferenceCommand"),
-    "plot": ("phasescope.commands.plot", "PlotCommand"),
-    "locality-model": ("phasescope.commands.locality_model", "LocalityModelCommand"),
+    "demo": ("phasescope.commands.demo", "DemoCommand", "trace the bundled phased workload"),
+    "replay": ("phasescope.commands.replay", "ReplayCommand", "re-run the tracker over a log or .bb file"),
+    "export-bbv": ("phasescope.commands.export_bbv", "ExportBbvCommand", "log -> SimPoint .bb"),
+    "bench": ("phasescope.commands.bench", "BenchCommand", "overhead vs native"),
+    "score": ("phasescope.commands.score", "ScoreCommand", "score a log's phases (ISCA 2003 Fig. 6)"),
+    "reference": ("phasescope.commands.reference", "ReferenceCommand", "SimPoint-style labels of a log"),
+    "plot": ("phasescope.commands.plot", "PlotCommand", "figures of a log"),
+    "locality-model": ("phasescope.commands.locality_model", "LocalityModelCommand",
+                       "miss rates for inputs never run"),
 }
 DEFAULT = ("phasescope.commands.monitor", "MonitorCommand")
+HELP_TOPICS = ("tracker", "all")
+#: what ``phasescope --help`` says of each subcommand, ``help`` included
+SUMMARIES = {**{name: what for name, (_, _, what) in SUBCOMMANDS.items()},
+             "help": f"{', '.join(HELP_TOPICS)}, or a subcommand"}
+
+
+def _command(name, prog: str):
+    """The Command object of subcommand ``name`` (None: the live monitor)."""
+    if name is None:
+        module, cls = DEFAULT
+        return getattr(importlib.import_module(module), cls)(prog, subcommands=SUMMARIES)
+    module, cls, _ = SUBCOMMANDS[name]
+    return getattr(importlib.import_module(module), cls)(prog)
+
+
+def help_topic(argv) -> int:
+    """``phasescope help [tracker|all|SUBCOMMAND]`` (default all)."""
+    from phasescope.commands.runner import usage_error
+    topic = argv[0] if argv else "all"
+    if topic in ("-h", "--help"):
+        print("usage: phasescope help [tracker|all|SUBCOMMAND]\n\ntracker: the tracker's, segments' and "
+              "predictors' options; all (the default): every option of the live monitor; SUBCOMMAND: its --help")
+        return 0
+    if len(argv) > 1 or (topic not in HELP_TOPICS and topic not in SUBCOMMANDS):
+        usage_error("phasescope help", f"no help on {' '.join(argv)!r}: give {', '.join(HELP_TOPICS)} or a "
+                                       f"subcommand ({', '.join(SUBCOMMANDS)})")
+    if topic == "tracker":
+        from phasescope.commands.options import add_engine_options
+        p = argparse.ArgumentParser(
+            prog="phasescope", add_help=False,
+            usage="phasescope [options] ... (live runs, demo), phasescope {replay,plot} [options] ...",
+            description="The phase tracker's, segments' and predictors' options. Defaults are ISCA 2003's "
+                        "(--tracker default); in sampled mode the default is --tracker sampled.")
+        add_engine_options(p)
+    elif topic == "all":
+        p = _command(None, "phasescope").parser(full=True)
+    else:
+        p = _command(topic, f"phasescope {topic}").parser()
+    p.print_help()
+    return 0
 
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in SUBCOMMANDS:
-        (module_name, cls), prog, argv = SUBCOMMANDS[argv[0]], f"phasescope {argv[0]}", argv[1:]
-    else:
-        (module_name, cls), prog = DEFAULT, "phasescope"
+    name = argv[0] if argv and (argv[0] in SUBCOMMANDS or argv[0] == "help") else None
+    prog = "phasescope" if name is None else f"phasescope {name}"
     try:
-        command = getattr(importlib.import_module(module_name), cls)(prog)
-        return command.main(argv)
+        if name == "help":
+            return help_topic(argv[1:])
+        return _command(name, prog).main(argv if name is None else argv[1:])
     except KeyboardInterrupt:  # Ctrl-C before the run installed its handlers (imports, parsing)
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130

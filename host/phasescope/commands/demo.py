@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from phasescope.commands.monitor import MonitorCommand
+from phasescope.commands.monitor import BRIEF, MonitorCommand
 from phasescope.commands.options import add_device_options, add_run_options
 from phasescope.errors import InputError
 from phasescope.workloads import phased
@@ -26,12 +26,12 @@ class DemoCommand(MonitorCommand):
 
     description = ("Trace phasescope's demo workload, a python3 program that cycles through zlib, SHA-256, regex, "
                    "sort and JSON phases, with the live dashboard. Takes the options of a live run.")
-    epilog = None
+    brief = {**BRIEF, "rounds": None, "no_thread": None}
     intermixed = False
 
     def __init__(self, prog: str):
         super().__init__(prog)
-        self.usage = None
+        self.usage, self.epilog = f"{prog} [options]", None
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("--rounds", type=int, default=6, help="rounds of the workload's schedule (default 6)")

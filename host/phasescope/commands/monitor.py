@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from phasescope import __version__
 from phasescope.pipeline.live import LiveRun
@@ -28,6 +28,52 @@ from phasescope.sources.system_sampler import SystemSampler
 from phasescope.view.plain import PlainView
 from phasescope.view.screen import DashboardScreen
 from phasescope.view.system_view import print_system_report, render as render_system
+
+
+BRIEF = {
+    "help": None, "version": None, "help_all": None,
+    "device": None, "usb": None, "host": None,
+    "pid": None, "name": None, "program": None, "args": None,
+    "system_wide": "every process on every CPU, as perf -a (sampled mode; see phasescope help all for its filters)",
+    "mode": "exact (default): Stalker counts every block, a multiple of native; sampled: the kernel's CPU-clock "
+            "samples, about native speed (needs root or perf_event_paranoid <= 1)",
+    "output": "phasescope's own lines (changes, status, report) to FILE, not stderr",
+    "log": None,
+    "summary": "JSON summary (per phase, per thread, predictors), replaced atomically every 5 s and at the end",
+    "bbv": None,
+    "events": "serve JSON Lines phase events on unix:PATH or tcp:HOST:PORT (no authentication)",
+    "metrics": "serve Prometheus/OpenMetrics metrics on HOST:PORT (loopback by default)",
+    "phase_db": "phase database: earlier runs' phases keep their IDs; this run's are saved at the end",
+    "duration": None, "no_dashboard": "plain lines instead of the dashboard (so without a terminal)",
+}
+HELP_MORE = ("The tracker's, segments' and predictors' options: phasescope help tracker; every option "
+             "(sampling, bursts, locality, -a filters, dashboard): phasescope help all.")
+
+
+def brief_help(parser: argparse.ArgumentParser, brief: dict) -> None:
+    """Hide from ``parser``'s help every option not in ``brief`` (they are still parsed), give those
+    in it their shorter text, and drop the descriptions of groups left with nothing to show."""
+    for action in parser._actions:
+        if action.dest not in brief:
+            action.help = argparse.SUPPRESS
+        elif brief[action.dest]:
+            action.help = brief[action.dest]
+    for group in parser._action_groups:
+        if all(a.help == argparse.SUPPRESS for a in group._group_actions):
+            group.description = None
+    parser.description = f"{parser.description} {HELP_MORE}"
+
+
+class _HelpAll(argparse.Action):
+    """``--help-all``: the help of every option, then exit."""
+
+    def __init__(self, option_strings, dest, command, **kw):
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, **kw)
+        self.command = command
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        self.command.parser(full=True).print_help()
+        parser.exit()
 
 
 def split_dashdash(argv: List[str]):
@@ -51,19 +97,30 @@ class MonitorCommand(Command):
 
     description = ("Live program-phase monitor: follows every thread of a native process with Frida's Stalker "
                    "and tracks and predicts its phases (Sherwood, Sair & Calder, ISCA 2003).")
-    epilog = ("subcommands: demo (trace the bundled phased workload), replay (re-run the tracker over a log or "
-              ".bb file), export-bbv (log -> SimPoint .bb), bench (tracing overhead vs native), plot (figures of a log). "
-              "phasescope's own lines go to stderr (or -o FILE); the target's output is left alone.")
+    #: the options ``--help`` shows, with a shorter help text where one is given; the others are in
+    #: ``phasescope help all`` (and the tracker's in ``phasescope help tracker``)
+    brief = BRIEF
     intermixed = True
     outputs = {"-o": "output", "--log": "log", "--summary": "summary", "--bbv": "bbv", "--phase-db": "phase_db",
                "--events": "events"}
     unknown_hint = "put -- before a spawned program's arguments that start with a dash"
 
-    def __init__(self, prog: str):
+    def __init__(self, prog: str, subcommands: Optional[Dict[str, str]] = None):
+        """``subcommands``: ``{name: what it does}``, for the usage and ``--help`` (from ``cli.py``)."""
         super().__init__(prog)
-        from phasescope.cli import SUBCOMMANDS  # the one list of subcommands
-        self.usage = (f"{prog} [options] (-p PID | -n NAME | -f PROGRAM [ARGS...] [-- ARGS...] | -a)\n"
-                      f"       {prog} {{{','.join(SUBCOMMANDS)}}} ...")
+        self.usage = f"{prog} [options] (-p PID | -n NAME | -f PROGRAM [ARGS...] [-- ARGS...] | -a)"
+        if subcommands:
+            self.usage += f"\n       {prog} {{{','.join(subcommands)}}} ..."
+            self.epilog = "subcommands: " + "; ".join(f"{name} ({what})" for name, what in subcommands.items())
+
+    def parser(self, full: bool = False) -> argparse.ArgumentParser:
+        """Every option is parsed; ``--help`` describes only those in :attr:`brief` (``full``: all)."""
+        p = super().parser()
+        p.add_argument("--help-all", action=_HelpAll, command=self,
+                       help="show every option and exit (as phasescope help all)")
+        if not full:
+            brief_help(p, self.brief)
+        return p
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("--version", action="version", version=f"phasescope {__version__}")

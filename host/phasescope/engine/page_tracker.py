@@ -31,7 +31,7 @@ O(table) per window) and changes four things:
   drift): a run of windows of another activity cannot match in the first place.
 
 Full table: the least often (``lfu``) or least recently (``lru``) matched phase is dropped; IDs are
-never reused. Chosen on bench/truth/run.py's tuning half (see the README's Sampled mode section).
+never reused. Chosen on bench/truth/run.py's tuning half (see docs/sampled-mode.md and docs/quality.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Phase predictors beyond the paper's (issue 10), and the confidence of a prediction.
 
-All follow the protocol of :mod:`phasescope.predict`: ``observe(phase)`` once per interval of one
+All follow the protocol of :mod:`phasescope.engine.predict`: ``observe(phase)`` once per interval of one
 thread, then ``predict()`` names that thread's next phase. Tables are bounded and replace their
 least-recently-used entry (:class:`LruTable`). A table miss predicts the last phase.
 

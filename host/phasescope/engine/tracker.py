@@ -204,7 +204,7 @@ class TrackerConfig:
 #: (tuning) and 0.47 (held out) against the paper's 0.63 and 0.61, and no variant tried on the
 #: tuning half (buckets 32/128, threshold 0.05-0.2, 64/256 entries, LRU/LFU, mean or fixed
 #: representatives, merging) beat the paper there without losing more than 0.05 ARI on some program.
-#: Footprints past the hardware budget (README "A better footprint"): 2048-16384 full-precision
+#: Footprints past the hardware budget (docs/quality.md, "A better footprint"): 2048-16384 full-precision
 #: buckets at threshold 0.175-0.2 won the tuning half (the best 0.72 against 0.65) but the best
 #: lost 0.10 on one held-out program; random projection (``projection``) lost everywhere.
 PRESETS = {

@@ -16,8 +16,8 @@ Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instr
 - ``phase`` (int): phase ID given by the tracker.
 - ``distance`` (float or null): Manhattan (L1) distance from the interval's footprint to the
   nearest representative before classification, as a fraction of the interval (the default
-  tracker's threshold is 0.30, the paper's 0.10; the page tracker's are each phase's own, up to
-  0.9); null when the phase table was empty.
+  tracker's threshold is the paper's, 0.10; ``--tracker coarse``'s 0.30; the page tracker's are
+  each phase's own, up to 0.9); null when the phase table was empty.
 - ``new_phase`` (bool): the interval started a new phase ID.
 - ``predictions`` (object): each predictor's prediction of this thread's next phase, by name
   (:data:`phasescope.engine.predict.PREDICTORS`).

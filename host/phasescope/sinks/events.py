@@ -11,7 +11,7 @@ Each client has a bounded queue and its own writer thread: a slow or vanished cl
 blocks tracing or the other sinks. When its queue is full, events for that client are dropped
 and counted; once there is room again it gets ``{"event": "dropped", "count": N, "total": T}``
 before the next event. Each line carries ``sent_ns`` (CLOCK_REALTIME when the writer sent it).
-Events and their fields are listed in the README ("The event stream").
+Events and their fields are listed in docs/events-and-policies.md.
 """
 
 from __future__ import annotations

@@ -56,6 +56,8 @@ class ChangeRow:
 
 @dataclass
 class Snapshot:
+    """One frame of the dashboard, as data (:meth:`LiveState.snapshot`); built with named fields."""
+
     target: str
     pid: int
     status: str
@@ -165,10 +167,12 @@ class LiveState:
         shown_first = sorted(PREDICTORS, key=lambda n: (n != PRIMARY, n != "last_phase"))  # the shown, the floor
         scores = [ScoreRow(LABELS.get(n, n) + (" *" if n == PRIMARY else ""), board[n]["overall"]["accuracy"],
                            board[n]["changes"]["accuracy"], board[n]["steady"]["accuracy"]) for n in shown_first]
-        return Snapshot(self.target, self.pid, self.status, self.threads_followed, stats.weight, stats.unit,
-                        self.mode, stats.intervals, self.rate(), self.dropped, time.monotonic() - self.started,
-                        threads, fps, tuple(r.phase for r in recent), phases, scores, list(self.changes),
-                        self.locality_size)
+        return Snapshot(target=self.target, pid=self.pid, status=self.status,
+                        threads_followed=self.threads_followed, weight=stats.weight, unit=stats.unit,
+                        mode=self.mode, intervals=stats.intervals, rate=self.rate(), dropped=self.dropped,
+                        elapsed=time.monotonic() - self.started, threads=threads, footprints=fps,
+                        footprint_phases=tuple(r.phase for r in recent), phases=phases, scores=scores,
+                        changes=list(self.changes), locality_size=self.locality_size)
 
     def status_line(self) -> str:
         """The periodic plain-output line."""

@@ -1,4 +1,4 @@
-"""The README's options table is the live monitor's --help: the same options, the same defaults."""
+"""The options table of docs/reference.md is the live monitor's --help: the same options, the same defaults."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 from phasescope.commands.monitor import MonitorCommand
 from phasescope.engine.tracker import PRESETS
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "reference.md"
 
 
 def table_rows():
-    text = README.read_text()
-    block = text[text.index("### Options"):text.index("Every file is opened before")]
+    text = REFERENCE.read_text()
+    block = text[text.index("## Options"):text.index("Every file is opened before")]
     rows = [line.split(" | ") for line in block.splitlines() if line.startswith("| `")]
     return [(re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", cells[0]), cells[1]) for cells in rows]
 
@@ -25,16 +25,16 @@ def parser_actions():
 def test_every_option_is_in_the_table_and_nothing_else():
     documented = {o for opts, _ in table_rows() for o in opts}
     actions = parser_actions()
-    known = {o for a in actions for o in a.option_strings} - {"-h", "--help", "--version"}
+    known = {o for a in actions for o in a.option_strings} - {"-h", "--help", "--help-all", "--version"}
     # a row names one spelling of each option (-o, not --output)
-    missing = {a.option_strings[-1] for a in actions if a.option_strings[0] not in ("-h", "--version")
+    missing = {a.option_strings[-1] for a in actions if a.option_strings[0] not in ("-h", "--version", "--help-all")
                and not documented & set(a.option_strings)}
-    assert not missing, f"options in --help but not in the README's table: {sorted(missing)}"
-    assert documented <= known, f"options in the README's table that --help lacks: {sorted(documented - known)}"
+    assert not missing, f"options in --help but not in the reference's table: {sorted(missing)}"
+    assert documented <= known, f"options in the reference's table that --help lacks: {sorted(documented - known)}"
 
 
 def _shown(value) -> set:
-    """The ways the README may write a default."""
+    """The ways the reference may write a default."""
     if isinstance(value, bool) or value is None:
         return set()
     if isinstance(value, int):
@@ -54,4 +54,4 @@ def test_each_documented_default_is_the_one_in_force():
             shown = _shown(value)
             if shown:
                 assert any(re.search(rf"(?<![\w.]){re.escape(s)}(?![\w])", cell) for s in shown), \
-                    f"{opt}: default {value!r} in force, the README says {cell!r}"
+                    f"{opt}: default {value!r} in force, the reference says {cell!r}"
