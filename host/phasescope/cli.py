@@ -17,6 +17,7 @@ SUBCOMMANDS = {
     "score": ("phasescope.commands.score", "ScoreCommand"),
     "reference": ("phasescope.commands.reference", "ReferenceCommand"),
     "plot": ("phasescope.commands.plot", "PlotCommand"),
+    "profile": ("phasescope.commands.profile", "ProfileCommand"),
     "locality-model": ("phasescope.commands.locality_model", "LocalityModelCommand"),
 }
 DEFAULT = ("phasescope.commands.monitor", "MonitorCommand")

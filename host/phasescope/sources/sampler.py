@@ -119,7 +119,8 @@ class SampledSource:
         return {"mode": "sampled", "rate_hz": self.rate_hz, "period_ns": 10**9 // self.rate_hz,
                 "window_samples": self.window_samples, "interval": None, "samples": s.samples if s else 0,
                 "lost_samples": s.lost if s else 0, "kernel": self.kernel,
-                "kernel_samples": s.kernel_samples if s else 0}
+                "kernel_samples": s.kernel_samples if s else 0, "stacks": bool(s and s.stacks),
+                "leaf_only_samples": s.leaf_only if s else 0}
 
 
 def refreshed_modules(pid: int, ips, modules: Optional[ModuleMap], looked_up: Set[int]):

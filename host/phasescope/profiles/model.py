@@ -1,0 +1,125 @@
+"""A run's profile, read from its interval log: weights by (phase, predicted phase, thread,
+process, call stack), the frames' names and the intervals' timeline.
+
+Sampled logs with stacks give each sample's whole user stack; sampled logs without them (older
+logs, ``frames`` absent) and exact-mode logs give leaf-only stacks from ``blocks`` (a block's
+stable key standing for its code: exact weights are instructions). The *predicted* phase of an
+interval is what its thread's predictor said after the thread's previous interval (-1 for a
+thread's first interval).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from phasescope.errors import InputError
+from phasescope.formats.log import interval_of, log_records
+from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME
+
+#: (phase, predicted phase, thread, pid, comm): the labels of a row
+Labels = Tuple[int, int, int, int, str]
+
+
+@dataclass
+class Span:
+    """One interval on the timeline (Perfetto)."""
+    thread: int
+    pid: int
+    comm: str
+    start_ns: int
+    end_ns: int
+    phase: int
+    prediction: Optional[int]
+    confidence: Optional[float]
+
+
+@dataclass
+class Profile:
+    """``weights[labels][stack]``: samples (``unit == "samples"``, each ``period_ns`` of CPU) or
+    instructions (``unit == "instructions"``); a stack is a tuple of stable keys, innermost first.
+    ``frames``: key -> (module, function), either None when unknown."""
+    unit: str = "samples"
+    period_ns: int = 0
+    weights: Dict[Labels, Dict[tuple, int]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(int)))
+    frames: Dict[int, Tuple[Optional[str], Optional[str]]] = field(default_factory=dict)
+    spans: List[Span] = field(default_factory=list)
+    start_ns: int = 0
+    end_ns: int = 0
+    with_stacks: int = 0  # intervals that carried stacks
+
+    def name(self, key: int) -> str:
+        """A frame's function name: ``function``, else ``module+0xoffset``, else ``0xkey``."""
+        module, function = self.frames.get(key, (None, None))
+        if function:
+            return function
+        if key == KERNEL_KEY:
+            return KERNEL_NAME
+        return f"{module}+{key & 0xFFFFFFFF:#x}" if module else f"{key:#x}"
+
+    def module(self, key: int) -> Optional[str]:
+        return self.frames.get(key, (None, None))[0]
+
+    @property
+    def phases(self) -> List[int]:
+        return sorted({labels[0] for labels in self.weights})
+
+    def total(self, phase: Optional[int] = None) -> int:
+        return sum(sum(stacks.values()) for labels, stacks in self.weights.items()
+                   if phase is None or labels[0] == phase)
+
+    def by_function(self, phase: Optional[int] = None) -> Dict[str, int]:
+        """Self weight of each leaf function name (in ``phase``, or the whole run)."""
+        out: Dict[str, int] = defaultdict(int)
+        for labels, stacks in self.weights.items():
+            if phase is None or labels[0] == phase:
+                for stack, w in stacks.items():
+                    out[self.name(stack[0])] += w
+        return dict(out)
+
+
+def _phase(rec: dict, name: str, where: str, default=None):
+    v = rec.get(name, default)
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+        raise InputError(f"{where}: field {name!r} must be an integer (got {v!r})")
+    return v
+
+
+def read_profile(path: str) -> Profile:
+    """The profile of the log at ``path`` (InputError, one line, on a bad log or an empty one)."""
+    prof = Profile()
+    predicted: Dict[Tuple[int, int], int] = {}
+    units = set()
+    for where, rec in log_records(path):
+        iv = interval_of(rec, where)
+        phase = _phase(rec, "phase", where)
+        if phase is None:
+            raise InputError(f"{where}: missing field 'phase'")
+        pid, comm = _phase(rec, "pid", where, 0), rec.get("comm") or ""
+        guess = predicted.get((pid, iv.thread), -1)
+        predicted[(pid, iv.thread)] = _phase(rec, "prediction", where, -1)
+        conf = rec.get("confidence")
+        units.add(iv.mode)
+        stacks = prof.weights[(phase, guess, iv.thread, pid, comm)]
+        if iv.stacks is not None:
+            prof.with_stacks += 1
+            prof.frames.update(iv.frames)
+            for s in iv.stacks:
+                stacks[tuple(s[1:])] += s[0]
+        else:
+            for k, c in zip(iv.keys.tolist(), iv.counts.tolist()):
+                stacks[(k,)] += c
+        if iv.mode == "sampled" and iv.period_ns:
+            prof.period_ns = iv.period_ns
+        prof.spans.append(Span(iv.thread, pid, comm, iv.start_ns, iv.end_ns, phase, predicted[(pid, iv.thread)],
+                               conf if isinstance(conf, (int, float)) and not isinstance(conf, bool) else None))
+    if not prof.spans:
+        raise InputError(f"{path}: no intervals")
+    if len(units) > 1:
+        raise InputError(f"{path}: mixes exact and sampled intervals; profile one mode at a time")
+    prof.unit = "samples" if units == {"sampled"} else "instructions"
+    known = [s for s in prof.spans if s.start_ns and s.end_ns]
+    prof.start_ns = min((s.start_ns for s in known), default=0)
+    prof.end_ns = max((s.end_ns for s in known), default=0)
+    return prof
