@@ -80,6 +80,7 @@ from phasescope.sources.perf_event import (CLOCK_REALTIME, LOST_RECORD, PERF_COU
                                           PerfEventAttr, Ring, comm_record, event_id, online_cpus, perf_event_open,
                                           records, refusal, set_output, user_chain)
 from phasescope.sources.stacks import window_stacks
+from phasescope.sources.perf_map import PerfMap
 from phasescope.sources.procfs import module_map_from_proc, process_comm, thread_ids
 
 #: 1000 Hz of CPU time. perf's default is 4000 Hz, but each sample costs the target ~15 us on this
@@ -90,6 +91,8 @@ DEFAULT_PERIOD_NS = 1_000_000
 #: the sampling noise between two windows of one phase (~0.2-0.5 of the interval at 100 samples,
 #: bench/sampled_noise.py) is what the ``sampled`` tracker preset's noise term absorbs.
 DEFAULT_WINDOW_SAMPLES = 100
+#: The module name of code a perf map names (JIT code in anonymous memory).
+JIT_MODULE = "[jit]"
 DEFAULT_RING_PAGES = 128
 MAX_RATE_HZ = 100_000
 MIN_WINDOW_SAMPLES = 10
@@ -210,6 +213,7 @@ class Sampler:
         self.children = children
         self.stacks = stacks
         self._names = ElfSymbols()
+        self._perf_maps: Dict[int, PerfMap] = {}
         #: followed child processes (``children``): pid -> [comm, module map, pages looked up]
         self._kids: Dict[int, list] = {}
         self._ended_kids: List[int] = []
@@ -496,11 +500,34 @@ class Sampler:
         if kid is not None:  # a child's window says whose it is; the target's carry no pid
             iv.pid, iv.comm = th.pid, kid[0]
         if self.stacks:
-            iv.stacks, iv.frames, leaf_only = window_stacks(ips, recs["callers"], self.modules_of(th.pid),
-                                                            lambda a: self.keys_for(a, th.pid), self._names)
+            iv.stacks, iv.frames, leaf_only = window_stacks(
+                ips, recs["callers"], self.modules_of(th.pid), lambda a: self.keys_for(a, th.pid),
+                lambda pcs: self.names(pcs, th.pid), self.perf_map(th.pid))
             self.leaf_only += leaf_only
         th.seq += 1
         return iv
+
+    def perf_map(self, pid: int) -> PerfMap:
+        """Process ``pid``'s perf map (JIT code's names), read when first needed."""
+        pm = self._perf_maps.get(pid)
+        if pm is None:
+            pm = self._perf_maps[pid] = PerfMap(pid)
+        return pm
+
+    def names(self, pcs, pid: Optional[int] = None) -> List[Optional[tuple]]:
+        """``(module, function)`` or None of each address of process ``pid`` (default the
+        target): from its ELF files on disk, and for code outside them from its perf map, as
+        ``("[jit]", name)``."""
+        pid = self.pid if pid is None else pid
+        pcs = list(pcs)
+        out = self._names.names(self.modules_of(pid), pcs)
+        jit = self.perf_map(pid)
+        for i, pc in enumerate(pcs):
+            if out[i] is None:
+                name = jit.name(pc)
+                if name is not None:
+                    out[i] = (JIT_MODULE, name)
+        return out
 
     def modules_of(self, pid: int) -> ModuleMap:
         """The module map of process ``pid`` (a followed child's own, else the target's)."""

@@ -4,7 +4,7 @@
 The kernel walks the user stack by frame pointers. Code built without them (``-O2`` without
 ``-fno-omit-frame-pointer``) leaves ``rbp`` a general register: the walk stops at once or reads
 a few words that are no return addresses. A chain is therefore cut at its first address outside
-every known code module, and a sample whose chain is cut to nothing keeps its leaf alone
+every known code module and not named by the process's perf map (JIT code), and a sample whose chain is cut to nothing keeps its leaf alone
 (counted in ``leaf_only``, so a run can say how much of it had no stacks). A return address
 points after its call: it is named and keyed as ``address - 1``, inside the calling function.
 """
@@ -25,13 +25,18 @@ Frames = Dict[int, Tuple[Optional[str], Optional[str]]]
 
 
 def window_stacks(ips: np.ndarray, callers: np.ndarray, modules: ModuleMap,
-                  keys_for: Callable[[np.ndarray], np.ndarray], names) -> Tuple[List[Stack], Frames, int]:
+                  keys_for: Callable[[np.ndarray], np.ndarray],
+                  names_for: Callable[[List[int]], list], jit) -> Tuple[List[Stack], Frames, int]:
     """``(stacks, frames, leaf_only)`` of a window's samples: raw leaf IPs, their caller tuples
-    (innermost first), the process's modules, its IP -> stable key function and an
-    :class:`~phasescope.sources.elf_symbols.ElfSymbols`."""
+    (innermost first), the process's modules, its IP -> stable key function, its names function
+    (addresses -> ``(module, function)`` or None each) and its perf map
+    (:class:`~phasescope.sources.perf_map.PerfMap`)."""
     counted = Counter(zip(ips.tolist(), callers.tolist()))
     returns = sorted({a for _, chain in counted for a in chain})
     inside = dict(zip(returns, (modules._index(np.array(returns, dtype=np.uint64)) >= 0).tolist())) if returns else {}
+    for a in returns:
+        if not inside[a]:
+            inside[a] = jit.name(a - 1) is not None
     chains = {}
     for ip, chain in counted:
         kept = []
@@ -47,13 +52,8 @@ def window_stacks(ips: np.ndarray, callers: np.ndarray, modules: ModuleMap,
         kept = chains[ip, chain]
         leaf_only += 0 if kept else n
         stacks.append([n, keys[ip]] + [keys[a] for a in kept])
-    return stacks, frame_names(pcs, keys, modules, names), leaf_only
-
-
-def frame_names(pcs: List[int], keys: Dict[int, int], modules: ModuleMap, names) -> Frames:
-    """stable key -> ``(module, function)`` of each address in ``pcs``."""
     user = [pc for pc in pcs if pc != KERNEL_KEY]
-    out: Frames = {KERNEL_KEY: (None, KERNEL_NAME)} if len(user) < len(pcs) else {}
-    for pc, named in zip(user, names.names(modules, user)):
-        out[keys[pc]] = named if named is not None else (modules.locate(pc)[0], None)
-    return out
+    frames: Frames = {KERNEL_KEY: (None, KERNEL_NAME)} if len(user) < len(pcs) else {}
+    for pc, named in zip(user, names_for(user)):
+        frames[keys[pc]] = named if named is not None else (modules.locate(pc)[0], None)
+    return stacks, frames, leaf_only
