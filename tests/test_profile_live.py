@@ -179,3 +179,26 @@ def test_exporting_a_long_run_is_fast(run, tmp_path):
     pprof.write(read_profile(str(big)), str(tmp_path / "big.pb.gz"))
     took = time.perf_counter() - t
     assert took <= 2.0, took
+
+
+def test_exact_mode_profile_weighs_functions_by_instructions(build, tmp_path):
+    exe = build("profiled.c", "-fno-omit-frame-pointer")
+    log, fold = tmp_path / "exact.log", tmp_path / "exact.folded"
+    r = run_cli("--no-dashboard", "--log", str(log), "-f", exe, "200000", "60", timeout=300)
+    assert r.returncode == 0, r.stderr
+    truth = defaultdict(int)
+    for rec in read_records(log):
+        truth[rec["phase"]] += sum(n for _, n in rec["blocks"])
+    r = run_cli("profile", str(log), "--binary", exe, "-o", str(fold))
+    assert r.returncode == 0, r.stderr
+    by_phase, by_function = defaultdict(int), defaultdict(int)
+    for line in fold.read_text().splitlines():
+        stack, n = line.rsplit(" ", 1)
+        frames = stack.split(";")
+        by_phase[int(frames[0].split()[1])] += int(n)
+        by_function[frames[-1]] += int(n)
+    assert dict(by_phase) == dict(truth)  # every instruction of the log, in its phase
+    work = sum(by_function[f] for f in ("work_x", "work_y", "work_z"))
+    assert work > 0.95 * sum(by_function.values()), dict(by_function)
+    # by construction work_z runs 2n iterations per round, work_x and work_y n each
+    assert by_function["work_z"] > max(by_function["work_x"], by_function["work_y"])

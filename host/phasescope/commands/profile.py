@@ -52,6 +52,9 @@ class ProfileCommand(Command):
         p.add_argument("--diff", nargs=2, metavar=("A", "B"),
                        help="compare phase A with phase B (each PHASE or LOG:PHASE); with -o, write B's pprof "
                             "and A's beside it as FILE.base.pb.gz for pprof -diff_base")
+        p.add_argument("--binary", action="append", default=[], metavar="FILE",
+                       help="name code no frame of the log names (exact-mode logs) from this ELF file's symbols; "
+                            "repeatable")
         p.add_argument("--top", type=int, default=15, metavar="N", help="--diff: functions listed (default 15)")
 
     def run(self, args) -> int:
@@ -62,7 +65,7 @@ class ProfileCommand(Command):
         fmt = format_of(args.output, args.format)
         if fmt == "perfetto" and args.phase is not None:
             raise InputError("--phase does not apply to a Perfetto trace (it shows every phase in time)")
-        prof = read_profile(args.log)
+        prof = read_profile(args.log, args.binary)
         if args.phase is not None and args.phase not in prof.phases:
             raise InputError(f"{args.log}: no phase {args.phase} (its phases: {', '.join(map(str, prof.phases))})")
         WRITERS[fmt](prof, args.output, args.phase)
@@ -74,8 +77,8 @@ class ProfileCommand(Command):
 
     def _diff(self, args) -> int:
         (log_a, phase_a), (log_b, phase_b) = (diff.parse_side(s, args.log) for s in args.diff)
-        a = read_profile(log_a)
-        b = a if log_b == log_a else read_profile(log_b)
+        a = read_profile(log_a, args.binary)
+        b = a if log_b == log_a else read_profile(log_b, args.binary)
         rows = diff.changes(a, phase_a, b, phase_b)
         sa, sb = args.diff
         print(f"{'function':40} {sa:>9} {sb:>9} {'change':>8}")

@@ -5,18 +5,21 @@ Sampled logs with stacks give each sample's whole user stack; sampled logs witho
 logs, ``frames`` absent) and exact-mode logs give leaf-only stacks from ``blocks`` (a block's
 stable key standing for its code: exact weights are instructions). The *predicted* phase of an
 interval is what its thread's predictor said after the thread's previous interval (-1 for a
-thread's first interval).
+thread's first interval). Keys no frame names are named from ELF files given on the command line
+(``--binary``, :meth:`Profile.name_from`).
 """
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from phasescope.errors import InputError
 from phasescope.formats.log import interval_of, log_records
-from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME
+from phasescope.sources.elf_symbols import ElfSymbols
+from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME, Module, ModuleMap, fnv1a32
 
 #: (phase, predicted phase, thread, pid, comm): the labels of a row
 Labels = Tuple[int, int, int, int, str]
@@ -58,6 +61,21 @@ class Profile:
             return KERNEL_NAME
         return f"{module}+{key & 0xFFFFFFFF:#x}" if module else f"{key:#x}"
 
+    def name_from(self, binaries: List[str]) -> None:
+        """Name the keys no frame names (exact logs, logs without stacks) from these ELF files on
+        disk: a key whose module tag is a binary's basename is named by that binary's symbols."""
+        for b in binaries:
+            if not os.path.isfile(b):
+                raise InputError(f"--binary {b}: no such file")
+        by_tag = {fnv1a32(os.path.basename(b)): b for b in binaries}
+        keys = sorted({k for stacks in self.weights.values() for stack in stacks for k in stack
+                       if k not in self.frames and (k >> 32) in by_tag})
+        mods = [Module(os.path.basename(b), (i + 1) << 36, 1 << 32, b) for i, b in enumerate(by_tag.values())]
+        base = {fnv1a32(m.name): m.base for m in mods}
+        names = ElfSymbols().names(ModuleMap(mods), [base[k >> 32] + (k & 0xFFFFFFFF) for k in keys])
+        for k, named in zip(keys, names):
+            self.frames[k] = named if named is not None else (os.path.basename(by_tag[k >> 32]), None)
+
     def module(self, key: int) -> Optional[str]:
         return self.frames.get(key, (None, None))[0]
 
@@ -86,8 +104,9 @@ def _phase(rec: dict, name: str, where: str, default=None):
     return v
 
 
-def read_profile(path: str) -> Profile:
-    """The profile of the log at ``path`` (InputError, one line, on a bad log or an empty one)."""
+def read_profile(path: str, binaries: List[str] = ()) -> Profile:
+    """The profile of the log at ``path``, keys without names named from ``binaries`` (InputError,
+    one line, on a bad log or an empty one)."""
     prof = Profile()
     predicted: Dict[Tuple[int, int], int] = {}
     units = set()
@@ -122,4 +141,6 @@ def read_profile(path: str) -> Profile:
     known = [s for s in prof.spans if s.start_ns and s.end_ns]
     prof.start_ns = min((s.start_ns for s in known), default=0)
     prof.end_ns = max((s.end_ns for s in known), default=0)
+    if binaries:
+        prof.name_from(list(binaries))
     return prof
