@@ -2,8 +2,8 @@
 
 Nothing runs in the target. The kernel's software ``cpu-clock`` event (``perf_event_open``,
 ``PERF_TYPE_SOFTWARE``/``PERF_COUNT_SW_CPU_CLOCK``, an hrtimer per task) interrupts each thread
-every ``period_ns`` of its own CPU time and writes ``(identifier, ip, pid, tid, time)`` into a
-ring buffer this process maps and reads. Pure Python: ctypes for the syscall, mmap for the rings,
+every ``period_ns`` of its own CPU time and writes ``(identifier, ip, pid, tid, time)`` (and,
+with ``stacks``, the user call chain) into a ring buffer this process maps and reads. Pure Python: ctypes for the syscall, mmap for the rings,
 numpy for the keys.
 
 Coverage of threads (the design choice)
@@ -79,9 +79,9 @@ from phasescope.sources.perf_event import (CLOCK_REALTIME, LOST_RECORD, PERF_COU
                                           MAX_STACK, SAMPLE_RECORD, SAMPLE_TYPE, SAMPLE_TYPE_STACKS, TASK_RECORD,
                                           PerfEventAttr, Ring, comm_record, event_id, online_cpus, perf_event_open,
                                           records, refusal, set_output, user_chain)
-from phasescope.sources.stacks import window_stacks
 from phasescope.sources.perf_map import PerfMap
 from phasescope.sources.procfs import module_map_from_proc, process_comm, thread_ids
+from phasescope.sources.stacks import window_stacks
 
 #: 1000 Hz of CPU time. perf's default is 4000 Hz, but each sample costs the target ~15 us on this
 #: (virtualised) machine, measured with perf itself too: 4000 Hz cost 3-28%, 1000 Hz <= ~3%
@@ -91,11 +91,11 @@ DEFAULT_PERIOD_NS = 1_000_000
 #: the sampling noise between two windows of one phase (~0.2-0.5 of the interval at 100 samples,
 #: bench/sampled_noise.py) is what the ``sampled`` tracker preset's noise term absorbs.
 DEFAULT_WINDOW_SAMPLES = 100
-#: The module name of code a perf map names (JIT code in anonymous memory).
-JIT_MODULE = "[jit]"
 DEFAULT_RING_PAGES = 128
 MAX_RATE_HZ = 100_000
 MIN_WINDOW_SAMPLES = 10
+#: The module name of code a perf map names (JIT code in anonymous memory).
+JIT_MODULE = "[jit]"
 
 
 class SampledSource:
@@ -193,7 +193,8 @@ class Sampler:
     target, refreshed when an IP falls outside every known module).
     ``stacks`` (the default) also records each sample's user call chain (frame pointers): windows
     carry ``stacks`` and ``frames`` (:mod:`phasescope.sources.stacks`).
-    Counters: ``samples`` (accepted), ``leaf_only`` (samples whose stack is their leaf alone), ``lost`` (records the kernel dropped, ring full),
+    Counters: ``samples`` (accepted), ``leaf_only`` (samples whose stack is their leaf alone),
+    ``lost`` (records the kernel dropped, ring full),
     ``duplicates`` (double-covered samples dropped), ``foreign`` (other processes' samples
     dropped), ``kernel_samples``; ``threads`` (every tid seen), ``live`` (tids not yet exited).
     """
