@@ -3,8 +3,8 @@
 Nothing runs in the target. The kernel's software ``cpu-clock`` event (``perf_event_open``,
 ``PERF_TYPE_SOFTWARE``/``PERF_COUNT_SW_CPU_CLOCK``, an hrtimer per task) interrupts each thread
 every ``period_ns`` of its own CPU time and writes ``(identifier, ip, pid, tid, time)`` (and,
-with ``stacks``, the user call chain) into a ring buffer this process maps and reads. Pure Python: ctypes for the syscall, mmap for the rings,
-numpy for the keys.
+with ``stacks``, the user call chain) into a ring buffer this process maps and reads. Pure
+Python: ctypes for the syscall, mmap for the rings, numpy for the keys.
 
 Coverage of threads (the design choice)
 ----------------------------------------
