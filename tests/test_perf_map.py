@@ -48,7 +48,7 @@ def test_node_hot_jit_functions_are_named(tmp_path):
         "let s = 0; for (let r = 0; r < 30; r++) s += sieveHot(2000000); console.log(s);\n")
     log, summary = tmp_path / "node.log", tmp_path / "node.json"
     r = run_cli("--mode", "sampled", "--no-dashboard", "--log", str(log), "--summary", str(summary), "-f", node,
-                "--", "--perf-basic-prof", str(script), timeout=240)
+                "--", "--perf-basic-prof", str(script), timeout=240, cwd=tmp_path)  # node writes isolate-*-v8.log here
     assert r.returncode == 0, r.stderr
     pid = json.loads(summary.read_text())["target"]["pid"]
     try:
