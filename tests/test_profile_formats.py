@@ -160,6 +160,7 @@ def test_exact_logs_give_instruction_weights_by_block(tmp_path):
     assert prof.by_function(0) == {f"{X:#x}": 1202, f"{Y:#x}": 798}
 
 
+@pytest.mark.slow  # runs the CLI
 def test_cli_refuses_bad_input_in_one_line(log, tmp_path):
     for args, message in [(("-o", str(tmp_path / "x.txt")), "cannot tell the format"),
                           (("-o", str(tmp_path / "x.pb.gz"), "--phase", "9"), "no phase 9"),
@@ -168,5 +169,14 @@ def test_cli_refuses_bad_input_in_one_line(log, tmp_path):
                           ((), "needs -o")]:
         r = run_cli("profile", log, *args)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and message in r.stderr, (args, r.stderr)
+    named_like_a_base = tmp_path / "d.base.pb.gz"  # a log whose name --diff -o d.pb.gz would take for its base
+    named_like_a_base.write_text(open(log).read())
+    r = run_cli("profile", str(named_like_a_base), "--diff", "0", "1", "-o", str(tmp_path / "d.pb.gz"))
+    assert r.returncode == 2 and "its base over an input" in r.stderr
+    assert named_like_a_base.read_text() == open(log).read()
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    r = run_cli("profile", str(empty), "-o", str(tmp_path / "e.folded"))
+    assert r.returncode == 2 and "no intervals" in r.stderr and r.stderr.count("\n") == 1
     r = run_cli("profile", log, "-o", log + ".pb.gz")
     assert r.returncode == 0 and gzip.decompress(open(log + ".pb.gz", "rb").read())

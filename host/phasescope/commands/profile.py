@@ -7,6 +7,7 @@ phases (functions whose share changed most) and with ``-o`` writes B's pprof and
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from phasescope.commands.runner import Command
@@ -87,6 +88,8 @@ class ProfileCommand(Command):
         if args.output:
             if format_of(args.output, args.format) != "pprof":
                 raise InputError("--diff writes pprof (-o FILE.pb.gz)")
+            if os.path.abspath(base_path(args.output)) in {os.path.abspath(p) for p in (log_a, log_b)}:
+                raise InputError(f"--diff would write its base over an input: {base_path(args.output)}")
             pprof.write(b, args.output, phase_b)
             pprof.write(a, base_path(args.output), phase_a)
             print(f"{args.output}: phase {sb}; {base_path(args.output)}: phase {sa} "
