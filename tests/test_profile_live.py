@@ -93,7 +93,8 @@ def test_go_pprof_tagfocus_shows_one_phase(run, tmp_path):
     assert run_cli("profile", str(log), "-o", str(out)).returncode == 0
     env = dict(os.environ, HOME=str(tmp_path), GOCACHE=str(tmp_path / "gocache"))
     for phase, funcs in truth.items():
-        r = subprocess.run(["go", "tool", "pprof", "-tagfocus", f"phase={phase}", "-top", "-unit", "ms", str(out)],
+        r = subprocess.run(["go", "tool", "pprof", "-tagfocus", f"phase={phase}", "-top", "-nodefraction=0", "-unit", "ms",
+                            str(out)],
                            capture_output=True, text=True, timeout=120, env=env)
         assert r.returncode == 0, r.stderr
         flat = {}
