@@ -180,3 +180,15 @@ def test_cli_refuses_bad_input_in_one_line(log, tmp_path):
     assert r.returncode == 2 and "no intervals" in r.stderr and r.stderr.count("\n") == 1
     r = run_cli("profile", log, "-o", log + ".pb.gz")
     assert r.returncode == 0 and gzip.decompress(open(log + ".pb.gz", "rb").read())
+
+
+def test_merged_sampled_intervals_keep_their_stacks():
+    from phasescope.engine.segments import merge
+    pieces = [Interval(thread=1, seq=i, instructions=None, keys=np.array([X], np.uint64), counts=np.array([n], np.uint64),
+                       mode="sampled", samples=n, period_ns=1000, stacks=[[n, X, PA]],
+                       frames={X: ("prog", "work_x"), PA: ("prog", "phase_a")}) for i, n in enumerate((3, 5))]
+    iv = merge(pieces, 0)
+    assert iv.samples == 8 and sum(s[0] for s in iv.stacks) == 8 and set(iv.frames) == {X, PA}
+    r = IntervalResult(seq=0, thread=1, thread_seq=0, instructions=0, phase=0, distance=None, new_phase=True,
+                       evicted=None, previous_phase=None, predictions={}, footprint=np.zeros(0), predicted=None)
+    assert interval_of(json.loads(dumps(to_record(iv, r))), "x:1").stacks == iv.stacks
