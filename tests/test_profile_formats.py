@@ -162,7 +162,7 @@ def test_exact_logs_give_instruction_weights_by_block(tmp_path):
 
 @pytest.mark.slow  # runs the CLI
 def test_cli_refuses_bad_input_in_one_line(log, tmp_path):
-    for args, message in [(("-o", str(tmp_path / "x.txt")), "cannot tell the format"),
+    for args, message in [(("-o", str(tmp_path / "x.txt")), "cannot tell the profile format"),
                           (("-o", str(tmp_path / "x.pb.gz"), "--phase", "9"), "no phase 9"),
                           (("-o", str(tmp_path / "x.perfetto-trace"), "--phase", "0"), "does not apply"),
                           (("--diff", "0", "x"), "PHASE or LOG:PHASE"),

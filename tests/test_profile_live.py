@@ -203,3 +203,15 @@ def test_exact_mode_profile_weighs_functions_by_instructions(build, tmp_path):
     assert work > 0.95 * sum(by_function.values()), dict(by_function)
     # by construction work_z runs 2n iterations per round, work_x and work_y n each
     assert by_function["work_z"] > max(by_function["work_x"], by_function["work_y"])
+
+
+def test_live_profile_output_equals_the_profile_of_its_log(build, tmp_path):
+    exe = build("profiled.c", "-fno-omit-frame-pointer")
+    log, live, offline = tmp_path / "run.log", tmp_path / "live.folded", tmp_path / "offline.folded"
+    r = run_cli("--mode", "sampled", "--no-dashboard", "--log", str(log), "--profile", str(live),
+                "-f", exe, "400000", "100", timeout=240)
+    assert r.returncode == 0, r.stderr
+    assert run_cli("profile", str(log), "-o", str(offline)).returncode == 0
+    assert live.read_text() == offline.read_text() and "work_z" in live.read_text()
+    r = run_cli("--mode", "sampled", "--no-dashboard", "--profile", str(tmp_path / "x.txt"), "-f", exe)
+    assert r.returncode == 2 and "cannot tell the profile format" in r.stderr

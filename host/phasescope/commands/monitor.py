@@ -56,7 +56,7 @@ class MonitorCommand(Command):
               "phasescope's own lines go to stderr (or -o FILE); the target's output is left alone.")
     intermixed = True
     outputs = {"-o": "output", "--log": "log", "--summary": "summary", "--bbv": "bbv", "--phase-db": "phase_db",
-               "--events": "events"}
+               "--events": "events", "--profile": "profile"}
     unknown_hint = "put -- before a spawned program's arguments that start with a dash"
 
     def __init__(self, prog: str):

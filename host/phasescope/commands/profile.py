@@ -12,22 +12,9 @@ import sys
 
 from phasescope.commands.runner import Command
 from phasescope.errors import InputError
-from phasescope.profiles import diff, folded, perfetto, pprof, speedscope
+from phasescope.profiles import diff, pprof
 from phasescope.profiles.model import read_profile
-
-WRITERS = {"pprof": pprof.write, "speedscope": speedscope.write, "folded": folded.write, "perfetto": perfetto.write}
-EXTENSIONS = ((".pb.gz", "pprof"), (".pprof", "pprof"), (".json", "speedscope"), (".folded", "folded"),
-              (".collapsed", "folded"), (".perfetto-trace", "perfetto"), (".pftrace", "perfetto"))
-
-
-def format_of(path: str, given) -> str:
-    if given:
-        return given
-    for ext, fmt in EXTENSIONS:
-        if path.endswith(ext):
-            return fmt
-    raise InputError(f"cannot tell the format of {path} from its name: use --format "
-                     f"({', '.join(WRITERS)}) or one of {', '.join(e for e, _ in EXTENSIONS)}")
+from phasescope.profiles.writers import WRITERS, format_of
 
 
 def base_path(path: str) -> str:
@@ -63,7 +50,7 @@ class ProfileCommand(Command):
             return self._diff(args)
         if not args.output:
             raise InputError("profile needs -o FILE (or --diff A B)")
-        fmt = format_of(args.output, args.format)
+        fmt = format_of(args.output, args.format, f" (or --format {'/'.join(WRITERS)})")
         if fmt == "perfetto" and args.phase is not None:
             raise InputError("--phase does not apply to a Perfetto trace (it shows every phase in time)")
         prof = read_profile(args.log, args.binary)

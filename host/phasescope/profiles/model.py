@@ -16,6 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from phasescope.engine.interval import Interval
 from phasescope.errors import InputError
 from phasescope.formats.log import interval_of, log_records
 from phasescope.sources.elf_symbols import ElfSymbols
@@ -51,6 +52,8 @@ class Profile:
     start_ns: int = 0
     end_ns: int = 0
     with_stacks: int = 0  # intervals that carried stacks
+    modes: set = field(default_factory=set)  # the intervals' modes (exact, sampled)
+    _predicted: Dict[Tuple[int, int], int] = field(default_factory=dict)  # (pid, thread) -> last prediction
 
     def name(self, key: int) -> str:
         """A frame's function name: ``function``, else ``module+0xoffset``, else ``0xkey``."""
@@ -75,6 +78,29 @@ class Profile:
         names = ElfSymbols().names(ModuleMap(mods), [base[k >> 32] + (k & 0xFFFFFFFF) for k in keys])
         for k, named in zip(keys, names):
             self.frames[k] = named if named is not None else (os.path.basename(by_tag[k >> 32]), None)
+
+    def add(self, iv: Interval, phase: int, prediction: Optional[int], confidence: Optional[float]) -> None:
+        """One classified interval (its ``prediction``: of its thread's next phase)."""
+        pid, comm = iv.pid or 0, iv.comm or ""
+        guess = self._predicted.get((pid, iv.thread), -1)
+        self._predicted[(pid, iv.thread)] = -1 if prediction is None else prediction
+        self.modes.add(iv.mode)
+        self.unit = "samples" if self.modes == {"sampled"} else "instructions"
+        stacks = self.weights[(phase, guess, iv.thread, pid, comm)]
+        if iv.stacks is not None:
+            self.with_stacks += 1
+            self.frames.update(iv.frames)
+            for s in iv.stacks:
+                stacks[tuple(s[1:])] += s[0]
+        else:
+            for k, c in zip(iv.keys.tolist(), iv.counts.tolist()):
+                stacks[(k,)] += c
+        if iv.mode == "sampled" and iv.period_ns:
+            self.period_ns = iv.period_ns
+        self.spans.append(Span(iv.thread, pid, comm, iv.start_ns, iv.end_ns, phase, prediction, confidence))
+        if iv.start_ns and iv.end_ns:
+            self.start_ns = min(self.start_ns or iv.start_ns, iv.start_ns)
+            self.end_ns = max(self.end_ns, iv.end_ns)
 
     def module(self, key: int) -> Optional[str]:
         return self.frames.get(key, (None, None))[0]
@@ -108,39 +134,19 @@ def read_profile(path: str, binaries: List[str] = ()) -> Profile:
     """The profile of the log at ``path``, keys without names named from ``binaries`` (InputError,
     one line, on a bad log or an empty one)."""
     prof = Profile()
-    predicted: Dict[Tuple[int, int], int] = {}
-    units = set()
     for where, rec in log_records(path):
         iv = interval_of(rec, where)
         phase = _phase(rec, "phase", where)
         if phase is None:
             raise InputError(f"{where}: missing field 'phase'")
-        pid, comm = _phase(rec, "pid", where, 0), rec.get("comm") or ""
-        guess = predicted.get((pid, iv.thread), -1)
-        predicted[(pid, iv.thread)] = _phase(rec, "prediction", where, -1)
+        iv.pid, iv.comm = _phase(rec, "pid", where), rec.get("comm")
         conf = rec.get("confidence")
-        units.add(iv.mode)
-        stacks = prof.weights[(phase, guess, iv.thread, pid, comm)]
-        if iv.stacks is not None:
-            prof.with_stacks += 1
-            prof.frames.update(iv.frames)
-            for s in iv.stacks:
-                stacks[tuple(s[1:])] += s[0]
-        else:
-            for k, c in zip(iv.keys.tolist(), iv.counts.tolist()):
-                stacks[(k,)] += c
-        if iv.mode == "sampled" and iv.period_ns:
-            prof.period_ns = iv.period_ns
-        prof.spans.append(Span(iv.thread, pid, comm, iv.start_ns, iv.end_ns, phase, predicted[(pid, iv.thread)],
-                               conf if isinstance(conf, (int, float)) and not isinstance(conf, bool) else None))
+        prof.add(iv, phase, _phase(rec, "prediction", where),
+                 conf if isinstance(conf, (int, float)) and not isinstance(conf, bool) else None)
     if not prof.spans:
         raise InputError(f"{path}: no intervals")
-    if len(units) > 1:
+    if len(prof.modes) > 1:
         raise InputError(f"{path}: mixes exact and sampled intervals; profile one mode at a time")
-    prof.unit = "samples" if units == {"sampled"} else "instructions"
-    known = [s for s in prof.spans if s.start_ns and s.end_ns]
-    prof.start_ns = min((s.start_ns for s in known), default=0)
-    prof.end_ns = max((s.end_ns for s in known), default=0)
     if binaries:
         prof.name_from(list(binaries))
     return prof
