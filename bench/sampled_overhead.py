@@ -115,15 +115,16 @@ def workloads(files: dict, tmp: str) -> list:
     return w
 
 
-def run_once(argv: list, period_ns) -> dict:
-    """Wall and CPU time of one run; ``period_ns`` None runs natively. A thread blocks in wait4 so
-    the end is timed exactly (not at the sampler's next poll)."""
+def run_once(argv: list, period_ns, stacks: bool = True) -> dict:
+    """Wall and CPU time of one run; ``period_ns`` None runs natively; ``stacks`` False samples the
+    leaf only (bench/stack_overhead.py). A thread blocks in wait4 so the end is timed exactly (not
+    at the sampler's next poll)."""
     r, w = os.pipe()
     # the shell waits for one line on the pipe, then execs the program (same pid, events kept)
     p = subprocess.Popen(["sh", "-c", f'read -r _ <&{r}; exec "$@"', "sh", *argv], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(r,))
     os.close(r)
-    s = Sampler(p.pid, period_ns=period_ns).start() if period_ns else None
+    s = Sampler(p.pid, period_ns=period_ns, stacks=stacks).start() if period_ns else None
     done = {}
 
     def reap():

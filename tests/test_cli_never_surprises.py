@@ -54,6 +54,7 @@ def test_an_output_that_is_an_input_or_another_output_is_refused(tmp_path):
                            (["export-bbv", log, log], "is the input LOG"),
                            (["plot", log, "-o", log], "is the input LOG"),
                            (["reference", log, "-o", log], "is the input FILE"),
+                           (["profile", log, "-o", log, "--format", "folded"], "is the input LOG"),
                            (["replay", log, "--log", tmp_path / "x", "--summary", tmp_path / "x"], "same file"),
                            (["--log", tmp_path / "y", "--summary", tmp_path / "y", "-f", "/bin/true"], "same file"),
                            (["replay", log, "--summary", tmp_path / "." / "run.jsonl"], "is the input FILE")):
@@ -67,13 +68,15 @@ def test_an_output_that_is_an_input_or_another_output_is_refused(tmp_path):
 def test_empty_and_cut_logs(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    for args in (["export-bbv", empty, tmp_path / "e.bb"], ["replay", empty], ["plot", empty, "-o", tmp_path / "e.png"]):
+    for args in (["export-bbv", empty, tmp_path / "e.bb"], ["replay", empty], ["plot", empty, "-o", tmp_path / "e.png"],
+                 ["profile", empty, "-o", tmp_path / "e.folded"]):
         one_line(run_cli(*map(str, args)), 2)
     assert not (tmp_path / "e.bb").exists()
     log = write_log(tmp_path / "run.jsonl")
     cut = tmp_path / "cut.jsonl"
     cut.write_bytes(log.read_bytes()[:-30])  # a run killed mid-write
-    for args in (["export-bbv", cut, tmp_path / "c.bb"], ["score", cut, "--reference", "auto"]):
+    for args in (["export-bbv", cut, tmp_path / "c.bb"], ["score", cut, "--reference", "auto"],
+                 ["profile", cut, "-o", tmp_path / "c.pb.gz"]):
         r = run_cli(*map(str, args))
         assert r.returncode == 0 and "the last line is cut short" in r.stderr, r.stderr
 

@@ -11,7 +11,7 @@ from phasescope.commands.replay import ReplayCommand
 
 SOURCE = ("--mode", "--rate", "--window", "--bursts", "--interval")
 OUTPUTS = ("--log", "--summary", "--events", "--events-allow-remote", "--events-queue", "--metrics",
-           "--metrics-allow-remote", "--phase-db")
+           "--metrics-allow-remote", "--profile", "--phase-db")
 
 
 def actions(parser) -> dict:

@@ -15,14 +15,15 @@ import sys
 #: name: (module, class, what it does)
 SUBCOMMANDS = {
     "demo": ("phasescope.commands.demo", "DemoCommand", "trace the bundled phased workload"),
-    "replay": ("phasescope.commands.replay", "ReplayCommand", "re-run the tracker over a log or .bb file"),
+    "replay": ("phasescope.commands.replay", "ReplayCommand", "re-track a log or .bb file"),
     "export-bbv": ("phasescope.commands.export_bbv", "ExportBbvCommand", "log -> SimPoint .bb"),
     "bench": ("phasescope.commands.bench", "BenchCommand", "overhead vs native"),
-    "score": ("phasescope.commands.score", "ScoreCommand", "score a log's phases (ISCA 2003 Fig. 6)"),
+    "score": ("phasescope.commands.score", "ScoreCommand", "ISCA 2003 Fig. 6 scores"),
     "reference": ("phasescope.commands.reference", "ReferenceCommand", "SimPoint-style labels of a log"),
     "plot": ("phasescope.commands.plot", "PlotCommand", "figures of a log"),
+    "profile": ("phasescope.commands.profile", "ProfileCommand", "phase-labelled profiles of a log"),
     "locality-model": ("phasescope.commands.locality_model", "LocalityModelCommand",
-                       "miss rates for inputs never run"),
+                       "miss rates of unseen inputs"),
 }
 DEFAULT = ("phasescope.commands.monitor", "MonitorCommand")
 HELP_TOPICS = ("tracker", "all")

@@ -102,7 +102,7 @@ class MonitorCommand(Command):
     brief = BRIEF
     intermixed = True
     outputs = {"-o": "output", "--log": "log", "--summary": "summary", "--bbv": "bbv", "--phase-db": "phase_db",
-               "--events": "events"}
+               "--events": "events", "--profile": "profile"}
     unknown_hint = "put -- before a spawned program's arguments that start with a dash"
 
     def __init__(self, prog: str, subcommands: Optional[Dict[str, str]] = None):

@@ -16,11 +16,12 @@ from phasescope.sinks.events import EventServer
 from phasescope.sinks.log import JsonlLog
 from phasescope.sinks.metrics import MetricsServer
 from phasescope.sinks.phase_db import PhaseDb
+from phasescope.sinks.profile import ProfileWriter
 from phasescope.sinks.summary import SummaryWriter
 
 
 def add_output_options(o) -> None:
-    """--log, --summary, --events, --metrics and --phase-db (read by :func:`open_sinks`)."""
+    """--log, --summary, --events, --metrics, --profile and --phase-db (read by :func:`open_sinks`)."""
     o.add_argument("--log", metavar="FILE", help="per-interval JSON Lines log, flushed every interval")
     o.add_argument("--summary", metavar="FILE",
                    help="JSON summary (per phase, per thread, predictors), replaced atomically: at the end and, "
@@ -38,6 +39,10 @@ def add_output_options(o) -> None:
                         "port 0: any free port); loopback only unless --metrics-allow-remote")
     o.add_argument("--metrics-allow-remote", action="store_true",
                    help="let --metrics bind a non-loopback address (anyone who can connect reads the phases)")
+    o.add_argument("--profile", metavar="FILE",
+                   help="write the run's phase-labelled profile here when it ends, in the format of the extension: "
+                        "pprof .pb.gz, speedscope .json, collapsed .folded, Perfetto .perfetto-trace "
+                        "(see phasescope profile)")
     o.add_argument("--phase-db", metavar="FILE",
                    help="phase database: load the representatives of earlier runs (same code, same phase ID), "
                         "save this run's at the end")
@@ -45,7 +50,7 @@ def add_output_options(o) -> None:
 
 def open_sinks(args: argparse.Namespace, config: EngineConfig) -> List[Sink]:
     """The sinks the options ask for, each file and socket opened and checked now, before the target
-    is touched: --phase-db, --events, --metrics, --log, --bbv (live runs only) and --summary, in
+    is touched: --phase-db, --events, --metrics, --log, --profile, --bbv (live runs only) and --summary, in
     that order. Should one fail, those already opened are closed before the error propagates."""
     sinks: List[Sink] = []
     try:
@@ -68,6 +73,8 @@ def open_sinks(args: argparse.Namespace, config: EngineConfig) -> List[Sink]:
                       flush=True)
         if args.log:
             sinks.append(JsonlLog(args.log))
+        if args.profile:
+            sinks.append(ProfileWriter(args.profile))
         if getattr(args, "bbv", None):
             sinks.append(BbvWriter(args.bbv))
         if args.summary:

@@ -58,7 +58,8 @@ class ReplayCommand(Command):
 
     description = "Replay a recorded interval stream through the phase tracker and predictors, with any tracker setting."
     inputs = {"FILE": "file", "--pc-out-file": "pc_out_file"}
-    outputs = {"--log": "log", "--summary": "summary", "--phase-db": "phase_db", "--events": "events"}
+    outputs = {"--log": "log", "--summary": "summary", "--phase-db": "phase_db", "--events": "events",
+               "--profile": "profile"}
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("file", metavar="FILE", help="phasescope interval log (.jsonl) or SimPoint/exp-bbv .bb file")

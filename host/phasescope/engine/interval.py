@@ -46,6 +46,10 @@ class Interval:
     #: and followed children); None for the one process of a run
     pid: Optional[int] = None
     comm: Optional[str] = None
+    #: sampled mode with stacks: ``[[count, leaf key, caller key, ...], ...]`` and the names of
+    #: their keys, ``{key: (module, function)}`` (:mod:`phasescope.sources.stacks`); else None
+    stacks: Optional[list] = None
+    frames: Optional[dict] = None
 
     @property
     def wall_ns(self) -> int:

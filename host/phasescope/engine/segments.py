@@ -82,7 +82,10 @@ def merge(group: List[Interval], seq: int) -> Interval:
     os_ = None
     if all(g.os for g in group):
         os_ = {f: sum(g.os.get(f, 0) for g in group) for f in OS_FIELDS}
+    stacked = all(g.stacks is not None for g in group)  # sampled stacks: the pieces' own, side by side
     return Interval(
+        stacks=[s for g in group for s in g.stacks] if stacked else None,
+        frames={k: v for g in group for k, v in g.frames.items()} if stacked else None,
         thread=first.thread, seq=seq, instructions=instructions,
         keys=np.concatenate([g.keys for g in group]), counts=np.concatenate([g.counts for g in group]),
         pcs=np.concatenate([g.pcs for g in group]) if all(g.pcs is not None for g in group) else None,

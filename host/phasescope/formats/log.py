@@ -30,6 +30,11 @@ Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instr
   ``majflt``, ``nvcsw``, ``nivcsw``), null when unknown.
 - ``blocks`` (array): the sparse basic-block vector, ``[[stable_key, instructions], ...]``, so
   a log replays under any tracker setting. Stable keys are described in :mod:`phasescope.sources.modules`.
+- ``stacks`` (array, sampled mode with stacks only): ``[[samples, leaf_key, caller_key, ...], ...]``,
+  each distinct call stack of the interval innermost first; its samples add up to ``samples``.
+- ``frames`` (array, with ``stacks``): ``[[stable_key, module, function], ...]``, the name of
+  every key of ``stacks`` (module and function each null when unknown), so a log names its code
+  without the binaries (``phasescope profile``).
 """
 
 from __future__ import annotations
@@ -75,7 +80,15 @@ def to_record(iv: Interval, r: IntervalResult) -> dict:
         "wall_ns": iv.wall_ns,
         "os": iv.os,
         "blocks": np.column_stack((iv.keys, iv.counts)).tolist(),
+        **stack_fields(iv),
     }
+
+
+def stack_fields(iv: Interval) -> dict:
+    """``stacks`` and ``frames`` of an interval that has stacks, else nothing."""
+    if iv.stacks is None:
+        return {}
+    return {"stacks": iv.stacks, "frames": [[k, m, f] for k, (m, f) in iv.frames.items()]}
 
 
 def dumps(record: dict) -> str:
@@ -111,6 +124,28 @@ def _blocks(value, where: str):
                          "of non-negative integers below 2**64")
     arr = arr.astype(np.uint64)
     return np.ascontiguousarray(arr[:, 0]), np.ascontiguousarray(arr[:, 1])
+
+
+def _is_key(x) -> bool:
+    return type(x) is int and 0 <= x < 2**64
+
+
+def _stacks(rec: dict, where: str, samples: Optional[int]):
+    """``(stacks, frames)`` of a record (None, None when it has none; logs before stacks)."""
+    stacks, frames = rec.get("stacks"), rec.get("frames")
+    if stacks is None and frames is None:
+        return None, None
+    if not (isinstance(stacks, list) and all(
+            isinstance(s, list) and len(s) >= 2 and all(_is_key(x) for x in s) for s in stacks)):
+        raise InputError(f"{where}: field 'stacks' must be a list of [samples, key, ...] lists of integers")
+    if samples is not None and sum(s[0] for s in stacks) != samples:
+        raise InputError(f"{where}: the samples of 'stacks' must add up to 'samples'")
+    if not (isinstance(frames, list) and all(
+            isinstance(f, list) and len(f) == 3 and _is_key(f[0]) and all(x is None or isinstance(x, str) for x in f[1:])
+            for f in frames)):
+        raise InputError(f"{where}: field 'frames' must be a list of [key, module, function] "
+                         "(module and function strings or null)")
+    return stacks, {f[0]: (f[1], f[2]) for f in frames}
 
 
 def load_record(line: str, where: str) -> dict:
@@ -168,7 +203,10 @@ def interval_of(rec: dict, where: str) -> Interval:
         samples, cpu_ns = _int(rec, "samples", where), _int(rec, "cpu_ns", where)
         if rec["instructions"] is not None or samples != int(counts.sum()):
             raise InputError(f"{where}: a sampled record has null 'instructions' and 'samples' equal to its blocks' sum")
+    stacks, frames = _stacks(rec, where, samples if sampled else None)
     return Interval(
+        stacks=stacks,
+        frames=frames,
         thread=_int(rec, "thread", where),
         seq=_int(rec, "thread_seq", where),
         instructions=None if sampled else _int(rec, "instructions", where),

@@ -7,7 +7,8 @@ modules come from /proc/PID/maps (the sampler re-reads it for code it has not se
 ``exec`` and ``dlopen``), the threads from the sampler's FORK/EXIT records (forked children
 inherit the events and are followed too: their windows carry ``pid`` and ``comm``), the end from
 ``waitpid`` (spawned: the exit status or signal) or from the process leaving /proc (attached),
-and names from the ELF files on disk (:mod:`phasescope.sources.elf_symbols`). Code for the hot
+and names from the ELF files on disk (:mod:`phasescope.sources.elf_symbols`) and, for JIT code, the
+process's perf map (:mod:`phasescope.sources.perf_map`). Code for the hot
 blocks is read from /proc/PID/mem while the process lives. Exact bursts need Stalker, so
 ``--bursts`` keeps the watching agent (:mod:`phasescope.sources.sampled_session`).
 
@@ -26,7 +27,6 @@ from typing import Iterator, List, Optional
 from phasescope.engine.interval import Interval
 from phasescope.errors import PhasescopeError
 from phasescope.sources.device import Target, process_state
-from phasescope.sources.elf_symbols import ElfSymbols
 from phasescope.sources.events import ChildEnded, Ended, IntervalEvent, Output, ThreadExited, ThreadStarted
 from phasescope.sources.modules import ModuleMap
 from phasescope.sources.sampler import (DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler, SampledSource,
@@ -64,7 +64,6 @@ class KernelSession(SampledSource):
         self._stopping = False
         self._reaped = False  # a spawned target's exit status has been collected
         self._known: set = set()
-        self._names = ElfSymbols()
 
     # -- what the live loop reads -------------------------------------------------------------
     @property
@@ -81,7 +80,8 @@ class KernelSession(SampledSource):
                 "bursts": {"enabled": False, "started": 0, "completed": 0}}
 
     def symbolize(self, pcs) -> List[Optional[tuple]]:
-        return self._names.names(self.modules, list(pcs))
+        """Names from the ELF files on disk, and the perf map's for JIT code."""
+        return self.sampler.names(pcs) if self.sampler is not None else [None] * len(list(pcs))
 
     def read_code(self, address: int, size: int) -> Optional[bytes]:
         try:

@@ -20,6 +20,7 @@ PERF_COUNT_SW_CPU_CLOCK = 0
 PERF_SAMPLE_IP = 1 << 0
 PERF_SAMPLE_TID = 1 << 1
 PERF_SAMPLE_TIME = 1 << 2
+PERF_SAMPLE_CALLCHAIN = 1 << 5
 PERF_SAMPLE_IDENTIFIER = 1 << 16
 PERF_FLAG_FD_CLOEXEC = 1 << 3
 PERF_EVENT_IOC_SET_OUTPUT = 0x2405  # _IO('$', 5)
@@ -35,6 +36,12 @@ CLOCK_REALTIME = 0
 
 SAMPLE_TYPE = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME
 SAMPLE_RECORD = struct.Struct("<IHHQQIIQ")  # header, identifier, ip, pid, tid, time: 40 bytes
+#: ``--stacks``: SAMPLE_TYPE with the call chain after the time (``u64 nr, u64 ips[nr]``).
+SAMPLE_TYPE_STACKS = SAMPLE_TYPE | PERF_SAMPLE_CALLCHAIN
+#: Deepest user call chain asked for (``sample_max_stack``; the kernel's own limit is 127).
+MAX_STACK = 64
+#: Call-chain entries at or above this are context markers (PERF_CONTEXT_USER = -512, ...).
+PERF_CONTEXT_MAX = 0xFFFF_FFFF_FFFF_F001
 RECORD_HEADER = struct.Struct("<IHH")
 LOST_RECORD = struct.Struct("<QQ")  # id, lost
 TASK_RECORD = struct.Struct("<IIIIQ")  # pid, ppid, tid, ptid, time
@@ -51,6 +58,17 @@ def records(data: bytes):
             return
         yield rtype, misc, off, size
         off += size
+
+
+def user_chain(data: bytes, off: int, size: int) -> tuple:
+    """The user call chain of the sample record at ``off`` (SAMPLE_TYPE_STACKS), innermost first,
+    without context markers: the user IP (the sampled one, or where a kernel-mode sample entered
+    the kernel), then the return addresses."""
+    base = off + SAMPLE_RECORD.size
+    nr = _U64.unpack_from(data, base)[0]
+    if not nr or base + 8 + 8 * nr > off + size:
+        return ()
+    return tuple(a for a in struct.unpack_from(f"<{nr}Q", data, base + 8) if a < PERF_CONTEXT_MAX)
 
 
 def comm_record(data: bytes, off: int, size: int):

@@ -2,9 +2,9 @@
 
 Nothing runs in the target. The kernel's software ``cpu-clock`` event (``perf_event_open``,
 ``PERF_TYPE_SOFTWARE``/``PERF_COUNT_SW_CPU_CLOCK``, an hrtimer per task) interrupts each thread
-every ``period_ns`` of its own CPU time and writes ``(identifier, ip, pid, tid, time)`` into a
-ring buffer this process maps and reads. Pure Python: ctypes for the syscall, mmap for the rings,
-numpy for the keys.
+every ``period_ns`` of its own CPU time and writes ``(identifier, ip, pid, tid, time)`` (and,
+with ``stacks``, the user call chain) into a ring buffer this process maps and reads. Pure
+Python: ctypes for the syscall, mmap for the rings, numpy for the keys.
 
 Coverage of threads (the design choice)
 ----------------------------------------
@@ -69,16 +69,19 @@ import numpy as np
 
 from phasescope.engine.interval import Interval
 from phasescope.errors import InputError
+from phasescope.sources.elf_symbols import ElfSymbols
 from phasescope.sources.events import Dropped
 from phasescope.sources.modules import KERNEL_KEY, ModuleMap
 from phasescope.sources.perf_event import (CLOCK_REALTIME, LOST_RECORD, PERF_COUNT_SW_CPU_CLOCK, PERF_RECORD_EXIT,
                                           PERF_RECORD_COMM, PERF_RECORD_FORK, PERF_RECORD_LOST,
                                           PERF_RECORD_MISC_COMM_EXEC, PERF_RECORD_MISC_CPUMODE_MASK,
                                           PERF_RECORD_MISC_USER, PERF_RECORD_SAMPLE, PERF_TYPE_SOFTWARE,
-                                          SAMPLE_RECORD, SAMPLE_TYPE, TASK_RECORD, PerfEventAttr, Ring,
-                                          comm_record, event_id, online_cpus, perf_event_open, records, refusal,
-                                          set_output)
+                                          MAX_STACK, SAMPLE_RECORD, SAMPLE_TYPE, SAMPLE_TYPE_STACKS, TASK_RECORD,
+                                          PerfEventAttr, Ring, comm_record, event_id, online_cpus, perf_event_open,
+                                          records, refusal, set_output, user_chain)
+from phasescope.sources.perf_map import PerfMap
 from phasescope.sources.procfs import module_map_from_proc, process_comm, thread_ids
+from phasescope.sources.stacks import window_stacks
 
 #: 1000 Hz of CPU time. perf's default is 4000 Hz, but each sample costs the target ~15 us on this
 #: (virtualised) machine, measured with perf itself too: 4000 Hz cost 3-28%, 1000 Hz <= ~3%
@@ -91,6 +94,8 @@ DEFAULT_WINDOW_SAMPLES = 100
 DEFAULT_RING_PAGES = 128
 MAX_RATE_HZ = 100_000
 MIN_WINDOW_SAMPLES = 10
+#: The module name of code a perf map names (JIT code in anonymous memory).
+JIT_MODULE = "[jit]"
 
 
 class SampledSource:
@@ -117,7 +122,8 @@ class SampledSource:
         return {"mode": "sampled", "rate_hz": self.rate_hz, "period_ns": 10**9 // self.rate_hz,
                 "window_samples": self.window_samples, "interval": None, "samples": s.samples if s else 0,
                 "lost_samples": s.lost if s else 0, "kernel": self.kernel,
-                "kernel_samples": s.kernel_samples if s else 0}
+                "kernel_samples": s.kernel_samples if s else 0, "stacks": bool(s and s.stacks),
+                "leaf_only_samples": s.leaf_only if s else 0}
 
 
 def refreshed_modules(pid: int, ips, modules: Optional[ModuleMap], looked_up: Set[int]):
@@ -155,15 +161,19 @@ def check_sampling(rate_hz: float, window_samples: int) -> None:
         raise InputError(f"--window must be at least {MIN_WINDOW_SAMPLES} samples (got {window_samples})")
 
 
+#: An accepted sample: its IP (or KERNEL_KEY), thread, time and user return addresses (a tuple,
+#: innermost first; empty without ``stacks``).
+SAMPLE_DTYPE = np.dtype([("ip", "<u8"), ("tid", "<u4"), ("time", "<u8"), ("callers", "O")])
+
+
 class _Thread:
-    __slots__ = ("tid", "pid", "seq", "ips", "times", "pending", "last_end", "exited", "owner", "own_fds", "heirs")
+    __slots__ = ("tid", "pid", "seq", "recs", "pending", "last_end", "exited", "owner", "own_fds", "heirs")
 
     def __init__(self, tid: int, owner: int, pid: int):
         self.tid = tid
         self.pid = pid
         self.seq = 0
-        self.ips: List[np.ndarray] = []
-        self.times: List[np.ndarray] = []
+        self.recs: List[np.ndarray] = []  # SAMPLE_DTYPE chunks not yet in a window
         self.pending = 0
         self.last_end = 0
         self.exited = False
@@ -181,14 +191,17 @@ class Sampler:
     thread); ``stop()`` closes everything and returns the remaining partial windows.
     ``keys_for`` turns raw IPs into stable keys (default: :func:`module_map_from_proc` of the
     target, refreshed when an IP falls outside every known module).
-    Counters: ``samples`` (accepted), ``lost`` (records the kernel dropped, ring full),
+    ``stacks`` (the default) also records each sample's user call chain (frame pointers): windows
+    carry ``stacks`` and ``frames`` (:mod:`phasescope.sources.stacks`).
+    Counters: ``samples`` (accepted), ``leaf_only`` (samples whose stack is their leaf alone),
+    ``lost`` (records the kernel dropped, ring full),
     ``duplicates`` (double-covered samples dropped), ``foreign`` (other processes' samples
     dropped), ``kernel_samples``; ``threads`` (every tid seen), ``live`` (tids not yet exited).
     """
 
     def __init__(self, pid: int, period_ns: int = DEFAULT_PERIOD_NS, window_samples: int = DEFAULT_WINDOW_SAMPLES,
                  ring_pages: int = DEFAULT_RING_PAGES, kernel: bool = False, modules: Optional[ModuleMap] = None,
-                 children: bool = False):
+                 children: bool = False, stacks: bool = True):
         check_sampling(10**9 / period_ns, window_samples)
         if ring_pages < 1 or ring_pages & (ring_pages - 1):
             raise InputError(f"ring pages must be a power of two, got {ring_pages}")
@@ -199,18 +212,21 @@ class Sampler:
         self.kernel = kernel
         self.modules = modules
         self.children = children
+        self.stacks = stacks
+        self._names = ElfSymbols()
+        self._perf_maps: Dict[int, PerfMap] = {}
         #: followed child processes (``children``): pid -> [comm, module map, pages looked up]
         self._kids: Dict[int, list] = {}
         self._ended_kids: List[int] = []
         self._own_modules = modules is None
         self._looked_up: Set[int] = set()  # code pages already looked for in /proc/PID/maps
-        self.samples = self.lost = self.duplicates = self.foreign = self.kernel_samples = 0
+        self.samples = self.lost = self.duplicates = self.foreign = self.kernel_samples = self.leaf_only = 0
         self.threads: Set[int] = set()
         self._t: Dict[int, _Thread] = {}
         self._rings: Dict[int, Ring] = {}
         self._id_tid: Dict[int, int] = {}  # event id -> tid that owns it
         self._own: Set[int] = set()  # tids with their own events
-        self._held = np.zeros(0, dtype=[("ip", "<u8"), ("tid", "<u4"), ("time", "<u8")])
+        self._held = np.zeros(0, dtype=SAMPLE_DTYPE)
         self._held_exits: List[tuple] = []  # (tid, time) of EXIT records newer than the watermark
         self._last_scan = 0
         self._poller = select.poll()
@@ -225,7 +241,9 @@ class Sampler:
         a.size = ctypes.sizeof(PerfEventAttr)
         a.config = PERF_COUNT_SW_CPU_CLOCK
         a.sample_period = self.period_ns
-        a.sample_type = SAMPLE_TYPE
+        a.sample_type = SAMPLE_TYPE_STACKS if self.stacks else SAMPLE_TYPE
+        a.exclude_callchain_kernel = 1
+        a.sample_max_stack = MAX_STACK
         a.disabled = 0
         a.inherit = 1
         a.inherit_thread = 0 if self.children else 1  # 0: forked children inherit the events too
@@ -377,8 +395,7 @@ class Sampler:
             ends = np.append(bounds[1:], len(grouped))
             for tid, lo, hi in zip(tids.tolist(), bounds.tolist(), ends.tolist()):
                 th = self._t.get(tid) or self._thread(tid, tid)
-                th.ips.append(grouped["ip"][lo:hi])
-                th.times.append(grouped["time"][lo:hi])
+                th.recs.append(grouped[lo:hi])
                 th.pending += hi - lo
                 out.extend(self._cut(th, final=False))
         exits = self._held_exits + exits
@@ -423,7 +440,7 @@ class Sampler:
                 elif tid in own and id_tid.get(ident, tid) != tid:
                     self.duplicates += 1
                 else:
-                    self._keep(recs, misc, ip, tid, t)
+                    self._keep(recs, misc, ip, tid, t, user_chain(data, off, size) if self.stacks else ())
             elif rtype == PERF_RECORD_LOST:
                 self.lost += LOST_RECORD.unpack_from(data, off + 8)[1]
             elif rtype == PERF_RECORD_FORK:
@@ -444,35 +461,35 @@ class Sampler:
         self.samples += len(recs)
         return np.array(recs, dtype=self._held.dtype)
 
-    def _keep(self, recs: list, misc: int, ip: int, tid: int, t: int) -> None:
+    def _keep(self, recs: list, misc: int, ip: int, tid: int, t: int, chain: tuple) -> None:
         """Append an accepted sample: user code as its IP, kernel mode as :data:`KERNEL_KEY`
-        (with ``kernel``; counted and dropped without)."""
+        (with ``kernel``; counted and dropped without), the user ``chain`` below it as its callers."""
         if misc & PERF_RECORD_MISC_CPUMODE_MASK != PERF_RECORD_MISC_USER:
             self.kernel_samples += 1
             if self.kernel:
-                recs.append((KERNEL_KEY, tid, t))
+                recs.append((KERNEL_KEY, tid, t, chain))
         else:
-            recs.append((ip, tid, t))
+            recs.append((ip, tid, t, chain[1:] if chain[:1] == (ip,) else chain))
 
     # -- windows --------------------------------------------------------------------------
     def _cut(self, th: _Thread, final: bool) -> List[Interval]:
         w = self.window_samples
         if th.pending < w and not (final and th.pending):
             return []
-        ips = np.concatenate(th.ips)
-        times = np.concatenate(th.times)
+        recs = np.concatenate(th.recs)
         out = []
         start = 0
-        while len(ips) - start >= w or (final and start < len(ips)):
-            stop = min(start + w, len(ips))
-            out.append(self._window(th, ips[start:stop], times[start:stop], partial=stop - start < w))
+        while len(recs) - start >= w or (final and start < len(recs)):
+            stop = min(start + w, len(recs))
+            out.append(self._window(th, recs[start:stop], partial=stop - start < w))
             start = stop
-        th.ips, th.times = ([ips[start:]], [times[start:]]) if start < len(ips) else ([], [])
-        th.pending = len(ips) - start
+        th.recs = [recs[start:]] if start < len(recs) else []
+        th.pending = len(recs) - start
         return out
 
-    def _window(self, th: _Thread, ips: np.ndarray, times: np.ndarray, partial: bool) -> Interval:
-        uniq, first, counts = np.unique(ips, return_index=True, return_counts=True)
+    def _window(self, th: _Thread, recs: np.ndarray, partial: bool) -> Interval:
+        ips, times = recs["ip"], recs["time"]
+        uniq, counts = np.unique(ips, return_counts=True)
         keys = self.keys_for(uniq, th.pid)
         begin = th.last_end or int(times[0]) - self.period_ns
         end = int(times[-1])
@@ -483,8 +500,41 @@ class Sampler:
         kid = self._kids.get(th.pid)
         if kid is not None:  # a child's window says whose it is; the target's carry no pid
             iv.pid, iv.comm = th.pid, kid[0]
+        if self.stacks:
+            iv.stacks, iv.frames, leaf_only = window_stacks(
+                ips, recs["callers"], self.modules_of(th.pid), lambda a: self.keys_for(a, th.pid),
+                lambda pcs: self.names(pcs, th.pid), self.perf_map(th.pid))
+            self.leaf_only += leaf_only
         th.seq += 1
         return iv
+
+    def perf_map(self, pid: int) -> PerfMap:
+        """Process ``pid``'s perf map (JIT code's names), read when first needed."""
+        pm = self._perf_maps.get(pid)
+        if pm is None:
+            pm = self._perf_maps[pid] = PerfMap(pid)
+        return pm
+
+    def names(self, pcs, pid: Optional[int] = None) -> List[Optional[tuple]]:
+        """``(module, function)`` or None of each address of process ``pid`` (default the
+        target): from its ELF files on disk, and for code outside them from its perf map, as
+        ``("[jit]", name)``."""
+        pid = self.pid if pid is None else pid
+        pcs = list(pcs)
+        out = self._names.names(self.modules_of(pid), pcs)
+        jit = self.perf_map(pid)
+        for i, pc in enumerate(pcs):
+            if out[i] is None:
+                name = jit.name(pc)
+                if name is not None:
+                    out[i] = (JIT_MODULE, name)
+        return out
+
+    def modules_of(self, pid: int) -> ModuleMap:
+        """The module map of process ``pid`` (a followed child's own, else the target's)."""
+        kid = self._kids.get(pid)
+        mm = kid[1] if kid is not None else self.modules
+        return mm if mm is not None else ModuleMap()
 
     def keys_for(self, ips: np.ndarray, pid: Optional[int] = None) -> np.ndarray:
         """Stable keys of raw IPs (kernel samples keep :data:`KERNEL_KEY`), in ``pid``'s modules

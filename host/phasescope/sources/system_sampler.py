@@ -30,7 +30,7 @@ from phasescope.sources.modules import ModuleMap
 from phasescope.sources.perf_event import (LOST_RECORD, PERF_RECORD_COMM, PERF_RECORD_EXIT, PERF_RECORD_FORK,
                                           PERF_RECORD_LOST, PERF_RECORD_MISC_COMM_EXEC, PERF_RECORD_SAMPLE,
                                           SAMPLE_RECORD, TASK_RECORD, Ring, comm_record, online_cpus, paranoid_level,
-                                          perf_event_open, records)
+                                          perf_event_open, records, user_chain)
 from phasescope.sources.procfs import module_map_from_proc, process_comm, process_exe
 from phasescope.sources.sampler import (DEFAULT_PERIOD_NS, DEFAULT_RING_PAGES, DEFAULT_WINDOW_SAMPLES, Sampler,
                                         _Thread, refreshed_modules, stable_keys)
@@ -108,9 +108,9 @@ class SystemSampler(Sampler):
 
     def __init__(self, process_filter: ProcessFilter = ProcessFilter(), period_ns: int = DEFAULT_PERIOD_NS,
                  window_samples: int = DEFAULT_WINDOW_SAMPLES, ring_pages: int = DEFAULT_RING_PAGES,
-                 kernel: bool = False):
+                 kernel: bool = False, stacks: bool = True):
         super().__init__(0, period_ns=period_ns, window_samples=window_samples, ring_pages=ring_pages,
-                         kernel=kernel, modules=ModuleMap())
+                         kernel=kernel, modules=ModuleMap(), stacks=stacks)
         self.filter = process_filter
         self.processes: Dict[int, ProcessInfo] = {}
         self.skipped = 0  # samples of processes the filter leaves out
@@ -198,7 +198,7 @@ class SystemSampler(Sampler):
                 if tid not in threads:
                     self._thread(tid, tid, pid)
                     proc.threads.add(tid)
-                self._keep(recs, misc, ip, tid, t)
+                self._keep(recs, misc, ip, tid, t, user_chain(data, off, size) if self.stacks else ())
             elif rtype == PERF_RECORD_LOST:
                 self.lost += LOST_RECORD.unpack_from(data, off + 8)[1]
             elif rtype == PERF_RECORD_FORK:
@@ -224,11 +224,15 @@ class SystemSampler(Sampler):
         return np.array(recs, dtype=self._held.dtype)
 
     # -- windows and lifetimes -----------------------------------------------------------------
-    def _window(self, th: _Thread, ips: np.ndarray, times: np.ndarray, partial: bool) -> Interval:
-        iv = super()._window(th, ips, times, partial)
+    def _window(self, th: _Thread, recs: np.ndarray, partial: bool) -> Interval:
+        iv = super()._window(th, recs, partial)
         proc = self.processes.get(th.pid)
         iv.pid, iv.comm = th.pid, proc.comm if proc is not None else None
         return iv
+
+    def modules_of(self, pid: int) -> ModuleMap:
+        proc = self.processes.get(pid)
+        return proc.modules if proc is not None and proc.modules is not None else ModuleMap()
 
     def keys_for(self, ips: np.ndarray, pid: Optional[int] = None) -> np.ndarray:
         proc = self.processes.get(pid)

@@ -1,0 +1,59 @@
+"""Call stacks of a sampled window: each sample's leaf and user return addresses (frame pointers,
+``PERF_SAMPLE_CALLCHAIN``) as stable keys, counted, with the names of their frames.
+
+The kernel walks the user stack by frame pointers. Code built without them (``-O2`` without
+``-fno-omit-frame-pointer``) leaves ``rbp`` a general register: the walk stops at once or reads
+a few words that are no return addresses. A chain is therefore cut at its first address outside
+every known code module and not named by the process's perf map (JIT code), and a sample whose chain is cut to nothing keeps its leaf alone
+(counted in ``leaf_only``, so a run can say how much of it had no stacks). A return address
+points after its call: it is named and keyed as ``address - 1``, inside the calling function.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME, ModuleMap
+
+#: ``[count, leaf key, caller key, ...]``: one distinct stack of a window, innermost first.
+Stack = List[int]
+#: stable key -> ``(module, function)``; either may be None (unknown).
+Frames = Dict[int, Tuple[Optional[str], Optional[str]]]
+
+
+def window_stacks(ips: np.ndarray, callers: np.ndarray, modules: ModuleMap,
+                  keys_for: Callable[[np.ndarray], np.ndarray],
+                  names_for: Callable[[List[int]], list], jit) -> Tuple[List[Stack], Frames, int]:
+    """``(stacks, frames, leaf_only)`` of a window's samples: raw leaf IPs, their caller tuples
+    (innermost first), the process's modules, its IP -> stable key function, its names function
+    (addresses -> ``(module, function)`` or None each) and its perf map
+    (:class:`~phasescope.sources.perf_map.PerfMap`)."""
+    counted = Counter(zip(ips.tolist(), callers.tolist()))
+    returns = sorted({a for _, chain in counted for a in chain})
+    inside = dict(zip(returns, (modules._index(np.array(returns, dtype=np.uint64)) >= 0).tolist())) if returns else {}
+    for a in returns:
+        if not inside[a]:
+            inside[a] = jit.name(a - 1) is not None
+    chains = {}
+    for ip, chain in counted:
+        kept = []
+        for a in chain:
+            if not inside[a]:
+                break
+            kept.append(a - 1)
+        chains[ip, chain] = kept
+    pcs = sorted({ip for ip, _ in counted} | {a for kept in chains.values() for a in kept})
+    keys = dict(zip(pcs, keys_for(np.array(pcs, dtype=np.uint64)).tolist()))
+    stacks, leaf_only = [], 0
+    for (ip, chain), n in counted.items():
+        kept = chains[ip, chain]
+        leaf_only += 0 if kept else n
+        stacks.append([n, keys[ip]] + [keys[a] for a in kept])
+    user = [pc for pc in pcs if pc != KERNEL_KEY]
+    frames: Frames = {KERNEL_KEY: (None, KERNEL_NAME)} if len(user) < len(pcs) else {}
+    for pc, named in zip(user, names_for(user)):
+        frames[keys[pc]] = named if named is not None else (modules.locate(pc)[0], None)
+    return stacks, frames, leaf_only
