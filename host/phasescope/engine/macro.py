@@ -24,8 +24,8 @@ class MacroConfig:
     """``window``: micro intervals per window (0: no macro phases); ``threshold``: Manhattan
     distance between two histograms under which they are one macro phase (0 to 2)."""
 
-    window: int = 16
-    threshold: float = 0.6
+    window: int = 32  # chosen on truth-A (bench/quality/generalize.py, macro truth ARI)
+    threshold: float = 1.0
     table_size: int = 32
 
     def __post_init__(self):

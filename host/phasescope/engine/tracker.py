@@ -240,6 +240,14 @@ PRESETS = {
                     full_policy="evict", evict_policy="lfu", transition=False, confirm=2, candidates=16,
                     adaptive=False),
 }
+# Issue 28 (bench/quality/generalize.py against SimPoint 3.2 -maxK 30, chosen on the tuning half
+# cc1, python3, sqlite3, bzip2, truth-A; docs/quality.md): the paper's table with full-precision
+# footprints and mean representatives; an interval that matches nothing waits as a candidate until
+# a second one matches it, labelled with its nearest phase meanwhile (as k-means assigns every
+# point); evicted phases are archived so a recurrence gets its old ID back; the threshold is 2x the
+# program's median interval-to-interval distance, from 0.1 to 0.25 of the interval.
+PRESETS["stable"] = dict(PRESETS["paper"], bits=None, update_policy="mean", transition=True,
+                         transition_label="nearest", archive=4096, calibrate=2.0, threshold_max=0.25)
 PRESETS["default"] = PRESETS["paper"]  # one definition: the default is the paper's tracker, bit for bit
 
 
