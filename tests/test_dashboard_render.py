@@ -21,7 +21,7 @@ def snapshot(locality=False):
               for p, share in enumerate((0.388, 0.366, 0.127, 0.104, 0.015))]
     return Snapshot("/usr/bin/python3 workload.py --with a --long command line that goes on and on", 123456,
                     "tracing", 3, 13_400_000_000, "cpu_ns", "sampled 1000 Hz", 134, 9.2, 0, 15.0,
-                    [ThreadRow(4242 + t, t, 26, 4, 0.86, 100 - t, tuple(range(5)) * 20) for t in range(3)],
+                    [ThreadRow(4242 + t, t, 26, 4, 0.86, 100 - t, tuple(range(5)) * 20, 7, (6, 7) * 50) for t in range(3)],
                     np.random.default_rng(0).random((60, 32)), tuple([1, 2, 3] * 20), phases, scores,
                     [ChangeRow("03:04:12", 127 + k, 4242, k, k + 1) for k in range(6)],
                     1 << 20 if locality else None)
@@ -40,7 +40,7 @@ def test_every_figure_is_whole(width, height, locality):
     lines = text.splitlines()
     assert len(lines) <= height and all(len(line) <= width for line in lines)
     for figure in ("pid 123456", "cpu 13.4s", "intervals 134 (9.2/s)", "dropped 0", "threads 3",
-                   "38.8%", "36.6%", "12.7%", "10.4%", "34.5", "99%", "46%", "100%", "86%"):
+                   "38.8%", "36.6%", "12.7%", "10.4%", "34.5", "99%", "46%", "100%", "86%", "M7"):
         assert figure in text, (figure, text)
     if locality:
         assert "42%" in text
