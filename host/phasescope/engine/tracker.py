@@ -51,17 +51,6 @@ Beyond the paper (issue 10; the ``coarse`` preset uses lfu and merge):
   of the distances of the intervals it matched)), so a phase whose intervals are noisy
   (shown by its own matches) accepts a little more.
 
-Issue 28 (the ``stable`` preset, exact mode's default):
-
-- ``transition_label`` ``nearest``: with ``transition``, an interval that matches no stable phase
-  carries its nearest phase's ID (``transition`` still set) instead of the shared ID 0, as
-  k-means assigns every point to its nearest centroid.
-- ``archive``: evicted phases (ID and representative) are kept, oldest dropped first; an interval
-  that matches no phase in the table takes back the nearest archived one within the threshold.
-- ``calibrate``: the threshold is ``calibrate`` x the median Manhattan distance between each
-  thread's consecutive footprints (the last :data:`CALIBRATION_WINDOW`), clipped to
-  [``threshold``, ``threshold_max``]: a program whose intervals all differ gets a wider one.
-
 Sampled windows (issue 9; ``PRESETS["sampled"]``), whose footprints carry sampling noise:
 
 - ``test`` ``manhattan`` with ``noise_z``: the threshold grows by ``noise_z`` times the Manhattan
@@ -259,7 +248,7 @@ PRESETS = {
 # program's median interval-to-interval distance, from 0.1 to 0.25 of the interval.
 PRESETS["stable"] = dict(PRESETS["paper"], bits=None, update_policy="mean", transition=True,
                          transition_label="nearest", archive=4096, calibrate=2.0, threshold_max=0.25)
-PRESETS["default"] = PRESETS["stable"]  # one definition; ``paper`` stays the paper's tracker, bit for bit
+PRESETS["default"] = PRESETS["paper"]  # one definition: the default is the paper's tracker, bit for bit
 
 
 def preset(name: str = "default", **overrides) -> TrackerConfig:
