@@ -70,6 +70,9 @@ def test_calibrated_threshold_stays_within_its_bounds():
     t = Tracker(cfg(threshold=0.1, calibrate=1.0))
     t.classify_many(np.array([phase(0)] * 10))  # distance 0: the threshold's floor
     assert t._threshold_units == pytest.approx(0.1 * 32)
+    t = Tracker(cfg(threshold=0.6, calibrate=1.0, threshold_max=0.25))
+    t.classify_many(np.array(stream))  # a threshold over the cap wins
+    assert t._threshold_units == pytest.approx(0.6 * 32)
 
 
 def test_unconfirmed_interval_takes_its_nearest_phase_when_asked():
@@ -84,7 +87,7 @@ def test_unconfirmed_interval_takes_its_nearest_phase_when_asked():
 
 
 def test_new_options_out_of_range_are_refused():
-    for bad in (dict(archive=-1), dict(calibrate=-1), dict(threshold_max=0.05), dict(transition_label="x")):
+    for bad in (dict(archive=-1), dict(calibrate=-1), dict(threshold_max=3), dict(transition_label="x")):
         with pytest.raises(InputError):
             cfg(**bad)
 
@@ -92,6 +95,32 @@ def test_new_options_out_of_range_are_refused():
 def test_paper_preset_has_none_of_them():
     c = TrackerConfig(**PRESETS["paper"])
     assert (c.archive, c.calibrate, c.transition_label) == (0, 0.0, "transition")
+    assert (c.buckets, c.bits, c.threshold, c.table_size, c.update_policy, c.full_policy, c.evict_policy,
+            c.transition) == (32, 6, 0.10, 64, "none", "evict", "lru", False)  # ISCA 2003
+    assert PRESETS["default"] == PRESETS["paper"]
+
+
+def test_stable_keeps_recurring_phases_under_few_ids():
+    # Four phases in turn, each 5 noisy intervals, with a one-off between runs: the paper gives
+    # every one-off an ID; stable labels each with its nearest phase and keeps four IDs.
+    rng = np.random.default_rng(3)
+    stream, truth = [], []
+    for _ in range(10):
+        for p in range(4):
+            for _ in range(5):
+                f = np.clip(phase(p) / 32 * 24 + 0.25 + rng.normal(0, 0.02, 32), 0, None)
+                stream.append(f / f.sum() * 32)
+                truth.append(p)
+            r = rng.uniform(0, 1, 32)
+            stream.append(0.3 * phase(p) + 0.3 * phase(p + 1) + 0.4 * r / r.sum() * 32)
+            truth.append(-1)
+    got = np.array(ids(TrackerConfig(**PRESETS["stable"]), stream))
+    paper = np.array(ids(TrackerConfig(**PRESETS["paper"]), stream))
+    truth = np.array(truth)
+    assert len(set(paper.tolist())) >= 40
+    assert len(set(got.tolist())) == 4 + 1  # and the transition ID of the very first interval
+    for p in range(4):
+        assert len(set(got[truth == p][1:].tolist())) == 1
 
 
 def macro_of(stream, **kw):
