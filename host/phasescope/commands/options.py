@@ -36,7 +36,9 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--tracker", choices=sorted(PRESETS), default=None,
                    help="preset: 'paper' is ISCA 2003 exactly (6-bit footprints, threshold 0.1, 64-entry LRU "
                         "table), and 'default' is the same (it generalized best to programs nobody tuned for: "
-                        "bench/quality/generalize.py); 'coarse' keeps full-precision footprints, threshold 0.3, mean "
+                        "bench/quality/generalize.py); 'stable' (issue 28) adds full precision, mean "
+                        "representatives, one-off intervals labelled with their nearest phase until a second "
+                        "matches, an archive of evicted phases and a threshold calibrated per program; 'coarse' keeps full-precision footprints, threshold 0.3, mean "
                         "representatives, 16 entries that fold their two closest phases together when full; 'sampled' (the default in sampled "
                         "mode) is the page tracker: code-page vectors, per-thread hysteresis, thresholds each phase "
                         "calibrates on its own windows up to --threshold 0.9 (chosen on bench/truth/run.py)")
