@@ -10,7 +10,8 @@ intervals of its log (captured with ``bench/quality/capture.py DIR``, 10M-instru
 * ``ref10``: ARI against ``phasescope reference --max-k 10`` (the coarser reference of issue 10).
 * ``truth``: ARI against the activities known by construction (python3 driving libraries,
   bench/truth/pylibs.py; NAME.truth.jsonl beside the log), on the main thread, and the share of
-  activities that got a phase of their own (whose main phase is no other activity's main phase).
+  activities that got a phase of their own (whose main phase is no other activity's main phase);
+  ``macro truth``: the same ARI for the macro phases (engine/macro.py, its defaults) of the labels.
 
     python3 bench/quality/generalize.py --simpoint /path/to/simpoint DIR [--configs default,coarse]
         [--split tune] [--self-seed N,...] [--detail SETTINGS]
