@@ -22,7 +22,7 @@ def snapshot(locality=False):
     return Snapshot(target="/usr/bin/python3 workload.py --with a --long command line that goes on and on",
                     pid=123456, status="tracing", threads_followed=3, weight=13_400_000_000, unit="cpu_ns",
                     mode="sampled 1000 Hz", intervals=134, rate=9.2, dropped=0, elapsed=15.0,
-                    threads=[ThreadRow(4242 + t, t, 26, 4, 0.86, 100 - t, tuple(range(5)) * 20) for t in range(3)],
+                    threads=[ThreadRow(4242 + t, t, 26, 4, 0.86, 100 - t, tuple(range(5)) * 20, 7, (6, 7) * 50) for t in range(3)],
                     footprints=np.random.default_rng(0).random((60, 32)), footprint_phases=tuple([1, 2, 3] * 20),
                     phases=phases, scores=scores,
                     changes=[ChangeRow("03:04:12", 127 + k, 4242, k, k + 1) for k in range(6)],
@@ -42,7 +42,7 @@ def test_every_figure_is_whole(width, height, locality):
     lines = text.splitlines()
     assert len(lines) <= height and all(len(line) <= width for line in lines)
     for figure in ("pid 123456", "cpu 13.4s", "intervals 134 (9.2/s)", "dropped 0", "threads 3",
-                   "38.8%", "36.6%", "12.7%", "10.4%", "34.5", "99%", "46%", "100%", "86%"):
+                   "38.8%", "36.6%", "12.7%", "10.4%", "34.5", "99%", "46%", "100%", "86%", "M7"):
         assert figure in text, (figure, text)
     if locality:
         assert "42%" in text

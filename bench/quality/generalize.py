@@ -10,13 +10,14 @@ intervals of its log (captured with ``bench/quality/capture.py DIR``, 10M-instru
 * ``ref10``: ARI against ``phasescope reference --max-k 10`` (the coarser reference of issue 10).
 * ``truth``: ARI against the activities known by construction (python3 driving libraries,
   bench/truth/pylibs.py; NAME.truth.jsonl beside the log), on the main thread, and the share of
-  activities that got a phase of their own (whose main phase is no other activity's main phase).
+  activities that got a phase of their own (whose main phase is no other activity's main phase);
+  ``macro truth``: the same ARI for the macro phases (engine/macro.py, its defaults) of the labels.
 
     python3 bench/quality/generalize.py --simpoint /path/to/simpoint DIR [--configs default,coarse]
-        [--split tune] [--self-seed N] [--detail SETTINGS]
+        [--split tune] [--self-seed N,...] [--detail SETTINGS]
 
 A setting is a name of bench/quality/run.py or ``PRESET:FIELD=VALUE:...``. Each setting named in
-``--detail`` gets a table per program (with SimPoint's ARI against itself under seed N, and the cost
+``--detail`` gets a table per program (with SimPoint's mean ARI against itself under seeds N,..., and the cost
 of renumbering folded phases); then one row per setting summarises both halves. A setting is
 chosen on the tuning half (``--split tune``); the held-out half is reported, never tuned on.
 """
@@ -35,6 +36,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "host"))
 sys.path.insert(0, os.path.join(HERE, "..", "truth"))
 sys.path.insert(0, HERE)  # before truth/: both have a run.py
 
+from phasescope.engine.macro import MacroConfig, MacroTracker  # noqa: E402
 from phasescope.engine.phase_engine import make_tracker  # noqa: E402
 from phasescope.engine.segments import merge_intervals  # noqa: E402
 from phasescope.engine.stats import final_ids  # noqa: E402
@@ -71,19 +73,20 @@ def simpoint_labels(log: str, intervals, binary: str, seed: int = 0) -> np.ndarr
 class Program:
     """One log's intervals and its three references."""
 
-    def __init__(self, log: str, binary: str, self_seed: int = 0):
+    def __init__(self, log: str, binary: str, self_seeds=()):
         self.name = os.path.basename(log)[: -len(".jsonl")]
         self.intervals = [iv for iv in merge_intervals(read_log(log), 10_000_000) if iv.instructions]
         self.weights = np.array([iv.instructions for iv in self.intervals], float)
         self.threads = np.array([iv.thread for iv in self.intervals])
         self.sp30 = simpoint_labels(log, self.intervals, binary)
         self.ref10 = simpoint.reference_of(self.intervals, max_k=10).labels
-        #: SimPoint's SP30 ARI against itself under another seed (None: not asked for)
-        self.sp30_self = (adjusted_rand_index(self.sp30, simpoint_labels(log, self.intervals, binary, self_seed))
-                          if self_seed else None)
+        #: SimPoint's SP30 ARI against itself under other seeds, the mean (None: not asked for)
+        self.sp30_self = (float(np.mean([adjusted_rand_index(self.sp30, simpoint_labels(log, self.intervals, binary, s))
+                                         for s in self_seeds])) if self_seeds else None)
         truth = programs.truth_path(log)
         self.truth = read_truth(truth) if os.path.exists(truth) else None
         self._footprints: dict = {}
+        self.macro = MacroConfig()  # macro phases scored against the truth
 
     def phases(self, config) -> np.ndarray:
         tracker = make_tracker(config)
@@ -106,6 +109,9 @@ class Program:
             cpu = np.array([iv.cpu_ns or 0 for iv in self.intervals], float)[main]
             t = score_stream(cpu, labels[main], np.full(int(main.sum()), -1), self.truth)
             out["truth"], out["distinct"] = t["ari"], t["distinct"]
+            macro = MacroTracker(self.macro)  # the activity time scale: macro phases of these labels
+            macros = np.array([macro.observe(int(th), int(x)) for th, x in zip(self.threads, labels)])
+            out["macro_truth"] = score_stream(cpu, macros[main], np.full(int(main.sum()), -1), self.truth)["ari"]
         out["merges"] = len(merged)
         if merged:
             final = renumbered(labels, merged)
@@ -129,21 +135,22 @@ def per_program(name: str, progs, rows: dict, base: dict) -> None:
     """One setting's table: every program, then the mean of each half."""
     print(f"\n#### `{name}`\n")
     print("| program | kind | SP30 ARI | vs paper | SimPoint vs itself | changes | same | phases (k) | ref10 ARI "
-          "| truth ARI | own phase | merges: share folded, SP30 ARI renumbered |")
-    print("|" + " --- |" * 12)
+          "| truth ARI | macro truth ARI | own phase | merges: share folded, SP30 ARI renumbered |")
+    print("|" + " --- |" * 13)
     for p in progs:
         r, (kind, split) = rows[p.name], programs.PROGRAMS[p.name]
         print(f"| {p.name}{' *' if split == 'held-out' else ''} | {kind} | {r['ari']:.2f} | {r['ari'] - base[p.name]:+.2f} "
               f"| {fmt(p.sp30_self)} "
               f"| {fmt(r['chg'], True)} | {fmt(r['same'], True)} | {r['phases']} ({r['k']}) | {r['ref10']:.2f} "
-              f"| {fmt(r.get('truth'))} | {fmt(r.get('distinct'), True)} "
+              f"| {fmt(r.get('truth'))} | {fmt(r.get('macro_truth'))} | {fmt(r.get('distinct'), True)} "
               f"| {folds(r)} |")
     for split in sorted({programs.PROGRAMS[n][1] for n in rows}, reverse=True):  # tune, then held-out
         m = half(rows, base, split)
         selfs = [p.sp30_self for p in progs if p.sp30_self is not None and programs.PROGRAMS[p.name][1] == split]
         print(f"| **mean, {split}** | | **{m['ari']:.2f}** | worst {m['worst']:+.2f} "
               f"| {fmt(np.mean(selfs) if selfs else None)} | {fmt(m['chg'], True)} "
-              f"| {fmt(m['same'], True)} | | {m['ref10']:.2f} | {fmt(m['truth'])} | {fmt(m['distinct'], True)} | |")
+              f"| {fmt(m['same'], True)} | | {m['ref10']:.2f} | {fmt(m['truth'])} | {fmt(m['macro_truth'])} "
+              f"| {fmt(m['distinct'], True)} | |")
 
 
 def folds(r: dict) -> str:
@@ -158,7 +165,7 @@ def half(rows: dict, base: dict, split: str) -> dict:
     """Means over one half's programs of each score, and its worst ARI against the paper preset's."""
     names = [n for n in rows if programs.PROGRAMS[n][1] == split]
     out = {}
-    for k in ("ari", "chg", "same", "ref10", "truth", "distinct"):
+    for k in ("ari", "chg", "same", "ref10", "truth", "macro_truth", "distinct"):
         vals = [rows[n][k] for n in names if rows[n].get(k) is not None]
         out[k] = float(np.mean(vals)) if vals else None
     out["worst"] = min(rows[n]["ari"] - base[n] for n in names)
@@ -168,13 +175,15 @@ def half(rows: dict, base: dict, split: str) -> dict:
 def summary(results: dict, base: dict) -> None:
     """One row per setting: both halves (held-out marked *), all three scorings."""
     print("\n| setting | SP30 ARI | SP30 ARI * | worst vs paper | worst vs paper * | changes * | same * "
-          "| ref10 ARI | ref10 ARI * | truth ARI | truth ARI * | own phase | own phase * |")
-    print("| --- |" + " --- |" * 12)
+          "| ref10 ARI | ref10 ARI * | truth ARI | truth ARI * | macro truth ARI | macro truth ARI * "
+          "| own phase | own phase * |")
+    print("| --- |" + " --- |" * 14)
     for name, rows in results.items():
         t, h = half(rows, base, "tune"), half(rows, base, "held-out")
         print(f"| `{name}` | {t['ari']:.2f} | {h['ari']:.2f} | {t['worst']:+.2f} | {h['worst']:+.2f} "
               f"| {fmt(h['chg'], True)} | {fmt(h['same'], True)} | {t['ref10']:.2f} | {h['ref10']:.2f} "
-              f"| {fmt(t['truth'])} | {fmt(h['truth'])} | {fmt(t['distinct'], True)} | {fmt(h['distinct'], True)} |")
+              f"| {fmt(t['truth'])} | {fmt(h['truth'])} | {fmt(t['macro_truth'])} | {fmt(h['macro_truth'])} "
+              f"| {fmt(t['distinct'], True)} | {fmt(h['distinct'], True)} |")
 
 
 def main() -> int:
@@ -185,15 +194,16 @@ def main() -> int:
                     help=f"comma-separated, from: {', '.join(CONFIGS)}; or PRESET:FIELD=VALUE:... (bench/quality/run.py)")
     ap.add_argument("--split", choices=("tune", "held-out", "all"), default="all",
                     help="score only one half (tune on the tuning half without looking at the other)")
-    ap.add_argument("--self-seed", type=int, default=0, metavar="N",
-                    help="also run SimPoint with -seedproj N -seedkm N and show its ARI against the default "
-                         "seeds' labels: how far SimPoint agrees with itself (default 0: not run)")
+    ap.add_argument("--self-seed", default="", metavar="N,...",
+                    help="also run SimPoint with -seedproj N -seedkm N for each N and show its mean ARI against "
+                         "the default seeds' labels: how far SimPoint agrees with itself (default: not run)")
     ap.add_argument("--detail", default=None, metavar="CONFIGS",
                     help="comma-separated settings that also get a table per program (default: every one)")
     args = ap.parse_args()
     names = [n for n in programs.PROGRAMS if os.path.exists(os.path.join(args.dir, n + ".jsonl"))
              and args.split in ("all", programs.PROGRAMS[n][1])]
-    progs = [Program(os.path.join(args.dir, n + ".jsonl"), args.simpoint, args.self_seed) for n in names]
+    seeds = [int(x) for x in args.self_seed.split(",") if x]
+    progs = [Program(os.path.join(args.dir, n + ".jsonl"), args.simpoint, seeds) for n in names]
     base = {p.name: p.scores(*p.phases(tracker_config("paper", 10_000_000)))["ari"] for p in progs}
     configs = args.configs.split(",")
     detail = configs if args.detail is None else args.detail.split(",")
@@ -206,12 +216,13 @@ def main() -> int:
     if args.split == "all":
         summary(results, base)
     else:
-        print(f"\n| setting ({args.split}) | SP30 ARI | worst vs paper | changes | same | ref10 ARI | truth ARI | own phase |")
-        print("| --- |" + " --- |" * 7)
+        print(f"\n| setting ({args.split}) | SP30 ARI | worst vs paper | changes | same | ref10 ARI | truth ARI "
+              "| macro truth ARI | own phase |")
+        print("| --- |" + " --- |" * 8)
         for name, rows in results.items():
             m = half(rows, base, args.split)
             print(f"| `{name}` | {m['ari']:.2f} | {m['worst']:+.2f} | {fmt(m['chg'], True)} | {fmt(m['same'], True)} "
-                  f"| {m['ref10']:.2f} | {fmt(m['truth'])} | {fmt(m['distinct'], True)} |")
+                  f"| {m['ref10']:.2f} | {fmt(m['truth'])} | {fmt(m['macro_truth'])} | {fmt(m['distinct'], True)} |")
     return 0
 
 

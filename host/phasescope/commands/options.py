@@ -14,14 +14,19 @@ from phasescope.errors import InputError
 from phasescope.sources.sampler import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES
 from phasescope.engine.predict import PredictorConfig
 from phasescope.engine.segments import MODES as SEGMENT_MODES, SegmentConfig
-from phasescope.engine.tracker import EVICT_POLICIES, FULL_POLICIES, PRESETS, TESTS, UPDATE_POLICIES, TrackerConfig
+from phasescope.engine.macro import MacroConfig
+from phasescope.engine.tracker import (EVICT_POLICIES, FULL_POLICIES, PRESETS, TESTS, TRANSITION_LABELS,
+                                       UPDATE_POLICIES, TrackerConfig)
 
 _T = TrackerConfig(**PRESETS["default"])
+_M = MacroConfig()
+_M_DEFAULT = {"macro_window": _M.window, "macro_threshold": _M.threshold}
 DEFAULT_RATE = 10**9 // DEFAULT_PERIOD_NS
 _P = PredictorConfig()
 _UNSET = object()  # --bits not given (None means --full-precision)
 #: options the page tracker (engine/page_tracker.py) has no use for
-TABLE_ONLY = ("update_policy", "full_policy", "transition", "confirm", "adaptive", "noise_z", "stay", "test")
+TABLE_ONLY = ("update_policy", "full_policy", "transition", "confirm", "adaptive", "noise_z", "stay", "test",
+              "transition_label", "archive", "calibrate", "threshold_max")
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +36,9 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--tracker", choices=sorted(PRESETS), default=None,
                    help="preset: 'paper' is ISCA 2003 exactly (6-bit footprints, threshold 0.1, 64-entry LRU "
                         "table), and 'default' is the same (it generalized best to programs nobody tuned for: "
-                        "bench/quality/generalize.py); 'coarse' keeps full-precision footprints, threshold 0.3, mean "
+                        "bench/quality/generalize.py); 'stable' (issue 28) adds full precision, mean "
+                        "representatives, one-off intervals labelled with their nearest phase until a second "
+                        "matches, an archive of evicted phases and a threshold calibrated per program; 'coarse' keeps full-precision footprints, threshold 0.3, mean "
                         "representatives, 16 entries that fold their two closest phases together when full; 'sampled' (the default in sampled "
                         "mode) is the page tracker: code-page vectors, per-thread hysteresis, thresholds each phase "
                         "calibrates on its own windows up to --threshold 0.9 (chosen on bench/truth/run.py)")
@@ -60,6 +67,17 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--confirm", type=int, default=None, metavar="N",
                    help=f"with --transition: intervals that must match a candidate before it becomes a phase "
                         f"(default {_T.confirm})")
+    g.add_argument("--transition-label", choices=TRANSITION_LABELS, default=None,
+                   help="with --transition: an unconfirmed interval is labelled transition (ID 0) or with its "
+                        f"nearest phase (nearest, as k-means assigns every point) (default {_T.transition_label})")
+    g.add_argument("--archive", type=int, default=None, metavar="N",
+                   help="keep N evicted phases so that a recurrence gets its old ID back (0: off, the paper; "
+                        f"default {_T.archive})")
+    g.add_argument("--calibrate", type=float, default=None, metavar="FACTOR",
+                   help="per-program threshold: FACTOR x the median distance between consecutive intervals, "
+                        f"from --threshold up to --threshold-max (0: off, the paper; default {_T.calibrate:g})")
+    g.add_argument("--threshold-max", type=float, default=None, metavar="FRACTION",
+                   help=f"with --calibrate: the highest threshold (default {_T.threshold_max:g})")
     g.add_argument("--adaptive", action=argparse.BooleanOptionalAction, default=None,
                    help="per-phase threshold from the spread of its own matches, up to 2x --threshold "
                         f"(default {'on' if _T.adaptive else 'off'})")
@@ -94,6 +112,13 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                    help=f"shortest segment (qphase: shortest part of a cut interval), in units (default {_S.min_units})")
     s.add_argument("--segment-max", type=int, default=_S.max_units, metavar="UNITS",
                    help=f"variable: longest segment; qphase: the nominal interval, in units (default {_S.max_units})")
+    m = parser.add_argument_group("macro phases (a second time scale; engine/macro.py)")
+    m.add_argument("--macro-window", type=int, default=None, metavar="N",
+                   help="macro phases over each thread's last N phases, shown beside them (Lau et al., ISPASS "
+                        f"2005; 0: off; default {_M.window})")
+    m.add_argument("--macro-threshold", type=float, default=None, metavar="D",
+                   help="Manhattan distance between two windows' histograms of phases (0..2) under which they "
+                        f"are one macro phase (default {_M.threshold})")
     p = parser.add_argument_group("phase predictors")
     p.add_argument("--rle-entries", type=int, default=_P.rle_entries, metavar="N",
                    help=f"RLE Markov table entries (default {_P.rle_entries})")
@@ -119,8 +144,7 @@ def engine_config_from_args(args: argparse.Namespace, interval_default: Optional
     ``interval_default``: the interval when ``--interval`` is absent (replay: None, as recorded);
     ``preset_default``: the tracker preset when ``--tracker`` is absent (sampled mode: ``sampled``)."""
     preset = dict(PRESETS[getattr(args, "tracker", None) or preset_default])
-    for name in ("buckets", "threshold", "table_size", "update_policy", "full_policy", "evict_policy",
-                 "transition", "confirm", "adaptive", "noise_z", "stay", "test"):
+    for name in ("buckets", "threshold", "table_size", "update_policy", "full_policy", "evict_policy", *TABLE_ONLY):
         value = getattr(args, name, None)
         if value is not None:
             preset[name] = value
@@ -138,7 +162,9 @@ def engine_config_from_args(args: argparse.Namespace, interval_default: Optional
                              getattr(args, "segment_min", 3), getattr(args, "segment_max", 100))
     return EngineConfig(tracker, PredictorConfig(
         rle_entries=args.rle_entries, markov_entries=args.markov_entries,
-        gpht_depth=args.gpht_depth, gpht_entries=args.gpht_entries), segments)
+        gpht_depth=args.gpht_depth, gpht_entries=args.gpht_entries), segments,
+        MacroConfig(*(_M_DEFAULT[n] if getattr(args, n, None) is None else getattr(args, n)
+                      for n in ("macro_window", "macro_threshold"))))
 
 
 def add_device_options(p: argparse.ArgumentParser) -> None:

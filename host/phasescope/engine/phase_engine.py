@@ -17,6 +17,7 @@ import numpy as np
 
 from phasescope.engine.bursts import burst_summary
 from phasescope.engine.interval import Interval
+from phasescope.engine.macro import MacroConfig, MacroTracker
 from phasescope.engine.predict import PREDICTORS, PRIMARY, PredictorConfig, Scoreboard, ThreadPredictors
 from phasescope.engine.segments import SegmentConfig
 from phasescope.engine.stats import Stats
@@ -34,10 +35,12 @@ class EngineConfig:
     #: what the tracker classifies (engine/segments.py): applied to the stream before the engine
     #: (a :class:`~phasescope.engine.segments.Segmenter` in live runs, ``segment_stream`` in replay)
     segments: SegmentConfig = field(default_factory=SegmentConfig)
+    #: the second time scale (engine/macro.py): macro phases over windows of these phases
+    macro: MacroConfig = field(default_factory=MacroConfig)
 
     def to_dict(self) -> dict:
         return {"tracker": self.tracker.to_dict(), "predictors": self.predictors.to_dict(),
-                "segments": self.segments.to_dict()}
+                "segments": self.segments.to_dict(), "macro": self.macro.to_dict()}
 
 
 @dataclass
@@ -52,6 +55,7 @@ class IntervalResult:
     ``confidence`` its confidence (0..1), ``expected_remaining`` the further intervals expected in
     this phase (0: a change is predicted next; None: unknown). ``merged``: (gone, kept) when making
     room for this interval's new phase folded phase ``gone`` into ``kept`` (the ``merge`` policy).
+    ``macro``: the macro phase of the thread's window ending here (None: macro phases off).
     """
 
     seq: int
@@ -70,6 +74,7 @@ class IntervalResult:
     confidence: Optional[float] = None
     expected_remaining: Optional[int] = None
     merged: Optional[Tuple[int, int]] = None
+    macro: Optional[int] = None
 
     @property
     def phase_changed(self) -> bool:
@@ -91,6 +96,7 @@ class PhaseEngine:
     def __init__(self, config: Optional[EngineConfig] = None, recent: int = 256):
         self.config = config or EngineConfig()
         self.tracker = make_tracker(self.config.tracker)
+        self.macro = MacroTracker(self.config.macro) if self.config.macro.window else None
         self.stats = Stats()
         self.scoreboard = Scoreboard(PREDICTORS)
         self.recent: deque = deque(maxlen=recent)  # latest IntervalResults (footprints for a heat map)
@@ -149,7 +155,8 @@ class PhaseEngine:
             self.stats.threads[iv.thread].predictions = predictions
             r = IntervalResult(self._seq, iv.thread, iv.seq, iv.instructions, m.phase, m.distance, m.new_phase,
                                m.evicted, previous, predictions, self.tracker.display(fp), predicted, predictors.prediction,
-                               predictors.confidence, predictors.expected_remaining, m.merged)
+                               predictors.confidence, predictors.expected_remaining, m.merged,
+                               self.macro.observe(iv.thread, m.phase) if self.macro else None)
             self._seq += 1
             self.recent.append(r)
             results.append(r)

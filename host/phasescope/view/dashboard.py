@@ -30,10 +30,11 @@ def phase_color(phase: Optional[int]) -> str:
     return "grey50" if phase is None or phase < 0 else PALETTE[phase % len(PALETTE)]
 
 
-def phase_label(phase: Optional[int]) -> Text:
+def phase_label(phase: Optional[int], prefix: str = "P") -> Text:
+    """``P3`` in phase 3's colour (``M3`` for a macro phase); ``-`` for none."""
     if phase is None or phase < 0:
         return Text("-", style="grey50")
-    return Text(f"P{phase}", style=f"bold {phase_color(phase)}")
+    return Text(f"{prefix}{phase}", style=f"bold {phase_color(phase)}")
 
 
 def _human(n: float) -> str:
@@ -86,13 +87,17 @@ def _threads(s: Snapshot, max_rows: int, strip_width: int) -> Table:
     table.add_column("run", justify="right", no_wrap=True)
     table.add_column("next", no_wrap=True)
     table.add_column("sure", justify="right", no_wrap=True)
-    table.add_column("timeline (newest right)", no_wrap=True, overflow="crop", ratio=1)
+    table.add_column("macro", no_wrap=True)
+    table.add_column("timeline (newest right; macro phases below)", no_wrap=True, overflow="crop", ratio=1)
     rows = sorted(s.threads, key=lambda r: -r.intervals)
     for r in rows[:max_rows]:
+        timeline = _strip(r.timeline, strip_width)
+        if r.macro_timeline:  # the second time scale, under the 10M phases
+            timeline.append("\n").append_text(_strip(r.macro_timeline, strip_width))
         table.add_row(str(r.tid), phase_label(r.phase), str(r.run_length), phase_label(r.predicted),
-                      _pct(r.confidence), _strip(r.timeline, strip_width))
+                      _pct(r.confidence), phase_label(r.macro, "M"), timeline)
     if len(rows) > max_rows:
-        table.add_row(Text(f"+{len(rows) - max_rows} more", style="dim"), "", "", "", "", "")
+        table.add_row(Text(f"+{len(rows) - max_rows} more", style="dim"), "", "", "", "", "", "")
     return table
 
 

@@ -25,6 +25,8 @@ class ThreadRow:
     confidence: Optional[float]  # the engine's confidence in the shown prediction (its context's counter)
     intervals: int
     timeline: Sequence[int] = ()  # this thread's last phase IDs, oldest first
+    macro: Optional[int] = None  # its macro phase (engine/macro.py; None: off)
+    macro_timeline: Sequence[int] = ()  # its last macro phase IDs, oldest first
 
 
 @dataclass
@@ -116,6 +118,7 @@ class LiveState:
         self.threads_followed = 0
         self.dropped = 0
         self.timelines: Dict[int, Deque[int]] = {}
+        self.macro_timelines: Dict[int, Deque[int]] = {}
         self.confidences: Dict[int, Optional[float]] = {}
         self.changes: Deque[ChangeRow] = deque(maxlen=CHANGES)
         self._rate: Deque[float] = deque(maxlen=64)  # arrival times of recent intervals
@@ -125,6 +128,8 @@ class LiveState:
         timeline = self.timelines.setdefault(r.thread, deque(maxlen=TIMELINE))
         self.confidences[r.thread] = r.confidence
         timeline.append(r.phase)
+        if r.macro is not None:
+            self.macro_timelines.setdefault(r.thread, deque(maxlen=TIMELINE)).append(r.macro)
         self._rate.append(time.monotonic())
         if r.phase_changed or r.new_phase:
             when = time.strftime("%H:%M:%S", time.localtime(iv.end_ns / 1e9 if iv.end_ns else time.time()))
@@ -153,8 +158,10 @@ class LiveState:
         """The dashboard's view of now."""
         e = self.engine
         stats = e.stats
+        macros = self.macro_timelines
         threads = [ThreadRow(tid, ts.phase, ts.run_length, ts.predictions.get(PRIMARY), self.confidence(tid),
-                             ts.intervals, tuple(self.timelines.get(tid, ())))
+                             ts.intervals, tuple(self.timelines.get(tid, ())),
+                             macros[tid][-1] if macros.get(tid) else None, tuple(macros.get(tid, ())))
                    for tid, ts in stats.threads.items()]
         recent = list(e.recent)[-footprints:]
         fps = np.array([r.footprint for r in recent]) if recent else None

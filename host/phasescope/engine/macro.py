@@ -1,0 +1,112 @@
+"""Macro phases: a second, coarser time scale over the micro phases (Lau, Perelman & Calder,
+ISPASS 2005, hierarchical phase behaviour).
+
+A thread's window is its last ``window`` micro phases (10M-instruction intervals by default); its
+signature is the histogram of their IDs, as fractions. Distances are Manhattan between histograms
+(0: the same mix, 2: no phase in common). The window's macro phase: the thread's current macro
+phase while the window stays within ``threshold`` of its representative (hysteresis), else the
+nearest representative under ``threshold``, else a new macro ID. A representative is the running
+mean of the windows it matched; a full table drops its least recently matched one. A thread's first
+windows are partial (fewer intervals than ``window``), so every interval has a macro phase.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from dataclasses import asdict, dataclass
+from typing import Dict, List, Optional
+
+from phasescope.errors import InputError
+
+
+@dataclass(frozen=True)
+class MacroConfig:
+    """``window``: micro intervals per window (0: no macro phases); ``threshold``: Manhattan
+    distance between two histograms under which they are one macro phase (0 to 2)."""
+
+    window: int = 32  # chosen on truth-A (bench/quality/generalize.py, macro truth ARI)
+    threshold: float = 1.0
+    table_size: int = 32
+
+    def __post_init__(self):
+        if not (isinstance(self.window, int) and 0 <= self.window <= 4096):
+            raise InputError(f"macro window must be from 0 (off) to 4096 intervals (got {self.window!r})")
+        if not (isinstance(self.threshold, (int, float)) and 0 < self.threshold <= 2):
+            raise InputError(f"macro threshold must be a distance from 0 to 2 (got {self.threshold!r})")
+        if not (isinstance(self.table_size, int) and 1 <= self.table_size <= 4096):
+            raise InputError(f"macro table size must be from 1 to 4096 (got {self.table_size!r})")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def histogram_distance(a: Dict[int, float], b: Dict[int, float]) -> float:
+    """Manhattan distance between two histograms (phase -> fraction)."""
+    return sum(abs(a.get(k, 0.0) - b.get(k, 0.0)) for k in a.keys() | b.keys())
+
+
+class MacroTracker:
+    """Macro phase of each thread's latest window of micro phases (see the module docstring)."""
+
+    def __init__(self, config: Optional[MacroConfig] = None):
+        self.config = config or MacroConfig()
+        self._windows: Dict[int, deque] = {}
+        self._counts: Dict[int, Counter] = {}
+        self._current: Dict[int, int] = {}
+        self._reps: Dict[int, Dict[int, float]] = {}  # macro ID -> mean histogram
+        self._hits: Dict[int, int] = {}
+        self._last: Dict[int, int] = {}
+        self._clock = 0
+        self.next_id = 0
+
+    def observe(self, thread: int, micro: int) -> int:
+        """Add one interval's micro phase to its thread's window; the window's macro phase."""
+        c = self.config
+        self._clock += 1
+        win = self._windows.setdefault(thread, deque())
+        counts = self._counts.setdefault(thread, Counter())
+        win.append(micro)
+        counts[micro] += 1
+        if len(win) > c.window:
+            old = win.popleft()
+            counts[old] -= 1
+            if not counts[old]:
+                del counts[old]
+        hist = {k: v / len(win) for k, v in counts.items()}
+        current = self._current.get(thread)
+        if current in self._reps and histogram_distance(hist, self._reps[current]) < c.threshold:
+            phase = current
+        else:
+            dists = {p: histogram_distance(hist, r) for p, r in self._reps.items()}
+            phase = min(dists, key=dists.get, default=None)
+            if phase is None or dists[phase] >= c.threshold:
+                phase = self._new(hist)
+        self._match(phase, hist)
+        self._current[thread] = phase
+        return phase
+
+    def _new(self, hist: Dict[int, float]) -> int:
+        if len(self._reps) >= self.config.table_size:
+            victim = min(self._last, key=self._last.get)
+            for d in (self._reps, self._hits, self._last):
+                del d[victim]
+        phase, self.next_id = self.next_id, self.next_id + 1
+        self._reps[phase], self._hits[phase] = dict(hist), 0
+        return phase
+
+    def _match(self, phase: int, hist: Dict[int, float]) -> None:
+        """Fold ``hist`` into ``phase``'s mean representative."""
+        self._hits[phase] += 1
+        self._last[phase] = self._clock
+        rep, w = self._reps[phase], 1.0 / self._hits[phase]
+        for k in rep.keys() | hist.keys():
+            v = rep.get(k, 0.0) + (hist.get(k, 0.0) - rep.get(k, 0.0)) * w
+            if v > 1e-9:
+                rep[k] = v
+            else:
+                rep.pop(k, None)
+
+    def table(self) -> List[dict]:
+        """Macro representatives: ID, windows matched, and the histogram's largest micro phases."""
+        return [{"macro": p, "hits": self._hits[p],
+                 "mix": sorted(r.items(), key=lambda kv: -kv[1])[:4]} for p, r in self._reps.items()]

@@ -1,0 +1,156 @@
+"""Issue 28's tracker options on footprint streams known by construction: an archive that gives a
+recurring phase its old ID back, a threshold calibrated on the program's own interval-to-interval
+distances, unconfirmed intervals labelled with their nearest phase, and macro phases."""
+
+import numpy as np
+import pytest
+
+from phasescope.engine.macro import MacroConfig, MacroTracker, histogram_distance
+from phasescope.engine.tracker import PRESETS, TRANSITION, Tracker, TrackerConfig
+from phasescope.errors import InputError
+
+
+def phase(p, n=32):
+    """Footprint (32 buckets summing to 32) of phase ``p``: all its work in bucket ``p``."""
+    f = np.zeros(n)
+    f[p % n] = 32.0
+    return f
+
+
+def cfg(**over):
+    d = dict(PRESETS["paper"], bits=None)
+    d.update(over)
+    return TrackerConfig(**d)
+
+
+def ids(config, fps):
+    return [m.phase for m in Tracker(config).classify_many(np.array(fps))]
+
+
+def test_archive_gives_an_evicted_phase_its_old_id_back():
+    # A, then 4 other phases through a 4-entry LRU table (A is evicted), then A again.
+    stream = [phase(0)] + [phase(p) for p in range(1, 5)] + [phase(0)]
+    without = ids(cfg(table_size=4), stream)
+    t = Tracker(cfg(table_size=4, archive=16))
+    with_archive = [m.phase for m in t.classify_many(np.array(stream))]
+    assert without[-1] not in without[:-1]  # the paper: a new ID
+    assert with_archive[-1] == with_archive[0] and t.restored == 1
+    assert with_archive[:-1] == without[:-1]  # nothing else changes
+
+
+def test_archive_is_bounded_oldest_evicted_first():
+    stream = [phase(p) for p in range(6)] + [phase(0), phase(2)]
+    got = ids(cfg(table_size=2, archive=3), stream)
+    # Evicted in order 0, 1, 2, 3: a 3-entry archive holds 1, 2, 3 when 0 comes back (a new ID, and
+    # 4 is evicted over 1); then 2 comes back with its old ID.
+    assert got[6] not in got[:6] and got[7] == got[2]
+
+
+def test_calibrated_threshold_follows_the_programs_own_distances():
+    rng = np.random.default_rng(1)
+    base = np.full(32, 1.0)
+    noisy = []
+    for _ in range(200):  # one phase whose consecutive intervals are ~0.3 of an interval apart
+        f = np.clip(base + rng.normal(0, 0.4, 32), 0, None)
+        noisy.append(f / f.sum() * 32)
+    fixed = ids(cfg(threshold=0.1, table_size=256), noisy)
+    t = Tracker(cfg(threshold=0.1, table_size=256, calibrate=1.5))
+    calibrated = [m.phase for m in t.classify_many(np.array(noisy))]
+    assert len(set(fixed)) > 100  # the paper's fixed threshold: nearly every interval a new phase
+    assert len(set(calibrated)) <= 3
+    gaps = np.abs(np.diff(np.array(noisy), axis=0)).sum(axis=1)
+    assert t._threshold_units == pytest.approx(1.5 * np.median(gaps))
+
+
+def test_calibrated_threshold_stays_within_its_bounds():
+    stream = [phase(p) for p in range(40)]  # disjoint code every interval: distance 2 intervals
+    t = Tracker(cfg(threshold=0.1, calibrate=1.0, threshold_max=0.5))
+    t.classify_many(np.array(stream))
+    assert t._threshold_units == pytest.approx(0.5 * 32)
+    t = Tracker(cfg(threshold=0.1, calibrate=1.0))
+    t.classify_many(np.array([phase(0)] * 10))  # distance 0: the threshold's floor
+    assert t._threshold_units == pytest.approx(0.1 * 32)
+    t = Tracker(cfg(threshold=0.6, calibrate=1.0, threshold_max=0.25))
+    t.classify_many(np.array(stream))  # a threshold over the cap wins
+    assert t._threshold_units == pytest.approx(0.6 * 32)
+
+
+def test_unconfirmed_interval_takes_its_nearest_phase_when_asked():
+    a, b = phase(0), phase(1)
+    odd = 0.8 * a + 0.2 * phase(5)  # 0.4 of an interval from A: matches nothing, nearest A
+    stream = [a, a, odd, b, b]
+    zero = Tracker(cfg(threshold=0.1, transition=True)).classify_many(np.array(stream))
+    near = Tracker(cfg(threshold=0.1, transition=True, transition_label="nearest")).classify_many(np.array(stream))
+    assert [m.phase for m in zero] == [TRANSITION, 1, TRANSITION, TRANSITION, 2]
+    assert [m.phase for m in near] == [TRANSITION, 1, 1, 1, 2]
+    assert [m.transition for m in near] == [True, False, True, True, False]
+
+
+def test_new_options_out_of_range_are_refused():
+    for bad in (dict(archive=-1), dict(calibrate=-1), dict(threshold_max=3), dict(transition_label="x")):
+        with pytest.raises(InputError):
+            cfg(**bad)
+
+
+def test_paper_preset_has_none_of_them():
+    c = TrackerConfig(**PRESETS["paper"])
+    assert (c.archive, c.calibrate, c.transition_label) == (0, 0.0, "transition")
+    assert (c.buckets, c.bits, c.threshold, c.table_size, c.update_policy, c.full_policy, c.evict_policy,
+            c.transition) == (32, 6, 0.10, 64, "none", "evict", "lru", False)  # ISCA 2003
+    assert PRESETS["default"] == PRESETS["paper"]
+
+
+def test_stable_keeps_recurring_phases_under_few_ids():
+    # Four phases in turn, each 5 noisy intervals, with a one-off between runs: the paper gives
+    # every one-off an ID; stable labels each with its nearest phase and keeps four IDs.
+    rng = np.random.default_rng(3)
+    stream, truth = [], []
+    for _ in range(10):
+        for p in range(4):
+            for _ in range(5):
+                f = np.clip(phase(p) / 32 * 24 + 0.25 + rng.normal(0, 0.02, 32), 0, None)
+                stream.append(f / f.sum() * 32)
+                truth.append(p)
+            r = rng.uniform(0, 1, 32)
+            stream.append(0.3 * phase(p) + 0.3 * phase(p + 1) + 0.4 * r / r.sum() * 32)
+            truth.append(-1)
+    got = np.array(ids(TrackerConfig(**PRESETS["stable"]), stream))
+    paper = np.array(ids(TrackerConfig(**PRESETS["paper"]), stream))
+    truth = np.array(truth)
+    assert len(set(paper.tolist())) >= 40
+    assert len(set(got.tolist())) == 4 + 1  # and the transition ID of the very first interval
+    for p in range(4):
+        assert len(set(got[truth == p][1:].tolist())) == 1
+
+
+def macro_of(stream, **kw):
+    m = MacroTracker(MacroConfig(**kw))
+    return [m.observe(0, p) for p in stream]
+
+
+def test_macro_phases_see_an_alternation_as_one_activity():
+    # Activity X alternates micro phases 1, 2; activity Y is 3, 4, 5 in turn; X recurs.
+    x, y = [1, 2] * 40, [3, 4, 5] * 30
+    got = macro_of(x + y + x, window=8, threshold=0.6)
+    assert len(set(got[8:80])) == 1 and len(set(got[100:170])) == 1 and len(set(got[190:])) == 1
+    assert got[190] == got[10] != got[120]  # X comes back under its macro ID
+    assert len(set(got)) <= 4  # a window straddling a boundary may make one more
+
+
+def test_macro_windows_are_per_thread():
+    m = MacroTracker(MacroConfig(window=4, threshold=0.5))
+    a = [m.observe(1, 7) for _ in range(6)]
+    b = [m.observe(2, 9) for _ in range(6)]
+    assert len(set(a)) == 1 and len(set(b)) == 1 and a[0] != b[0]
+
+
+def test_histogram_distance():
+    assert histogram_distance({1: 1.0}, {2: 1.0}) == 2.0
+    assert histogram_distance({1: 0.5, 2: 0.5}, {1: 0.5, 2: 0.5}) == 0.0
+    assert histogram_distance({1: 0.75, 2: 0.25}, {1: 0.25, 2: 0.75}) == pytest.approx(1.0)
+
+
+def test_macro_options_out_of_range_are_refused():
+    for bad in (dict(window=-1), dict(threshold=0), dict(threshold=3), dict(table_size=0)):
+        with pytest.raises(InputError):
+            MacroConfig(**bad)
