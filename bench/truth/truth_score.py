@@ -13,7 +13,11 @@ midpoint; windows before the first activity (interpreter start-up) are left out.
   occurrence's main phase;
 - ``distinct``: share of activities whose main phase is no other activity's main phase;
 - ``foretold``: share of the live phase changes near a true change that the prediction shown
-  after the previous window named.
+  after the previous window named;
+- ``shown_acc``, ``last_acc``: share of windows whose phase the prediction shown after the previous
+  window named, and the same for last-phase ("no change");
+- ``chg_prec``, ``chg_recall``: of the changes the shown prediction named (it differs from the
+  current phase), the share that came; of the live changes, the share it named.
 """
 
 import json
@@ -59,6 +63,7 @@ def score_stream(cpu_ns: np.ndarray, phases: np.ndarray, predictions: np.ndarray
                false_per_10s=false / (span / 1e10), live_changes=len(change_at))
     out["foretold"] = (sum(1 for i in true_changes if predictions[i - 1] == phases[i]) / len(true_changes)
                        if true_changes else None)
+    out.update(prediction_scores(phases, predictions))
     # occurrences
     occ_main = []  # (activity, main phase) per truth segment, in order
     for k, (name, s, e) in enumerate(truth):
@@ -82,3 +87,15 @@ def score_stream(cpu_ns: np.ndarray, phases: np.ndarray, predictions: np.ndarray
     mains = list(overall.values())
     out["distinct"] = sum(1 for p in mains if mains.count(p) == 1) / len(mains) if mains else None
     return out
+
+
+def prediction_scores(phases: np.ndarray, predictions: np.ndarray) -> dict:
+    """Accuracy of the shown prediction and of last-phase, and precision and recall of the shown
+    prediction's changes (see the module docstring)."""
+    now, nxt, pred = phases[:-1], phases[1:], predictions[:-1]
+    said = pred != now
+    came = nxt != now
+    return {"shown_acc": float(np.mean(pred == nxt)) if len(nxt) else None,
+            "last_acc": float(np.mean(now == nxt)) if len(nxt) else None,
+            "chg_prec": float(np.mean(pred[said] == nxt[said])) if said.any() else None,
+            "chg_recall": float(np.mean(pred[came] == nxt[came])) if came.any() else None}
