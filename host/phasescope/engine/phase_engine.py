@@ -17,7 +17,7 @@ import numpy as np
 
 from phasescope.engine.bursts import burst_summary
 from phasescope.engine.interval import Interval
-from phasescope.engine.predict import PREDICTORS, PRIMARY, PredictorConfig, Scoreboard, ThreadPredictors
+from phasescope.engine.predict import PREDICTORS, PredictorConfig, Scoreboard, ThreadPredictors
 from phasescope.engine.segments import SegmentConfig
 from phasescope.engine.stats import Stats
 from phasescope.engine.page_tracker import PageTracker
@@ -52,6 +52,8 @@ class IntervalResult:
     ``confidence`` its confidence (0..1), ``expected_remaining`` the further intervals expected in
     this phase (0: a change is predicted next; None: unknown). ``merged``: (gone, kept) when making
     room for this interval's new phase folded phase ``gone`` into ``kept`` (the ``merge`` policy).
+    ``relabel``: the phase the thread's previous interval belongs to after all (the page tracker
+    held it and this interval confirmed where it went), None when its label stands.
     """
 
     seq: int
@@ -70,6 +72,7 @@ class IntervalResult:
     confidence: Optional[float] = None
     expected_remaining: Optional[int] = None
     merged: Optional[Tuple[int, int]] = None
+    relabel: Optional[int] = None
 
     @property
     def phase_changed(self) -> bool:
@@ -92,7 +95,7 @@ class PhaseEngine:
         self.config = config or EngineConfig()
         self.tracker = make_tracker(self.config.tracker)
         self.stats = Stats()
-        self.scoreboard = Scoreboard(PREDICTORS)
+        self.scoreboard = Scoreboard(PREDICTORS, self.config.predictors.shown)
         self.recent: deque = deque(maxlen=recent)  # latest IntervalResults (footprints for a heat map)
         self.skipped_empty = 0
         self._predictors: Dict[int, ThreadPredictors] = {}
@@ -149,7 +152,7 @@ class PhaseEngine:
             self.stats.threads[iv.thread].predictions = predictions
             r = IntervalResult(self._seq, iv.thread, iv.seq, iv.instructions, m.phase, m.distance, m.new_phase,
                                m.evicted, previous, predictions, self.tracker.display(fp), predicted, predictors.prediction,
-                               predictors.confidence, predictors.expected_remaining, m.merged)
+                               predictors.confidence, predictors.expected_remaining, m.merged, m.relabel)
             self._seq += 1
             self.recent.append(r)
             results.append(r)
@@ -178,7 +181,7 @@ class PhaseEngine:
             "phases": stats["phases"],
             "threads": stats["threads"],
             "predictors": self.scoreboard.to_dict(),
-            "primary_predictor": PRIMARY,
+            "primary_predictor": self.config.predictors.shown,
             "table": {"size": self.config.tracker.table_size, "used": len(self.tracker.table()),
                       "evictions": self.tracker.evictions, "merges": self.tracker.merges,
                       "next_id": self.tracker.next_id},
