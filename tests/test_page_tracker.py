@@ -121,16 +121,35 @@ def test_a_full_table_drops_the_least_used_phase_and_never_reuses_an_id():
     assert len(engine.phase_table()) == 2
 
 
+def cut(acts, lengths, cycles):
+    """Windows of activities of fixed CPU time (``lengths``, in windows) run in a cycle, as the
+    sampler cuts them: a window that straddles two activities mixes them in proportion."""
+    ends = np.cumsum([length for _ in range(cycles) for length in lengths])
+    who = [k for _ in range(cycles) for k in range(len(lengths))]
+    mixes = []
+    for i in range(int(ends[-1])):
+        parts, start = [], 0.0
+        for k, end in zip(who, ends):
+            share = min(end, i + 1) - max(start, i)
+            if share > 0:
+                parts.append((acts[k], share))
+            start = end
+        mixes.append(parts)
+    return windows(mixes, range(len(mixes)))
+
+
 def test_the_shown_prediction_foretells_the_changes_of_a_fixed_cycle():
-    """Activities of fixed CPU time cut into windows: runs of 12-13, 6-7 and 9-10 windows."""
+    """Activities of 12.4, 6.7 and 9.3 windows of CPU time: runs of 12-13, 6-7 and 9-10 windows
+    with a window that straddles each boundary."""
     acts = [activity(30, k, base=100 * k) for k in range(3)]
-    rng = np.random.default_rng(5)
-    order = [a for _ in range(12) for a, n in ((0, 12), (1, 6), (2, 9)) for _ in range(n + rng.integers(0, 2))]
     engine = PhaseEngine(EngineConfig(tracker=preset("sampled")))
-    results = engine.feed_many(windows(acts, order))
+    results = engine.feed_many(cut(acts, (12.4, 6.7, 9.3), 20))
     changes = [i for i in range(1, len(results)) if results[i].phase != results[i - 1].phase]
-    foretold = sum(results[i - 1].prediction == results[i].phase for i in changes[3:])  # after one cycle
-    assert foretold / len(changes[3:]) >= 0.7
+    foretold = sum(results[i - 1].prediction == results[i].phase for i in changes[12:])  # after four cycles
+    assert foretold / len(changes[12:]) >= 0.7
+    right = sum(results[i - 1].prediction == results[i].phase for i in range(1, len(results)))
+    stays = sum(results[i - 1].phase == results[i].phase for i in range(1, len(results)))
+    assert right >= stays  # never below last-phase
 
 
 def test_representatives_round_trip_through_a_phase_database_table():

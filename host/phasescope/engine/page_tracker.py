@@ -25,7 +25,9 @@ O(table) per window) and changes four things:
   a new phase is made only when the next window agrees with it (L1 under ``STAY_CAP``), from the
   mean of the two: a window that straddles two activities makes no phase of its own. A window
   further than ``JUMP`` from every phase (it shares under 20% of its samples with any) is new
-  code beyond doubt and starts its phase at once.
+  code beyond doubt and starts its phase at once. When the next window agrees, the held one is
+  relabelled with the phase the two go to (``Match.relabel``: the log corrects it one window
+  late; the live view showed the change once it was sure).
 - **Representatives that do not blur.** A match moves the representative by 1/min(n, ``MEMORY``)
   (the running mean of its first ``MEMORY`` windows, then an exponential average that follows slow
   drift): a run of windows of another activity cannot match in the first place.
@@ -36,6 +38,7 @@ never reused. Chosen on bench/truth/run.py's tuning half (see the README's Sampl
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -157,8 +160,10 @@ class PageTracker(BoundedTable):
             rel2 = d2 / self._threshold(np.arange(self._used), MATCH_FLOOR, self.config.threshold)
             best = int(rel2.argmin())
             if rel2[best] < 1:
-                return self._match(best, both, d2[best], thread, distance=nearest)
-            return self._new(both, thread, nearest)
+                m = self._match(best, both, d2[best], thread, distance=nearest)
+            else:
+                m = self._new(both, thread, nearest)
+            return replace(m, relabel=m.phase)
         self._held[thread] = v
         if cur is None:  # nothing to keep: start a phase now
             return self._new(v, thread, nearest)
