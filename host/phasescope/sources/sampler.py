@@ -71,6 +71,7 @@ from phasescope.engine.interval import Interval
 from phasescope.errors import InputError
 from phasescope.sources.events import Dropped
 from phasescope.sources.modules import KERNEL_KEY, ModuleMap
+from phasescope.sources.perf_map import PerfMap
 from phasescope.sources.perf_event import (CLOCK_REALTIME, LOST_RECORD, PERF_COUNT_SW_CPU_CLOCK, PERF_RECORD_EXIT,
                                           PERF_RECORD_COMM, PERF_RECORD_FORK, PERF_RECORD_LOST,
                                           PERF_RECORD_MISC_COMM_EXEC, PERF_RECORD_MISC_CPUMODE_MASK,
@@ -204,6 +205,7 @@ class Sampler:
         self._ended_kids: List[int] = []
         self._own_modules = modules is None
         self._looked_up: Set[int] = set()  # code pages already looked for in /proc/PID/maps
+        self._jit = PerfMap(pid)  # JIT functions named by the target's perf map, if it writes one
         self.samples = self.lost = self.duplicates = self.foreign = self.kernel_samples = 0
         self.threads: Set[int] = set()
         self._t: Dict[int, _Thread] = {}
@@ -488,14 +490,14 @@ class Sampler:
 
     def keys_for(self, ips: np.ndarray, pid: Optional[int] = None) -> np.ndarray:
         """Stable keys of raw IPs (kernel samples keep :data:`KERNEL_KEY`), in ``pid``'s modules
-        (a followed child's own, else the target's)."""
+        (a followed child's own, else the target's; the target's JIT code by its perf map, if any)."""
         kid = self._kids.get(pid)
         if kid is not None:
             kid[1], kid[2] = refreshed_modules(pid, ips, kid[1], kid[2])
             return stable_keys(kid[1], ips)
         if self._own_modules:
             self.modules, self._looked_up = refreshed_modules(self.pid, ips, self.modules, self._looked_up)
-        return stable_keys(self.modules, ips)
+        return self._jit.keys(np.asarray(ips, dtype=np.uint64), stable_keys(self.modules, ips))
 
     # -- thread lifetimes and teardown ----------------------------------------------------
     def _retire(self, th: _Thread) -> None:
