@@ -75,15 +75,16 @@ def main_thread(intervals):
 
 
 def classify(intervals, config):
-    """Phases as the log settles them (a ``relabel`` corrects the window before) and the shown
-    predictions, as made live."""
+    """Phases as the log settles them (a ``relabel`` corrects the window before), the shown
+    predictions and the live phases they were made for."""
     engine = PhaseEngine(config)
     results = engine.feed_many(intervals)
-    phases = np.array([r.phase for r in results])
+    live = np.array([r.phase for r in results])
+    phases = live.copy()
     for i, r in enumerate(results):
         if r.relabel is not None and i:
             phases[i - 1] = r.relabel
-    return phases, np.array([-1 if r.prediction is None else r.prediction for r in results])
+    return phases, np.array([-1 if r.prediction is None else r.prediction for r in results]), live
 
 
 def baseline(intervals, threshold: float = 1.0):
@@ -104,12 +105,12 @@ def baseline(intervals, threshold: float = 1.0):
             reps.append(v)
             best = len(reps) - 1
         phases.append(best)
-    return np.array(phases), np.full(len(phases), -1)
+    return np.array(phases), np.full(len(phases), -1), None
 
 
 def simpoint(intervals, max_k: int = 30):
     """SimPoint 3's clustering of the same windows (offline, k by BIC among 1..max_k)."""
-    return reference_of(intervals, max_k=max_k).labels, np.full(len(intervals), -1)
+    return reference_of(intervals, max_k=max_k).labels, np.full(len(intervals), -1), None
 
 
 def main() -> int:
@@ -152,8 +153,8 @@ def main() -> int:
         truth = read_truth(w.truth(out_dir))
         name = w.name + ("*" if w.split == "held-out" else "")
         for who, run in (("phasescope", classify), ("baseline", baseline), ("simpoint", simpoint)):
-            phases, preds = run(intervals, config) if who == "phasescope" else run(intervals)
-            s = score_stream(cpu, phases, preds, truth)
+            phases, preds, live = run(intervals, config) if who == "phasescope" else run(intervals)
+            s = score_stream(cpu, phases, preds, truth, live)
             rows[who].append(s)
             if not args.markdown:
                 print(f"{name:14s} {who:9s} {s['activities']:3d} {s['phases']:3d} "
