@@ -209,3 +209,17 @@ def test_phases_in_no_fixed_order_cost_the_shown_prediction_little_against_last_
     engine.feed_many(windows(acts, order))
     board = engine.scoreboard.to_dict()
     assert board["hybrid"]["overall"]["accuracy"] >= board["last_phase"]["overall"]["accuracy"] - 0.03
+
+
+def test_a_held_window_is_relabelled_with_the_phase_it_was_more_of():
+    """A: 10 windows, then a window 70% B / 30% A (held in A live), then B (known from before):
+    the log relabels the straddling window B; one 30% B stays A."""
+    acts = [activity(30, k, base=100 * k) for k in range(2)]
+    mixes = [acts[0], acts[1], [(acts[0], 0.3), (acts[1], 0.7)], [(acts[0], 0.7), (acts[1], 0.3)]]
+    engine = PhaseEngine(EngineConfig(tracker=preset("sampled")))
+    results = engine.feed_many(windows(mixes, [1] * 10 + [0] * 10 + [2] + [1] * 5 + [0] * 10 + [3] + [0] * 3))
+    a, b = results[10].phase, results[0].phase
+    held = results[20]
+    assert held.phase == a  # live: kept in A until sure
+    assert results[21].phase == b and results[21].relabel == b  # the log moves it to B
+    assert results[36].phase == a and results[37].relabel is None  # the 30% B window stays A
