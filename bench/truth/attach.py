@@ -30,3 +30,12 @@ def attach(phasescope: list, pid: int, settle: float = 2.0) -> subprocess.Popen:
         time.sleep(0.1)
     time.sleep(settle)
     return proc
+
+
+def finish(tracer: subprocess.Popen, timeout: float = 120) -> int:
+    """Wait for phasescope to end after its target did (killed when the bound is hit)."""
+    try:
+        return tracer.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        tracer.kill()
+        raise

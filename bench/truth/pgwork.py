@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attach import attach, user_ns  # noqa: E402
+from attach import attach, finish, user_ns  # noqa: E402
 
 BIN = next((f"/usr/lib/postgresql/{v}/bin" for v in ("17", "16", "15") if os.path.isdir(f"/usr/lib/postgresql/{v}")),
            "/usr/lib/postgresql/15/bin")
@@ -123,11 +123,7 @@ def main() -> int:
             last, i = name, i + 1
     s.p.stdin.close()
     s.p.wait(timeout=60)
-    try:
-        return tracer.wait(timeout=120)
-    except subprocess.TimeoutExpired:
-        tracer.kill()
-        raise
+    return finish(tracer)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attach import attach, user_ns  # noqa: E402
+from attach import attach, finish, user_ns  # noqa: E402
 
 
 def activity(line: str):
@@ -62,11 +62,7 @@ def main() -> int:
     tool.wait(timeout=60)
     with open(truth, "w") as out:
         out.writelines(json.dumps(r) + "\n" for r in rows)
-    try:
-        return tracer.wait(timeout=120)
-    except subprocess.TimeoutExpired:
-        tracer.kill()
-        raise
+    return finish(tracer)
 
 
 if __name__ == "__main__":
