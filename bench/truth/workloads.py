@@ -44,8 +44,10 @@ class Workload:
             return [PYTHON, os.path.join(HERE, "pylibs.py"), self.truth(out_dir), "--activities", self.activities,
                     *common]
         if self.kind == "node":
-            return ["node", "--perf-basic-prof", os.path.join(HERE, "nodework.js"), self.truth(out_dir),
-                    self.activities, self.order, str(self.seconds), str(self.seed)]
+            # --perf-basic-prof: JIT code named in /tmp/perf-PID.map; V8's own log goes beside the truth
+            return ["node", "--perf-basic-prof", "--no-logfile-per-isolate",
+                    "--logfile=" + os.path.join(out_dir, self.name + ".v8.log"), os.path.join(HERE, "nodework.js"),
+                    self.truth(out_dir), self.activities, self.order, str(self.seconds), str(self.seed)]
         if self.kind == "perl":
             return ["perl", os.path.join(HERE, "perlwork.pl"), self.truth(out_dir), self.activities, self.order,
                     str(self.seconds), str(self.seed)]
