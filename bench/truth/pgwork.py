@@ -7,7 +7,7 @@ statements of several kinds (point lookups, range scans, sequential scans, group
 joins, inserts, updates, regular expressions, JSON) in batches, each kind for a budget of the
 backend's user CPU time, in a random order or a fixed cycle. Writes ``{"activity", "start_ns",
 "end_ns"}`` lines (backend user CPU ns since the attach) to TRUTH; closing the session ends the
-backend and so the trace.
+backend and so the trace, and the cluster is stopped.
 
     pgwork.py TRUTH KINDS(comma) random|cycle SECONDS SEED --cluster DIR -- PHASESCOPE ARGS...
 """
@@ -52,6 +52,11 @@ KINDS = {  # one statement each (the truth clock is user time: no storms of roun
 }
 
 
+def pg_ctl(path: str, *args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(["runuser", "-u", "postgres", "--", f"{BIN}/pg_ctl", "-D", path, *args],
+                          stdout=subprocess.DEVNULL, **kw)
+
+
 def cluster(path: str) -> str:
     """Start the private cluster (initdb on first use); returns its socket directory."""
     if not os.path.exists(os.path.join(path, "PG_VERSION")):
@@ -59,12 +64,9 @@ def cluster(path: str) -> str:
         shutil.chown(path, "postgres")
         subprocess.run(["runuser", "-u", "postgres", "--", f"{BIN}/initdb", "-A", "trust", "-D", path],
                        check=True, stdout=subprocess.DEVNULL)
-    status = subprocess.run(["runuser", "-u", "postgres", "--", f"{BIN}/pg_ctl", "-D", path, "status"],
-                            stdout=subprocess.DEVNULL)
-    if status.returncode != 0:
-        subprocess.run(["runuser", "-u", "postgres", "--", f"{BIN}/pg_ctl", "-D", path, "-w", "-l",
-                        os.path.join(path, "server.log"), "-o", f"-k {path} -c listen_addresses=''", "start"],
-                       check=True, stdout=subprocess.DEVNULL)
+    if pg_ctl(path, "status").returncode != 0:
+        pg_ctl(path, "-w", "-l", os.path.join(path, "server.log"), "-o", f"-k {path} -c listen_addresses=''",
+               "start", check=True)
     return path
 
 
@@ -98,10 +100,17 @@ def main() -> int:
     ap.add_argument("--cluster", default="/tmp/phasescope-pg")
     a = ap.parse_args(argv[:argv.index("--")])
     phasescope = argv[argv.index("--") + 1:]
+    try:
+        return trace(Session(cluster(a.cluster)), a, phasescope)
+    finally:
+        pg_ctl(a.cluster, "-w", "-m", "fast", "stop")
+
+
+def trace(s: Session, a: argparse.Namespace, phasescope: list) -> int:
+    """Run the activities in session ``s`` under ``phasescope`` attached to its backend."""
     rnd = random.Random(int(a.seed))
     names = a.kinds.split(",")
     budgets = {n: rnd.uniform(0.6, 3.0) for n in names}
-    s = Session(cluster(a.cluster))
     s.run(SETUP)
     s.run("SELECT count(*) FROM t;")
     tracer = attach(phasescope, s.pid)
