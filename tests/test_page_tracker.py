@@ -122,16 +122,35 @@ def test_a_full_table_drops_the_least_used_phase_and_never_reuses_an_id():
     assert len(engine.phase_table()) == 2
 
 
+def cut(acts, lengths, cycles):
+    """Windows of activities of fixed CPU time (``lengths``, in windows) run in a cycle, as the
+    sampler cuts them: a window that straddles two activities mixes them in proportion."""
+    ends = np.cumsum([length for _ in range(cycles) for length in lengths])
+    who = [k for _ in range(cycles) for k in range(len(lengths))]
+    mixes = []
+    for i in range(int(ends[-1])):
+        parts, start = [], 0.0
+        for k, end in zip(who, ends):
+            share = min(end, i + 1) - max(start, i)
+            if share > 0:
+                parts.append((acts[k], share))
+            start = end
+        mixes.append(parts)
+    return windows(mixes, range(len(mixes)))
+
+
 def test_the_shown_prediction_foretells_the_changes_of_a_fixed_cycle():
-    """Activities of fixed CPU time cut into windows: runs of 12-13, 6-7 and 9-10 windows."""
+    """Activities of 12.4, 6.7 and 9.3 windows of CPU time: runs of 12-13, 6-7 and 9-10 windows
+    with a window that straddles each boundary."""
     acts = [activity(30, k, base=100 * k) for k in range(3)]
-    rng = np.random.default_rng(5)
-    order = [a for _ in range(12) for a, n in ((0, 12), (1, 6), (2, 9)) for _ in range(n + rng.integers(0, 2))]
     engine = PhaseEngine(EngineConfig(tracker=preset("sampled")))
-    results = engine.feed_many(windows(acts, order))
+    results = engine.feed_many(cut(acts, (12.4, 6.7, 9.3), 20))
     changes = [i for i in range(1, len(results)) if results[i].phase != results[i - 1].phase]
-    foretold = sum(results[i - 1].prediction == results[i].phase for i in changes[3:])  # after one cycle
-    assert foretold / len(changes[3:]) >= 0.7
+    foretold = sum(results[i - 1].prediction == results[i].phase for i in changes[12:])  # after four cycles
+    assert foretold / len(changes[12:]) >= 0.7
+    right = sum(results[i - 1].prediction == results[i].phase for i in range(1, len(results)))
+    stays = sum(results[i - 1].phase == results[i].phase for i in range(1, len(results)))
+    assert right >= stays  # never below last-phase
 
 
 def test_representatives_round_trip_through_a_phase_database_table():
@@ -192,3 +211,17 @@ def test_phases_in_no_fixed_order_cost_the_shown_prediction_little_against_last_
     engine.feed_many(windows(acts, order))
     board = engine.scoreboard.to_dict()
     assert board["hybrid"]["overall"]["accuracy"] >= board["last_phase"]["overall"]["accuracy"] - 0.03
+
+
+def test_a_held_window_is_relabelled_with_the_phase_it_was_more_of():
+    """A: 10 windows, then a window 70% B / 30% A (held in A live), then B (known from before):
+    the log relabels the straddling window B; one 30% B stays A."""
+    acts = [activity(30, k, base=100 * k) for k in range(2)]
+    mixes = [acts[0], acts[1], [(acts[0], 0.3), (acts[1], 0.7)], [(acts[0], 0.7), (acts[1], 0.3)]]
+    engine = PhaseEngine(EngineConfig(tracker=preset("sampled")))
+    results = engine.feed_many(windows(mixes, [1] * 10 + [0] * 10 + [2] + [1] * 5 + [0] * 10 + [3] + [0] * 3))
+    a, b = results[10].phase, results[0].phase
+    held = results[20]
+    assert held.phase == a  # live: kept in A until sure
+    assert results[21].phase == b and results[21].relabel == b  # the log moves it to B
+    assert results[36].phase == a and results[37].relabel is None  # the 30% B window stays A

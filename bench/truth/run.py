@@ -3,12 +3,15 @@
 
 Each workload (bench/truth/workloads.py) drives real code: python3 calling this system's libraries
 (SQLite, liblzma, libbz2, zlib, OpenSSL, expat, libmpdec, ...) or the parts of the interpreter, and
-the sqlite3 shell running statements of several kinds, for 0.6-3 s of CPU per activity, in a random
+the sqlite3 shell running statements of several kinds, node (a JIT runtime), a PostgreSQL backend and
+openssl speed (a real tool's own phases) attached with -p, for 0.6-3 s of CPU per activity, in a random
 order or a fixed cycle, logging which activity ran when in the thread's user CPU time. Each is run
 once under ``phasescope --mode sampled --log``; the log is then classified again, offline, by the
 phase engine with the sampled defaults (or the tracker options given after ``--``), and by the
 20-line page leader-follower of issue 15 (``baseline``: 4 KiB pages, first window kept as the
-representative, L1 under 1.0), and both are scored against the truth (bench/truth/truth_score.py).
+representative, L1 under 1.0), and by SimPoint's clustering of the same windows (``simpoint``:
+phasescope.quality.simpoint, -maxK 30), and all are scored against the truth
+(bench/truth/truth_score.py).
 
     python3 bench/truth/run.py [--dir DIR] [--reuse] [--split tune|held-out|all] [--only NAME,...]
                                [--window N] [--rate HZ] [-- REPLAY OPTIONS]
@@ -34,22 +37,30 @@ from phasescope.commands.options import add_engine_options, engine_config_from_a
 from phasescope.engine import PhaseEngine  # noqa: E402
 from phasescope.engine.segments import merge  # noqa: E402
 from phasescope.formats.log import read_log  # noqa: E402
+from phasescope.quality.simpoint import reference_of  # noqa: E402
 from truth_score import read_truth, score_stream  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
 
-COLUMNS = ("ari", "v_measure", "detected", "false_per_10s", "recur_same", "distinct", "foretold")
+COLUMNS = ("ari", "v_measure", "detected", "false_per_10s", "recur_same", "distinct", "foretold", "shown_acc",
+           "last_acc", "chg_prec", "chg_recall")
 
 
 def record(w, out_dir: str, rate: int, window: int) -> str:
-    """Run the workload under sampled mode; returns its log path."""
-    argv = w.prepare(out_dir)
+    """Run the workload under sampled mode (launched, or attached by its driver); returns its log path."""
     log = os.path.join(out_dir, w.name + ".jsonl")
     stdout = os.path.join(out_dir, w.name + ".stdout")
+    phasescope = [sys.executable, "-m", "phasescope.cli", "--mode", "sampled", "--no-dashboard", "--rate", str(rate),
+                  "--window", str(window), "--log", log, "-o", os.path.join(out_dir, w.name + ".phasescope.txt")]
+    for stale in (log, phasescope[-1]):
+        if os.path.exists(stale):
+            os.remove(stale)
+    if w.attached:
+        cmd = w.driver(out_dir, phasescope)
+    else:
+        argv = w.prepare(out_dir)
+        cmd = [*phasescope, "-f", argv[0], "--", *argv[1:]]
     with open(stdout, "w") as f:
-        subprocess.run([sys.executable, "-m", "phasescope.cli", "--mode", "sampled", "--no-dashboard",
-                        "--rate", str(rate), "--window", str(window), "--log", log,
-                        "-o", os.path.join(out_dir, w.name + ".phasescope.txt"), "-f", argv[0], "--", *argv[1:]],
-                       stdout=f, check=True)
+        subprocess.run(cmd, stdout=f, check=True)
     w.finish(out_dir, stdout)
     return log
 
@@ -64,10 +75,16 @@ def main_thread(intervals):
 
 
 def classify(intervals, config):
+    """Phases as the log settles them (a ``relabel`` corrects the window before), the shown
+    predictions and the live phases they were made for."""
     engine = PhaseEngine(config)
     results = engine.feed_many(intervals)
-    return np.array([r.phase for r in results]), np.array([-1 if r.prediction is None else r.prediction
-                                                           for r in results])
+    live = np.array([r.phase for r in results])
+    phases = live.copy()
+    for i, r in enumerate(results):
+        if r.relabel is not None and i:
+            phases[i - 1] = r.relabel
+    return phases, np.array([-1 if r.prediction is None else r.prediction for r in results]), live
 
 
 def baseline(intervals, threshold: float = 1.0):
@@ -88,7 +105,12 @@ def baseline(intervals, threshold: float = 1.0):
             reps.append(v)
             best = len(reps) - 1
         phases.append(best)
-    return np.array(phases), np.full(len(phases), -1)
+    return np.array(phases), np.full(len(phases), -1), None
+
+
+def simpoint(intervals, max_k: int = 30):
+    """SimPoint 3's clustering of the same windows (offline, k by BIC among 1..max_k)."""
+    return reference_of(intervals, max_k=max_k).labels, np.full(len(intervals), -1), None
 
 
 def main() -> int:
@@ -116,11 +138,11 @@ def main() -> int:
     print(f"# {len(chosen)} workloads, logs in {out_dir}; sampled mode at {args.rate} Hz, {args.window}-sample "
           f"windows; * = held out (defaults not tuned on it)")
     if args.markdown:
-        print("| workload | activities | phases | ARI | V | detected | false/10s | recur | distinct | foretold "
-              "| baseline: phases, ARI, false/10s |\n" + "| --- " * 11 + "|")
+        print("| workload | activities | phases | " + " | ".join(COLUMNS)
+              + " | baseline: phases, ARI, false/10s | SimPoint: k, ARI |\n" + "| --- " * (len(COLUMNS) + 5) + "|")
     else:
         print(f"{'workload':14s} {'who':9s} {'act':>3s} {'ph':>3s} " + " ".join(f"{c[:8]:>8s}" for c in COLUMNS))
-    rows = {"phasescope": [], "baseline": []}
+    rows = {"phasescope": [], "baseline": [], "simpoint": []}
     for w in chosen:
         log = os.path.join(out_dir, w.name + ".jsonl")
         if not (args.reuse and os.path.exists(log) and os.path.exists(w.truth(out_dir))):
@@ -130,17 +152,19 @@ def main() -> int:
         cpu = np.array([iv.cpu_ns for iv in intervals], dtype=np.float64)
         truth = read_truth(w.truth(out_dir))
         name = w.name + ("*" if w.split == "held-out" else "")
-        for who, (phases, preds) in (("phasescope", classify(intervals, config)), ("baseline", baseline(intervals))):
-            s = score_stream(cpu, phases, preds, truth)
+        for who, run in (("phasescope", classify), ("baseline", baseline), ("simpoint", simpoint)):
+            phases, preds, live = run(intervals, config) if who == "phasescope" else run(intervals)
+            s = score_stream(cpu, phases, preds, truth, live)
             rows[who].append(s)
             if not args.markdown:
                 print(f"{name:14s} {who:9s} {s['activities']:3d} {s['phases']:3d} "
                       + " ".join("       -" if s[c] is None else f"{s[c]:8.2f}" for c in COLUMNS), flush=True)
         if args.markdown:
-            p, b = rows["phasescope"][-1], rows["baseline"][-1]
+            p, b, k = rows["phasescope"][-1], rows["baseline"][-1], rows["simpoint"][-1]
             print(f"| {name} | {p['activities']} | {p['phases']} | " + " | ".join(
                 "-" if p[c] is None else f"{p[c]:.2f}" for c in COLUMNS)
-                + f" | {b['phases']}, {b['ari']:.2f}, {b['false_per_10s']:.2f} |", flush=True)
+                + f" | {b['phases']}, {b['ari']:.2f}, {b['false_per_10s']:.2f} | {k['phases']}, {k['ari']:.2f} |",
+                flush=True)
     mean = lambda sel, c: (f"{np.mean([s[c] for s in sel if s[c] is not None]):.2f}"
                            if any(s[c] is not None for s in sel) else "-")
     for split in ("tune", "held-out"):
@@ -148,9 +172,9 @@ def main() -> int:
         if not sel["phasescope"]:
             continue
         if args.markdown:
-            p, b = sel["phasescope"], sel["baseline"]
+            p, b, k = sel["phasescope"], sel["baseline"], sel["simpoint"]
             print(f"| mean, {split} | | | " + " | ".join(mean(p, c) for c in COLUMNS)
-                  + f" | {mean(b, 'ari')}, {mean(b, 'false_per_10s')} |")
+                  + f" | {mean(b, 'ari')}, {mean(b, 'false_per_10s')} | {mean(k, 'ari')} |")
         else:
             for who, ss in sel.items():
                 print(f"{'mean ' + split:14s} {who:9s}         " + " ".join(f"{mean(ss, c):>8s}" for c in COLUMNS))

@@ -12,12 +12,17 @@ midpoint; windows before the first activity (interpreter start-up) are left out.
 - ``recur_same``: share of an activity's later occurrences whose main phase is its first
   occurrence's main phase;
 - ``distinct``: share of activities whose main phase is no other activity's main phase;
-- ``foretold``: share of the live phase changes near a true change that the prediction shown
-  after the previous window named.
+- ``foretold`` (on the live phases, which the predictions were made for): share of the live phase
+  changes near a true change that the prediction shown
+  after the previous window named;
+- ``shown_acc``, ``last_acc``: share of windows whose phase the prediction shown after the previous
+  window named, and the same for last-phase ("no change");
+- ``chg_prec``, ``chg_recall``: of the changes the shown prediction named (it differs from the
+  current phase), the share that came; of the live changes, the share it named.
 """
 
 import json
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 
@@ -29,8 +34,11 @@ def read_truth(path: str) -> List[tuple]:
         return [(r["activity"], r["start_ns"], r["end_ns"]) for r in map(json.loads, f) if r["end_ns"] > r["start_ns"]]
 
 
-def score_stream(cpu_ns: np.ndarray, phases: np.ndarray, predictions: np.ndarray, truth: List[tuple]) -> dict:
-    """``cpu_ns``, ``phases``, ``predictions``: per window of one thread, in order."""
+def score_stream(cpu_ns: np.ndarray, phases: np.ndarray, predictions: np.ndarray, truth: List[tuple],
+                 live: Optional[np.ndarray] = None) -> dict:
+    """``cpu_ns``, ``phases`` (as the log settles them), ``predictions``: per window of one thread,
+    in order; ``live``: the phases as shown live, which the predictions are scored against
+    (default: ``phases``)."""
     from sklearn.metrics import adjusted_rand_score, v_measure_score
     end = np.cumsum(cpu_ns, dtype=np.float64)
     if len(end) and 0.9 < truth[-1][2] / end[-1] < 1.1:
@@ -47,18 +55,26 @@ def score_stream(cpu_ns: np.ndarray, phases: np.ndarray, predictions: np.ndarray
            "ari": float(adjusted_rand_score(labels, ph)), "v_measure": float(v_measure_score(labels, ph))}
     # changes: true boundaries (activity differs) vs live changes at window boundaries
     bounds = np.array([truth[i][1] for i in range(1, len(truth)) if truth[i][0] != truth[i - 1][0]], np.float64)
-    change_at = start[1:][phases[1:] != phases[:-1]]  # CPU position of each live change
-    changed_to = np.nonzero(phases[1:] != phases[:-1])[0] + 1
     window = float(np.median(np.diff(end, prepend=0.0))) if len(cpu_ns) else 0.0
     near = lambda t: np.any((t >= bounds - window) & (t <= bounds + LATENCY_NS)) if len(bounds) else False
+
+    def changes(stream):
+        """CPU position of each change at a window boundary, and those near a true change (by index)."""
+        at = start[1:][stream[1:] != stream[:-1]]
+        to = np.nonzero(stream[1:] != stream[:-1])[0] + 1
+        return at, [i for i, t in zip(to, at) if near(t)]
+
+    live = phases if live is None else live
+    change_at, true_changes = changes(phases)
     detected = sum(1 for b in bounds if np.any((change_at >= b - window) & (change_at <= b + LATENCY_NS)))
-    true_changes = [i for i, t in zip(changed_to, change_at) if near(t)]
     false = len(change_at) - len(true_changes)
     span = truth[-1][2] - truth[0][1]
     out.update(detected=detected / len(bounds) if len(bounds) else None, true_changes=len(bounds),
                false_per_10s=false / (span / 1e10), live_changes=len(change_at))
-    out["foretold"] = (sum(1 for i in true_changes if predictions[i - 1] == phases[i]) / len(true_changes)
-                       if true_changes else None)
+    _, live_true = changes(live)
+    out["foretold"] = (sum(1 for i in live_true if predictions[i - 1] == live[i]) / len(live_true)
+                       if live_true else None)
+    out.update(prediction_scores(live, predictions))
     # occurrences
     occ_main = []  # (activity, main phase) per truth segment, in order
     for k, (name, s, e) in enumerate(truth):
@@ -82,3 +98,15 @@ def score_stream(cpu_ns: np.ndarray, phases: np.ndarray, predictions: np.ndarray
     mains = list(overall.values())
     out["distinct"] = sum(1 for p in mains if mains.count(p) == 1) / len(mains) if mains else None
     return out
+
+
+def prediction_scores(phases: np.ndarray, predictions: np.ndarray) -> dict:
+    """Accuracy of the shown prediction and of last-phase, and precision and recall of the shown
+    prediction's changes (see the module docstring)."""
+    now, nxt, pred = phases[:-1], phases[1:], predictions[:-1]
+    said = pred != now
+    came = nxt != now
+    return {"shown_acc": float(np.mean(pred == nxt)) if len(nxt) else None,
+            "last_acc": float(np.mean(now == nxt)) if len(nxt) else None,
+            "chg_prec": float(np.mean(pred[said] == nxt[said])) if said.any() else None,
+            "chg_recall": float(np.mean(pred[came] == nxt[came])) if came.any() else None}

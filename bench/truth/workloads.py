@@ -1,6 +1,7 @@
 """The ground-truth workloads of bench/truth/run.py: each a command whose activities are known by
 construction and a way to get its truth file. ``split``: ``tune`` (defaults were chosen on these)
-or ``held-out`` (reported only)."""
+or ``held-out`` (reported only). Kinds ``pg`` (a PostgreSQL backend) and ``tool`` (openssl speed)
+are attached with ``-p`` by their driver (bench/truth/attach.py); the others are launched."""
 
 import os
 import subprocess
@@ -15,12 +16,26 @@ PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.execu
 @dataclass(frozen=True)
 class Workload:
     name: str
-    kind: str  # python | sqlite | perl
+    kind: str  # python | sqlite | perl | node | pg | tool
     split: str  # tune | held-out
     activities: str
     order: str  # random | cycle
     seed: int
     seconds: float = 40.0
+
+    @property
+    def attached(self) -> bool:
+        """Traced with ``-p`` by its driver: :meth:`driver` instead of :meth:`prepare`."""
+        return self.kind in ("pg", "tool")
+
+    def driver(self, out_dir: str, phasescope: List[str]) -> List[str]:
+        """The command that starts the target and attaches ``phasescope`` (options, no -p) to it."""
+        if self.kind == "pg":
+            return [sys.executable, os.path.join(HERE, "pgwork.py"), self.truth(out_dir), self.activities, self.order,
+                    str(self.seconds), str(self.seed), "--cluster", os.path.join(out_dir, "pg-cluster"), "--",
+                    *phasescope]
+        return [sys.executable, os.path.join(HERE, "toolwork.py"), self.truth(out_dir), self.activities,
+                str(int(self.seconds)), "--", *phasescope]
 
     def prepare(self, out_dir: str) -> List[str]:
         """The command to trace (writing any input it needs into ``out_dir``)."""
@@ -28,6 +43,11 @@ class Workload:
         if self.kind == "python":
             return [PYTHON, os.path.join(HERE, "pylibs.py"), self.truth(out_dir), "--activities", self.activities,
                     *common]
+        if self.kind == "node":
+            # --perf-basic-prof: JIT code named in /tmp/perf-PID.map; V8's own log goes beside the truth
+            return ["node", "--perf-basic-prof", "--no-logfile-per-isolate",
+                    "--logfile=" + os.path.join(out_dir, self.name + ".v8.log"), os.path.join(HERE, "nodework.js"),
+                    self.truth(out_dir), self.activities, self.order, str(self.seconds), str(self.seed)]
         if self.kind == "perl":
             return ["perl", os.path.join(HERE, "perlwork.pl"), self.truth(out_dir), self.activities, self.order,
                     str(self.seconds), str(self.seed)]
@@ -58,4 +78,17 @@ WORKLOADS = [
     Workload("sql-cycle-B", "sqlite", "held-out", "cte,json,sort,window", "cycle", 3),
     Workload("perl-random-B", "perl", "held-out", "sha,deflate,regex,sort,hash,sprintf,math", "random", 4),
     Workload("perl-cycle-B", "perl", "held-out", "sha,regex,hash,math", "cycle", 5),
+    # issue 27: a JIT runtime, a database server's backend attached with -p, a real tool's own phases
+    Workload("node-random-A", "node", "tune", "json,regex,sort,strings,map,math,bigint,closure,sha,deflate",
+             "random", 1, 30),
+    Workload("pg-random-A", "pg", "tune", "point,range,seqscan,group,sort,join,insert,update,regex,json",
+             "random", 1, 30),
+    Workload("tool-A", "tool", "tune", "md5,sha1,sha256,aes-128-cbc,des-ede3,rsa2048", "fixed", 0, 30),
+    Workload("node-cycle-B", "node", "held-out", "json,regex,map,math", "cycle", 2, 30),
+    Workload("node-random-B", "node", "held-out", "json,regex,sort,strings,map,math,bigint,closure,sha,deflate",
+             "random", 3, 30),
+    Workload("pg-cycle-B", "pg", "held-out", "point,range,seqscan,group", "cycle", 2, 30),
+    Workload("pg-random-B", "pg", "held-out", "point,range,seqscan,group,sort,join,insert,update,regex,json",
+             "random", 3, 30),
+    Workload("tool-B", "tool", "held-out", "sha512,aes-256-cbc,camellia-128-cbc,ghash,rmd160,ecdsap256", "fixed", 0, 30),
 ]

@@ -12,7 +12,7 @@ from phasescope.commands.outputs import add_output_options
 from phasescope.engine.phase_engine import EngineConfig
 from phasescope.errors import InputError
 from phasescope.sources.sampler import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES
-from phasescope.engine.predict import PredictorConfig
+from phasescope.engine.predict import PREDICTORS, PredictorConfig
 from phasescope.engine.segments import MODES as SEGMENT_MODES, SegmentConfig
 from phasescope.engine.macro import MacroConfig
 from phasescope.engine.tracker import (EVICT_POLICIES, FULL_POLICIES, PRESETS, TESTS, TRANSITION_LABELS,
@@ -126,6 +126,9 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                    help=f"Markov-1 and Markov-2 table entries (default {_P.markov_entries})")
     p.add_argument("--gpht-depth", type=int, default=_P.gpht_depth, metavar="N",
                    help=f"GPHT history depth in intervals (default {_P.gpht_depth})")
+    p.add_argument("--shown-prediction", choices=PREDICTORS, default=_P.shown, metavar="NAME",
+                   help=f"the predictor whose prediction is shown and acted on (default {_P.shown}: a change only "
+                        "where it has beaten 'no change'; rle_markov: the paper's); one of " + ", ".join(PREDICTORS))
     p.add_argument("--gpht-entries", type=int, default=_P.gpht_entries, metavar="N",
                    help=f"GPHT entries, LRU (default {_P.gpht_entries})")
 
@@ -162,7 +165,7 @@ def engine_config_from_args(args: argparse.Namespace, interval_default: Optional
                              getattr(args, "segment_min", 3), getattr(args, "segment_max", 100))
     return EngineConfig(tracker, PredictorConfig(
         rle_entries=args.rle_entries, markov_entries=args.markov_entries,
-        gpht_depth=args.gpht_depth, gpht_entries=args.gpht_entries), segments,
+        gpht_depth=args.gpht_depth, gpht_entries=args.gpht_entries, shown=args.shown_prediction), segments,
         MacroConfig(*(_M_DEFAULT[n] if getattr(args, n, None) is None else getattr(args, n)
                       for n in ("macro_window", "macro_threshold"))))
 

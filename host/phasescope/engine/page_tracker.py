@@ -25,7 +25,11 @@ O(table) per window) and changes four things:
   a new phase is made only when the next window agrees with it (L1 under ``STAY_CAP``), from the
   mean of the two: a window that straddles two activities makes no phase of its own. A window
   further than ``JUMP`` from every phase (it shares under 20% of its samples with any) is new
-  code beyond doubt and starts its phase at once.
+  code beyond doubt and starts its phase at once. When the next window leaves the current phase
+  too, agreeing with the held one or matching another phase that the held one is nearer to than
+  to the current one, the held one is relabelled with the phase the next one goes to
+  (``Match.relabel``: the log corrects it one window late; the live view showed the change once
+  it was sure).
 - **Representatives that do not blur.** A match moves the representative by 1/min(n, ``MEMORY``)
   (the running mean of its first ``MEMORY`` windows, then an exponential average that follows slow
   drift): a run of windows of another activity cannot match in the first place.
@@ -36,6 +40,7 @@ never reused. Chosen on bench/truth/run.py's tuning half (see docs/sampled-mode.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -148,8 +153,13 @@ class PageTracker(BoundedTable):
             self._held.pop(thread, None)
             return self._match(cur, v, d[cur], thread)
         if rel[best] < 1 and best != cur:
-            self._held.pop(thread, None)
-            return self._match(best, v, d[best], thread)
+            held = self._held.pop(thread, None)
+            m = self._match(best, v, d[best], thread)
+            if held is not None and cur is not None:
+                dh = self._distances(held)
+                if dh[best] < dh[cur]:  # the held window was more of the phase this one went to
+                    m = replace(m, relabel=m.phase)
+            return m
         held = self._held.pop(thread, None)
         if held is not None and float(np.abs(held - v).sum()) < STAY_CAP:
             both = (held + v) / 2
@@ -157,8 +167,10 @@ class PageTracker(BoundedTable):
             rel2 = d2 / self._threshold(np.arange(self._used), MATCH_FLOOR, self.config.threshold)
             best = int(rel2.argmin())
             if rel2[best] < 1:
-                return self._match(best, both, d2[best], thread, distance=nearest)
-            return self._new(both, thread, nearest)
+                m = self._match(best, both, d2[best], thread, distance=nearest)
+            else:
+                m = self._new(both, thread, nearest)
+            return replace(m, relabel=m.phase)
         self._held[thread] = v
         if cur is None:  # nothing to keep: start a phase now
             return self._new(v, thread, nearest)

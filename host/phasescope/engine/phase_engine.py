@@ -18,7 +18,7 @@ import numpy as np
 from phasescope.engine.bursts import burst_summary
 from phasescope.engine.interval import Interval
 from phasescope.engine.macro import MacroConfig, MacroTracker
-from phasescope.engine.predict import PREDICTORS, PRIMARY, PredictorConfig, Scoreboard, ThreadPredictors
+from phasescope.engine.predict import PREDICTORS, PredictorConfig, Scoreboard, ThreadPredictors
 from phasescope.engine.segments import SegmentConfig
 from phasescope.engine.stats import Stats
 from phasescope.engine.page_tracker import PageTracker
@@ -56,6 +56,8 @@ class IntervalResult:
     this phase (0: a change is predicted next; None: unknown). ``merged``: (gone, kept) when making
     room for this interval's new phase folded phase ``gone`` into ``kept`` (the ``merge`` policy).
     ``macro``: the macro phase of the thread's window ending here (None: macro phases off).
+    ``relabel``: the phase the thread's previous interval belongs to after all (the page tracker
+    held it and this interval confirmed where it went), None when its label stands.
     """
 
     seq: int
@@ -75,6 +77,7 @@ class IntervalResult:
     expected_remaining: Optional[int] = None
     merged: Optional[Tuple[int, int]] = None
     macro: Optional[int] = None
+    relabel: Optional[int] = None
 
     @property
     def phase_changed(self) -> bool:
@@ -98,7 +101,7 @@ class PhaseEngine:
         self.tracker = make_tracker(self.config.tracker)
         self.macro = MacroTracker(self.config.macro) if self.config.macro.window else None
         self.stats = Stats()
-        self.scoreboard = Scoreboard(PREDICTORS)
+        self.scoreboard = Scoreboard(PREDICTORS, self.config.predictors.shown)
         self.recent: deque = deque(maxlen=recent)  # latest IntervalResults (footprints for a heat map)
         self.skipped_empty = 0
         self._predictors: Dict[int, ThreadPredictors] = {}
@@ -156,7 +159,7 @@ class PhaseEngine:
             r = IntervalResult(self._seq, iv.thread, iv.seq, iv.instructions, m.phase, m.distance, m.new_phase,
                                m.evicted, previous, predictions, self.tracker.display(fp), predicted, predictors.prediction,
                                predictors.confidence, predictors.expected_remaining, m.merged,
-                               self.macro.observe(iv.thread, m.phase) if self.macro else None)
+                               self.macro.observe(iv.thread, m.phase) if self.macro else None, m.relabel)
             self._seq += 1
             self.recent.append(r)
             results.append(r)
@@ -185,7 +188,7 @@ class PhaseEngine:
             "phases": stats["phases"],
             "threads": stats["threads"],
             "predictors": self.scoreboard.to_dict(),
-            "primary_predictor": PRIMARY,
+            "primary_predictor": self.config.predictors.shown,
             "table": {"size": self.config.tracker.table_size, "used": len(self.tracker.table()),
                       "evictions": self.tracker.evictions, "merges": self.tracker.merges,
                       "next_id": self.tracker.next_id},

@@ -13,10 +13,13 @@ last phase.
 - ``rle_markov_q``, ``duration``, ``gpht``, ``hybrid``, ``gated``: see
   :mod:`phasescope.engine.predictors`; ``gated`` is RLE Markov whose change predictions are shown
   only once confirmed at their (phase, run length) context.
+- ``measured``: the hybrid's (or the duration predictor's) change, shown only where it has been
+  right more often than "no change" at the same (phase, run length, held) context
+  (:class:`phasescope.engine.predictors.Measured`).
 
-Every predictor runs and is scored on every interval; ``PRIMARY`` is the one shown (chosen on
-the quality harness, bench/quality/run.py), with a confidence (0..1) and the expected remaining
-run length of the current phase.
+Every predictor runs and is scored on every interval; one is shown (``PredictorConfig.shown``,
+``--shown-prediction``; ``rle_markov`` is the paper's, bit for bit), with a confidence (0..1) and
+the expected remaining run length of the current phase.
 """
 
 from __future__ import annotations
@@ -26,16 +29,15 @@ from typing import Dict, Optional, Tuple
 
 from phasescope.engine.hashing import M64, mix64_int
 from phasescope.errors import InputError
-from phasescope.engine.predictors import Confidence, DurationPredictor, Gated, Gpht, Hybrid, RleMarkovQ, context_of
+from phasescope.engine.predictors import (Confidence, DurationPredictor, Gated, Gpht, Hybrid, Measured, RleMarkovQ,
+                                          context_of)
 
 PREDICTORS = ("rle_markov", "last_phase", "markov1", "markov2", "rle_markov_q", "duration", "gpht", "hybrid",
-              "gated")
-#: The prediction shown: the best on the quality harness (bench/quality/run.py, five real programs,
-#: default tracker): the hybrid, 74.6% overall against last-phase's 73.0%, never below last-phase
-#: on any program (9% and 11% fewer mispredictions on bzip2 and python); ``gated`` gives 74.3% with
-#: the same guarantee, plain RLE Markov 74.0% but 7-29% more mispredictions than last-phase on bc,
-#: cc1 and sqlite, whose phase changes seldom recur.
-PRIMARY = "hybrid"
+              "gated", "measured")
+#: The prediction shown by default: ``measured``, which shows a change only where it has been
+#: right more often than "no change" (issue 27). The hybrid before it (74.6% overall against
+#: last-phase's 73.0% on bench/quality/run.py) lost 3-9 points to last-phase on sampled workloads.
+PRIMARY = "measured"
 HYBRID_MEMBERS = ("gpht", "rle_markov_q", "duration", "rle_markov", "last_phase")  # ties: the first
 GATED_MEMBER = "rle_markov"  # whose change predictions ``gated`` passes on once confirmed
 
@@ -49,12 +51,15 @@ class PredictorConfig:
     markov_entries: int = 256
     gpht_depth: int = 8
     gpht_entries: int = 1024
+    shown: str = PRIMARY  # the predictor whose prediction is shown
 
     def __post_init__(self):
         for name in ("rle_entries", "markov_entries", "gpht_depth", "gpht_entries"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise InputError(f"{name.replace('_', ' ')} must be at least 1 (got {v!r})")
+        if self.shown not in PREDICTORS:
+            raise InputError(f"shown prediction must be one of {', '.join(PREDICTORS)} (got {self.shown!r})")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -158,7 +163,7 @@ class Markov:
 class ThreadPredictors:
     """All predictors of one thread, fed the same stream, and the prediction shown.
 
-    After each ``observe``: ``prediction`` (the ``PRIMARY`` predictor's), ``confidence`` (0..1,
+    After each ``observe``: ``prediction`` (the ``config.shown`` predictor's), ``confidence`` (0..1,
     the saturating counter of that prediction's context, :class:`phasescope.engine.predictors.Confidence`)
     and ``expected_remaining`` (further intervals expected in the current phase: 0 when a change
     is predicted, the duration predictor's estimate otherwise, None when unknown).
@@ -175,6 +180,7 @@ class ThreadPredictors:
 
     def __init__(self, config: PredictorConfig, leaving: bool = False):
         self.leaving = leaving  # the page tracker's: show the next phase when a change is due or held
+        self.shown = config.shown
         self.predictors = {
             "rle_markov": RleMarkov(config.rle_entries),
             "last_phase": LastPhase(),
@@ -187,6 +193,7 @@ class ThreadPredictors:
         self.confidences = Confidence()
         self.hybrid = Hybrid(self.confidences, HYBRID_MEMBERS)
         self.gated = Gated(self.confidences)
+        self.measured = Measured()
         self._contexts: Dict[str, tuple] = {}
         self._leaving: Optional[tuple] = None  # (phase, the phase expected after it) of the current run
         self.prediction: Optional[int] = None
@@ -214,9 +221,12 @@ class ThreadPredictors:
             else None
         chosen, out["hybrid"], hybrid_confidence = self.hybrid.choose(out, self._contexts, leaving_to)
         out["gated"], gated_confidence = self.gated.choose(phase, out[GATED_MEMBER], self._contexts[GATED_MEMBER])
-        self.prediction = out[PRIMARY]
-        own = {"hybrid": hybrid_confidence, "gated": gated_confidence}
-        self.confidence = own[PRIMARY] if PRIMARY in own else self.confidences.confidence(self._contexts[PRIMARY])
+        candidate = out["hybrid"] if out["hybrid"] != phase else duration.next_different()
+        out["measured"], measured_confidence = self.measured.observe(phase, duration.run, held, candidate)
+        self.prediction = out[self.shown]
+        own = {"hybrid": hybrid_confidence, "gated": gated_confidence, "measured": measured_confidence}
+        self.confidence = own[self.shown] if self.shown in own else \
+            self.confidences.confidence(self._contexts[self.shown])
         remaining = self.predictors["duration"].expected_remaining()
         self.expected_remaining = 0 if self.prediction != phase else None if remaining is None else max(1, remaining)
         return out
@@ -244,7 +254,8 @@ class Scoreboard:
     classified: a phase change if its phase differs from the previous one, steady otherwise.
     """
 
-    def __init__(self, names=PREDICTORS):
+    def __init__(self, names=PREDICTORS, shown: str = PRIMARY):
+        self.shown = shown
         self.scores = {n: {"overall": Score(), "changes": Score(), "steady": Score()} for n in names}
         self._pending: Dict[int, Tuple[int, Dict[str, int]]] = {}
 
@@ -264,7 +275,7 @@ class Scoreboard:
             if predicted == phase:
                 overall.correct += 1
                 part.correct += 1
-        return predictions.get(PRIMARY) == phase
+        return predictions.get(self.shown) == phase
 
     def expect(self, thread: int, phase: int, predictions: Dict[str, int]) -> None:
         """Record the predictions made for ``thread`` after an interval in ``phase``."""

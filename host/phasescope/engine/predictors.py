@@ -235,3 +235,56 @@ class Gated:
         if prediction != phase and c <= Confidence.START:
             return phase, c / Confidence.MAX
         return prediction, c / Confidence.MAX
+
+
+def run_key(run: int) -> int:
+    """A run length as a context: exact up to 64 intervals, then its log2 bucket (64 + bits)."""
+    return run if run <= 64 else 64 + log2_bucket(run)
+
+
+class Measured:
+    """Shows a change only where it has beaten "no change" (see the module docstring).
+
+    Per context an LRU table counts the occasions ``n``, how often the next phase was the same
+    (``stays``: last-phase's accuracy there) and how often it was the candidate (``hits``: the
+    change's accuracy there). Two contexts are counted: ``(phase, run_key(run), candidate)`` and
+    the same with the tracker's held flag; the finer one decides once it has been seen ``FINE``
+    times. The candidate is shown when ``hits > stays`` (or they tie at ``TIE`` or more); the
+    confidence shown is the measured accuracy of what is shown (``UNSEEN`` at a context not seen
+    before).
+    """
+
+    UNSEEN = 0.5
+    TIE = 2
+    FINE = 2
+
+    def __init__(self, entries: int = 4096):
+        self.table = LruTable(entries)
+        self._open: Tuple[Hashable, ...] = ()  # contexts awaiting the next phase
+        self._last: Optional[int] = None
+
+    def observe(self, phase: int, run: int, held: bool, candidate: Optional[int]) -> Tuple[int, float]:
+        """Score the previous interval's contexts against ``phase``, then the prediction after this
+        interval and its measured confidence."""
+        for key in self._open:
+            e = self.table.get(key)
+            if e is None:
+                e = [0, 0, 0]
+                self.table.put(key, e)
+            e[0] += 1
+            e[1] += phase == self._last
+            e[2] += phase == key[2]
+        if candidate == phase:
+            candidate = None
+        coarse = (phase, run_key(run), candidate)
+        fine = coarse + (held,)
+        self._open, self._last = (coarse, fine), phase
+        e = self.table.get(fine)
+        if e is None or e[0] < self.FINE:
+            e = self.table.get(coarse)
+        if e is None:
+            return phase, self.UNSEEN
+        n, stays, hits = e
+        if candidate is not None and (hits > stays or hits == stays >= self.TIE):
+            return candidate, hits / n
+        return phase, stays / n

@@ -283,7 +283,8 @@ class Match:
     transition ID (it matched no stable phase); ``merged``: (gone, kept) when the ``merge`` policy
     folded phase ``gone`` into phase ``kept`` to make room (``gone`` is never used again); ``held``:
     the interval fitted no phase and kept its thread's current one for now (the page tracker), a
-    sign that the thread is leaving that phase."""
+    sign that the thread is leaving that phase; ``relabel``: the phase the thread's previous,
+    held, interval belongs to after all (this one agreed with it), None when its label stands."""
 
     phase: int
     distance: Optional[float]
@@ -292,6 +293,7 @@ class Match:
     transition: bool = False
     merged: Optional[Tuple[int, int]] = None
     held: bool = False
+    relabel: Optional[int] = None
 
 
 def manhattan(footprints: np.ndarray, reps: np.ndarray) -> np.ndarray:

@@ -19,9 +19,12 @@ Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instr
   tracker's threshold is the paper's, 0.10; ``--tracker coarse``'s 0.30; the page tracker's are
   each phase's own, up to 0.9); null when the phase table was empty.
 - ``new_phase`` (bool): the interval started a new phase ID.
+- ``relabel`` (int, only when present): the phase the thread's previous interval belongs to after
+  all; the page tracker held that interval in its current phase and this one confirmed where it
+  went (a log reader that wants settled labels applies it one interval late).
 - ``predictions`` (object): each predictor's prediction of this thread's next phase, by name
   (:data:`phasescope.engine.predict.PREDICTORS`).
-- ``prediction`` (int): the prediction shown (:data:`phasescope.engine.predict.PRIMARY`'s);
+- ``prediction`` (int): the prediction shown (``--shown-prediction``'s);
   ``confidence`` (float, 0..1): its confidence; ``expected_remaining`` (int or null): further
   intervals expected in the current phase (0: a change is predicted next; null: unknown).
 - ``start_ns``, ``end_ns`` (int): wall clock (CLOCK_REALTIME, ns) at the interval's start and
@@ -81,6 +84,7 @@ def to_record(iv: Interval, r: IntervalResult) -> dict:
         "os": iv.os,
         "blocks": np.column_stack((iv.keys, iv.counts)).tolist(),
         **stack_fields(iv),
+        **({} if r.relabel is None else {"relabel": r.relabel}),
     }
 
 

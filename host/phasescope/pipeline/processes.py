@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Deque, Dict, List, Optional
 
 from phasescope.engine import EngineConfig, Interval, PhaseEngine
-from phasescope.engine.predict import PRIMARY
 from phasescope.errors import PhasescopeError
 from phasescope.sinks.phase_db import PhaseDb
 
@@ -80,7 +79,7 @@ class ProcessRun:
                 "threads": len(self.engine.stats.threads), "intervals": self.engine.stats.intervals,
                 "phases": len(self.engine.stats.phases), "changes": self.changes, "thread": tid,
                 "phase": ts.phase if ts else None, "run_length": ts.run_length if ts else 0,
-                "next": ts.predictions.get(PRIMARY) if ts else None,
+                "next": ts.predictions.get(self.engine.config.predictors.shown) if ts else None,
                 "confidence": self.confidence.get(tid) if tid is not None else None, "ended": self.ended}
 
     def summary(self, now: float) -> dict:
@@ -90,7 +89,7 @@ class ProcessRun:
         return {**self.row(now), "phases_seen": len(s["phases"]),
                 "phases": [{k: p.get(k) for k in ("phase", "share", "intervals", "runs", "mean_run", "known",
                                                    "top_code")} for p in main],
-                "predictors": s["predictors"].get(PRIMARY)}
+                "predictors": s["predictors"].get(s["primary_predictor"])}
 
 
 class ProcessEngines:

@@ -1,24 +1,40 @@
-"""Names of JIT-compiled code from perf map files: ``/tmp/perf-PID.map`` (the temp directory of
-the process), written by ``node --perf-basic-prof``, JVM agents, LuaJIT, .NET and others for
-code in anonymous executable memory, which no ELF file names.
+"""JIT code named by its runtime's perf map: ``/tmp/perf-PID.map`` (the temp directory of the
+process), written by ``node --perf-basic-prof``, JVM agents, LuaJIT, .NET and others for code in
+anonymous executable memory, which no ELF file names.
 
-The format (Linux's tools/perf/Documentation/jit-interface.txt): one ``START SIZE name`` line
-per code range, ``START`` and ``SIZE`` in hex (with or without ``0x``), appended as code is
-compiled; a later line for an overlapping range is newer code at that address. The file is
-re-read when it has grown, so code compiled after the first lookup is named too. Self-contained:
-standard library only.
+The format (Linux's tools/perf/Documentation/jit-interface.txt): one ``START SIZE name`` line per
+code range, ``START`` and ``SIZE`` in hex (with or without ``0x``), appended as code is compiled; a
+later line for an overlapping range is newer code at that address. The file is re-read when it
+has grown, so code compiled after the first lookup is named too.
+
+Two uses: :meth:`PerfMap.name` names an address (hot code, reports, profiles), and
+:meth:`PerfMap.keys` gives samples in JIT code the key ``fnv1a32("jit!" + NAME) << 32 | offset``
+(NAME without V8's tier mark: ``JS:*f`` and ``JS:~f`` are one function), so the page tracker sees
+one function, not the addresses its latest compilation happened to get (issue 27).
 """
 
 from __future__ import annotations
 
 import bisect
 import os
+import re
 import tempfile
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from phasescope.sources.modules import fnv1a32
+
+_TIER = re.compile(r"^(\w+):[~^+*]")  # V8: ~ interpreted, ^ Sparkplug, + Maglev, * TurboFan
 
 
 def perf_map_path(pid: int) -> str:
     return os.path.join(tempfile.gettempdir(), f"perf-{pid}.map")
+
+
+def jit_tag(name: str) -> int:
+    """The high 32 bits of the keys of a JIT function called ``name``."""
+    return fnv1a32("jit!" + _TIER.sub(r"\1:", name)) << 32
 
 
 def parse(lines) -> List[Tuple[int, int, str]]:
@@ -38,15 +54,16 @@ def parse(lines) -> List[Tuple[int, int, str]]:
 
 
 class PerfMap:
-    """``name(address)`` from one process's perf map (None where it names nothing, or no map)."""
+    """One process's perf map, read as it grows (a later entry at an address wins)."""
 
     def __init__(self, pid: int, path: Optional[str] = None):
         self.path = path or perf_map_path(pid)
         self._read_at = 0  # bytes of complete lines read so far
+        self._by_start: Dict[int, Tuple[int, str]] = {}
         self._starts: List[int] = []
         self._ends: List[int] = []
         self._names: List[str] = []
-        self._by_start = {}
+        self._arrays = None  # (starts, ends, tags) as uint64 arrays for keys(), built on demand
 
     def _refresh(self) -> None:
         try:
@@ -67,14 +84,15 @@ class PerfMap:
         complete = data[:data.rfind(b"\n") + 1]  # a line still being written waits for the next read
         self._read_at += len(complete)
         for start, end, name in parse(complete.decode("utf-8", "replace").splitlines()):
-            self._by_start[start] = (end, name)  # newer code at one address replaces the older
+            self._by_start[start] = (end, name)
         items = sorted(self._by_start.items())
         self._starts = [s for s, _ in items]
         self._ends = [e for _, (e, _) in items]
         self._names = [n for _, (_, n) in items]
+        self._arrays = None
 
     def name(self, address: int) -> Optional[str]:
-        """The name of the code range holding ``address``."""
+        """The name of the code range holding ``address`` (None where the map names nothing)."""
         if not self._lookup(address):
             self._refresh()
         return self._lookup(address)
@@ -82,3 +100,23 @@ class PerfMap:
     def _lookup(self, address: int) -> Optional[str]:
         i = bisect.bisect_right(self._starts, address) - 1
         return self._names[i] if i >= 0 and address < self._ends[i] else None
+
+    def keys(self, pcs: np.ndarray, keys: np.ndarray) -> np.ndarray:
+        """``keys`` (stable keys of ``pcs``) with every address that no module holds (its key is
+        the raw address) and a map entry does keyed by its function."""
+        outside = keys == pcs
+        if not outside.any():
+            return keys
+        self._refresh()
+        if not self._starts:
+            return keys
+        if self._arrays is None:
+            self._arrays = (np.array(self._starts, dtype=np.uint64), np.array(self._ends, dtype=np.uint64),
+                            np.array([jit_tag(n) for n in self._names], dtype=np.uint64))
+        starts, ends, tags = self._arrays
+        i = np.searchsorted(starts, pcs, side="right").astype(np.int64) - 1
+        safe = np.maximum(i, 0)
+        hit = outside & (i >= 0) & (pcs < ends[safe])
+        out = keys.copy()
+        out[hit] = tags[safe[hit]] | (pcs[hit] - starts[safe[hit]])
+        return out

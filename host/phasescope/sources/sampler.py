@@ -72,6 +72,7 @@ from phasescope.errors import InputError
 from phasescope.sources.elf_symbols import ElfSymbols
 from phasescope.sources.events import Dropped
 from phasescope.sources.modules import KERNEL_KEY, ModuleMap
+from phasescope.sources.perf_map import PerfMap
 from phasescope.sources.perf_event import (CLOCK_REALTIME, LOST_RECORD, PERF_COUNT_SW_CPU_CLOCK, PERF_RECORD_EXIT,
                                           PERF_RECORD_COMM, PERF_RECORD_FORK, PERF_RECORD_LOST,
                                           PERF_RECORD_MISC_COMM_EXEC, PERF_RECORD_MISC_CPUMODE_MASK,
@@ -79,7 +80,6 @@ from phasescope.sources.perf_event import (CLOCK_REALTIME, LOST_RECORD, PERF_COU
                                           MAX_STACK, SAMPLE_RECORD, SAMPLE_TYPE, SAMPLE_TYPE_STACKS, TASK_RECORD,
                                           PerfEventAttr, Ring, comm_record, event_id, online_cpus, perf_event_open,
                                           records, refusal, set_output, user_chain)
-from phasescope.sources.perf_map import PerfMap
 from phasescope.sources.procfs import module_map_from_proc, process_comm, thread_ids
 from phasescope.sources.stacks import window_stacks
 
@@ -538,14 +538,14 @@ class Sampler:
 
     def keys_for(self, ips: np.ndarray, pid: Optional[int] = None) -> np.ndarray:
         """Stable keys of raw IPs (kernel samples keep :data:`KERNEL_KEY`), in ``pid``'s modules
-        (a followed child's own, else the target's)."""
+        (a followed child's own, else the target's; the target's JIT code by its perf map, if any)."""
         kid = self._kids.get(pid)
         if kid is not None:
             kid[1], kid[2] = refreshed_modules(pid, ips, kid[1], kid[2])
             return stable_keys(kid[1], ips)
         if self._own_modules:
             self.modules, self._looked_up = refreshed_modules(self.pid, ips, self.modules, self._looked_up)
-        return stable_keys(self.modules, ips)
+        return self.perf_map(self.pid).keys(np.asarray(ips, dtype=np.uint64), stable_keys(self.modules, ips))
 
     # -- thread lifetimes and teardown ----------------------------------------------------
     def _retire(self, th: _Thread) -> None:

@@ -8,7 +8,7 @@ from typing import Optional, TextIO
 from rich.console import Console
 from rich.table import Table
 
-from phasescope.engine.predict import PREDICTORS, PRIMARY
+from phasescope.engine.predict import PREDICTORS
 
 
 def _pct(x: Optional[float]) -> str:
@@ -79,7 +79,7 @@ def print_report(summary: dict, top: int, file: Optional[TextIO] = None) -> None
         s.add_column(name, justify="left" if name == "predictor" else "right", no_wrap=True)
     for name in PREDICTORS:
         sc = summary["predictors"][name]
-        label = f"{name} *" if name == PRIMARY else name
+        label = f"{name} *" if name == summary.get("primary_predictor") else name
         s.add_row(label, *(f"{_pct(sc[k]['accuracy'])} of {sc[k]['n']:,}" for k in ("overall", "changes", "steady")))
     console.print(s)
     console.print("* the prediction shown live", style="dim")

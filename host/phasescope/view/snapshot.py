@@ -14,7 +14,7 @@ import numpy as np
 
 from phasescope.engine.phase_engine import IntervalResult, PhaseEngine
 from phasescope.engine.interval import Interval
-from phasescope.engine.predict import PREDICTORS, PRIMARY
+from phasescope.engine.predict import PREDICTORS
 
 @dataclass
 class ThreadRow:
@@ -85,7 +85,7 @@ CHANGES = 64
 
 LABELS = {"rle_markov": "RLE Markov", "last_phase": "last phase", "markov1": "Markov-1", "markov2": "Markov-2",
           "rle_markov_q": "RLE Markov (log2 runs)", "duration": "next + duration", "gpht": "GPHT",
-          "hybrid": "hybrid", "gated": "RLE Markov (confirmed)"}
+          "hybrid": "hybrid", "gated": "RLE Markov (confirmed)", "measured": "measured"}
 
 
 def short_name(name: str) -> str:
@@ -158,8 +158,9 @@ class LiveState:
         """The dashboard's view of now."""
         e = self.engine
         stats = e.stats
+        shown = e.config.predictors.shown
         macros = self.macro_timelines
-        threads = [ThreadRow(tid, ts.phase, ts.run_length, ts.predictions.get(PRIMARY), self.confidence(tid),
+        threads = [ThreadRow(tid, ts.phase, ts.run_length, ts.predictions.get(shown), self.confidence(tid),
                              ts.intervals, tuple(self.timelines.get(tid, ())),
                              macros[tid][-1] if macros.get(tid) else None, tuple(macros.get(tid, ())))
                    for tid, ts in stats.threads.items()]
@@ -171,8 +172,8 @@ class LiveState:
                            None if size is None else stats.miss_rate(p.phase, size))
                   for p in stats.by_share()]
         board = e.scoreboard.to_dict()
-        shown_first = sorted(PREDICTORS, key=lambda n: (n != PRIMARY, n != "last_phase"))  # the shown, the floor
-        scores = [ScoreRow(LABELS.get(n, n) + (" *" if n == PRIMARY else ""), board[n]["overall"]["accuracy"],
+        shown_first = sorted(PREDICTORS, key=lambda n: (n != shown, n != "last_phase"))  # the shown, the floor
+        scores = [ScoreRow(LABELS.get(n, n) + (" *" if n == shown else ""), board[n]["overall"]["accuracy"],
                            board[n]["changes"]["accuracy"], board[n]["steady"]["accuracy"]) for n in shown_first]
         return Snapshot(target=self.target, pid=self.pid, status=self.status,
                         threads_followed=self.threads_followed, weight=stats.weight, unit=stats.unit,
@@ -184,7 +185,7 @@ class LiveState:
     def status_line(self) -> str:
         """The periodic plain-output line."""
         s = self.engine.stats
-        board = self.engine.scoreboard.to_dict()[PRIMARY]["overall"]["accuracy"]
+        board = self.engine.scoreboard.to_dict()[self.engine.config.predictors.shown]["overall"]["accuracy"]
         acc = "-" if board is None else f"{100 * board:.0f}%"
         work = f"{s.weight:,} instructions" if s.unit == "instructions" else f"{s.weight / 1e9:.2f} s CPU sampled"
         return (f"[{time.monotonic() - self.started:6.1f}s] {self.status}: {s.intervals} intervals, "

@@ -1,0 +1,46 @@
+"""bench/truth's attached workloads and prediction scores: openssl speed traced with -p by its
+driver, and the shown prediction scored on a stream whose answer is known by construction."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+BENCH = os.path.join(os.path.dirname(__file__), "..", "bench", "truth")
+sys.path.insert(0, BENCH)
+from truth_score import prediction_scores  # noqa: E402
+
+
+def test_prediction_scores_count_changes_said_and_come():
+    phases = np.array([0, 0, 1, 1, 2, 2])
+    # after each window: stay, change to 1 (right), stay, change to 0 (wrong: 2 came), stay
+    preds = np.array([0, 1, 1, 0, 2, 2])
+    s = prediction_scores(phases, preds)
+    assert s["shown_acc"] == pytest.approx(4 / 5) and s["last_acc"] == pytest.approx(3 / 5)
+    assert s["chg_prec"] == pytest.approx(1 / 2) and s["chg_recall"] == pytest.approx(1 / 2)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
+def test_openssl_speed_attached_with_its_algorithms_as_truth(tmp_path):
+    truth, log, report = tmp_path / "t.jsonl", tmp_path / "log.jsonl", tmp_path / "out.txt"
+    cmd = [sys.executable, os.path.join(BENCH, "toolwork.py"), str(truth), "md5,sha256", "2", "--",
+           sys.executable, "-m", "phasescope.cli", "--mode", "sampled", "--no-dashboard", "--log", str(log),
+           "-o", str(report)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.communicate()
+        raise
+    assert proc.returncode == 0, err.decode()[-2000:]
+    rows = [json.loads(line) for line in truth.read_text().splitlines()]
+    assert [r["activity"] for r in rows] == ["md5", "sha256"]
+    assert rows[0]["start_ns"] == 0 and rows[0]["end_ns"] == rows[1]["start_ns"] <= rows[1]["end_ns"]
+    assert rows[1]["end_ns"] > 0  # the tool's CPU time since the attach
+    assert log.read_text().count("\n") >= 1  # windows of the attached tool
