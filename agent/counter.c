@@ -122,6 +122,7 @@ struct _PsGlobal
   guint64 dropped_records;
   guint64 dropped_instructions;
   guint64 win_hold;          /* --locality: the host is behind, open no scheduled window */
+  guint64 rep_iterations;    /* count rep strings' iterations as valgrind does (ps_rep_count) */
 };
 
 extern PsGlobal ps;
@@ -635,6 +636,15 @@ void
 ps_win_hold (guint64 on)
 {
   ps.win_hold = on;
+}
+
+/* How a rep-prefixed string instruction counts, for blocks compiled from now on: 0, once (the
+ * hardware's retired instructions, perf's and exp-bbv's count); 1, as callgrind's Ir (every
+ * iteration, plus the pass that finds rcx = 0 unless a repe/repne comparison stopped it). */
+void
+ps_rep_count (guint64 iterations)
+{
+  ps.rep_iterations = iterations;
 }
 
 /* The agent's running counters, indexed by PS_STAT_* (phasescope.sources.wire.STATS). */
@@ -1771,6 +1781,97 @@ ps_loops_release (PsThread * t)
   t->released = 1;
 }
 
+/* ---- rep strings counted as valgrind counts them (ps_rep_count) ----
+ *
+ * Stalker runs a rep-prefixed string instruction as it is, so the block's counter sees one
+ * instruction. Callgrind (VEX) runs one iteration per pass and counts every pass: rcx + 1 for
+ * rep movs/stos/lods (one pass finds rcx = 0), 1 when rcx = 0, and for repe/repne cmps/scas the
+ * iterations run, plus that last pass only when the comparison did not stop the instruction. So
+ * around the instruction:
+ *
+ *   lea rsp, [rsp-136]; mov [rsp], rcx                 ; rcx before, below the red zone
+ *   rep op                                              ; rsp is not its operand
+ *   pushfq; push rax; mov rax, [rsp+16]; sub rax, rcx   ; the iterations
+ *   jz done                                             ; none: the block counted its one
+ *   (cmps/scas: test byte [rsp+8], ZF; jcc keep; dec rax)   ; stopped by the comparison
+ *   push rdx; add [counts[slot]], rax; sub [budget], rax; jns skip; call stub
+ *   skip: pop rdx
+ *   done: pop rax; popfq; lea rsp, [rsp+136]
+ *
+ * (absolute addresses through rdx: a rep instruction is long, so this pays nothing worth a near
+ * form). An interval's budget overdrawn by the iterations is cut right after the instruction, so
+ * an interval runs past its size by at most one rep instruction's iterations (its rcx).
+ */
+
+#define PS_REP_FRAME 136           /* red zone (128), rcx before */
+
+/* 0: not a rep string (or one whose count stays one: ins/outs, a 32-bit address size); 1: rep
+ * movs/stos/lods; 0xf3 / 0xf2: repe / repne cmps/scas (the prefix, which says when they stop). */
+static guint
+ps_rep_kind (const cs_insn * insn)
+{
+  const cs_x86 * x = &insn->detail->x86;
+  guint8 op = x->opcode[0];
+  if ((x->prefix[0] != X86_PREFIX_REP && x->prefix[0] != X86_PREFIX_REPNE) || x->prefix[3] == X86_PREFIX_ADDRSIZE ||
+      op < 0xa4 || op > 0xaf || !ps_is_string_op (insn))
+    return 0;
+  if (op == 0xa6 || op == 0xa7 || op == 0xae || op == 0xaf)
+    return x->prefix[0];
+  return 1;
+}
+
+static void
+ps_emit_rep_before (GumX86Writer * w)
+{
+  static const guint8 code[] = {
+    0x48, 0x8d, 0xa4, 0x24, 0x78, 0xff, 0xff, 0xff,     /* lea rsp, [rsp-136] */
+    0x48, 0x89, 0x0c, 0x24,                             /* mov [rsp], rcx */
+  };
+  gum_x86_writer_put_bytes (w, code, sizeof (code));
+}
+
+static void
+ps_emit_rep_after (GumX86Writer * w, PsThread * t, guint64 slot, guint kind)
+{
+  static const guint8 head[] = {
+    0x9c, 0x50,                                         /* pushfq; push rax */
+    0x48, 0x8b, 0x44, 0x24, 0x10,                       /* mov rax, [rsp+16] */
+    0x48, 0x29, 0xc8,                                   /* sub rax, rcx */
+    0x74, 0x00,                                         /* jz done (patched) */
+  };
+  static const guint8 tail[] = {
+    0x58, 0x9d,                                         /* done: pop rax; popfq */
+    0x48, 0x8d, 0xa4, 0x24, 0x88, 0x00, 0x00, 0x00,     /* lea rsp, [rsp+136] */
+  };
+  PsCode c;
+  guint jz, jns;
+
+  c.n = 0;
+  ps_put (&c, head, sizeof (head));
+  jz = c.n - 1;
+  if (kind != 1)
+  {
+    ps_put_u8 (&c, 0xf6); ps_put_u8 (&c, 0x44); ps_put_u8 (&c, 0x24); ps_put_u8 (&c, 0x08); /* test byte [rsp+8], ZF */
+    ps_put_u8 (&c, 0x40);
+    ps_put_u8 (&c, kind == X86_PREFIX_REPE ? 0x75 : 0x74); ps_put_u8 (&c, 3); /* repe: ZF kept it going (jnz) */
+    ps_put_u8 (&c, 0x48); ps_put_u8 (&c, 0xff); ps_put_u8 (&c, 0xc8);      /* dec rax */
+  }
+  ps_put_u8 (&c, 0x52);                                                    /* push rdx */
+  ps_put_u8 (&c, 0x48); ps_put_u8 (&c, 0xba); ps_put_u64 (&c, GPOINTER_TO_SIZE (&t->counts[slot]));
+  ps_put_u8 (&c, 0x48); ps_put_u8 (&c, 0x01); ps_put_u8 (&c, 0x02);        /* add [rdx], rax */
+  ps_put_u8 (&c, 0x48); ps_put_u8 (&c, 0xba); ps_put_u64 (&c, GPOINTER_TO_SIZE (&t->budget[slot & (PS_K - 1)]));
+  ps_put_u8 (&c, 0x48); ps_put_u8 (&c, 0x29); ps_put_u8 (&c, 0x02);        /* sub [rdx], rax */
+  ps_put_u8 (&c, 0x79); ps_put_u8 (&c, 0);                                 /* jns skip */
+  jns = c.n - 1;
+  ps_put_u8 (&c, 0x48); ps_put_u8 (&c, 0xba); ps_put_u64 (&c, GPOINTER_TO_SIZE (t->stub));
+  ps_put_u8 (&c, 0xff); ps_put_u8 (&c, 0xd2);                              /* call rdx */
+  c.b[jns] = (guint8) (c.n - (jns + 1));
+  ps_put_u8 (&c, 0x5a);                                                    /* skip: pop rdx */
+  c.b[jz] = (guint8) (c.n - (jz + 1));
+  ps_put (&c, tail, sizeof (tail));
+  gum_x86_writer_put_bytes (w, c.b, c.n);
+}
+
 void
 transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer user_data)
 {
@@ -1778,7 +1879,8 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   GumX86Writer * w = output->writer.x86;
   const cs_insn * insn;
   guint64 n = 0, slot, last_pc = 0;
-  gboolean placed = FALSE, loop = FALSE, tail = FALSE;
+  gboolean placed = FALSE, loop = FALSE, tail = FALSE, reps = FALSE;
+  guint rep;
   GumAddress top = 0, block_pc = w->pc;
   PsLoopCheck check;
   PsLoopJump jump;
@@ -1834,9 +1936,17 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
     }
     if (t->win_size != 0)
       ps_emit_mem_slot (w, t, insn, block_pc);
+    rep = ps.rep_iterations && t->stub != NULL ? ps_rep_kind (insn) : 0;
+    if (rep != 0)
+      ps_emit_rep_before (w);
     n++;
     last_pc = insn->address;
     gum_stalker_iterator_keep (iterator);
+    if (rep != 0)
+    {
+      ps_emit_rep_after (w, t, slot, rep);
+      reps = TRUE;
+    }
   }
 
   if (tail)
@@ -1858,6 +1968,8 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   {
     /* Stalker cut the block early (code slab full): count it with the next block. */
     t->carry += n;
+    if (reps)
+      ps_settle_slot (t, slot, last_pc);  /* its rep iterations counted in its own slot */
     return;
   }
   n += t->carry;
