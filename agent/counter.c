@@ -1785,8 +1785,9 @@ ps_loops_release (PsThread * t)
  *
  * Stalker runs a rep-prefixed string instruction as it is, so the block's counter sees one
  * instruction. Callgrind (VEX) runs one iteration per pass and counts every pass: rcx + 1 for
- * rep movs/stos/lods (one pass finds rcx = 0), 1 when rcx = 0, and for repe/repne cmps/scas the
- * iterations run, plus that last pass only when the comparison did not stop the instruction. So
+ * rep movs/stos (one pass finds rcx = 0), 1 when rcx = 0, and for repe/repne cmps/scas the
+ * iterations run, plus that last pass only when the comparison did not stop the instruction
+ * (rep lods, which nobody uses, it counts once). So
  * around the instruction:
  *
  *   lea rsp, [rsp-136]; mov [rsp], rcx                 ; rcx before, below the red zone
@@ -1805,15 +1806,16 @@ ps_loops_release (PsThread * t)
 
 #define PS_REP_FRAME 136           /* red zone (128), rcx before */
 
-/* 0: not a rep string (or one whose count stays one: ins/outs, a 32-bit address size); 1: rep
- * movs/stos/lods; 0xf3 / 0xf2: repe / repne cmps/scas (the prefix, which says when they stop). */
+/* 0: not a rep string, or one callgrind counts once (rep lods, measured on valgrind 3.19; ins/outs;
+ * a 32-bit address size); 1: rep movs/stos; 0xf3 / 0xf2: repe / repne cmps/scas (the prefix,
+ * which says when they stop). */
 static guint
 ps_rep_kind (const cs_insn * insn)
 {
   const cs_x86 * x = &insn->detail->x86;
   guint8 op = x->opcode[0];
   if ((x->prefix[0] != X86_PREFIX_REP && x->prefix[0] != X86_PREFIX_REPNE) || x->prefix[3] == X86_PREFIX_ADDRSIZE ||
-      op < 0xa4 || op > 0xaf || !ps_is_string_op (insn))
+      op < 0xa4 || op > 0xaf || op == 0xac || op == 0xad || !ps_is_string_op (insn))
     return 0;
   if (op == 0xa6 || op == 0xa7 || op == 0xae || op == 0xaf)
     return x->prefix[0];
