@@ -8,8 +8,9 @@ is not there yet), so both differences of one workload should be equal, and smal
 
     python3 bench/rep_totals.py [--only NAME]
 
-glibc chooses memcpy/memset by the CPU's features, and valgrind's CPU has no AVX-512: every run
-gets GLIBC_TUNABLES without AVX-512, so the traced and the valgrind runs execute the same code.
+glibc chooses memcpy/memset, and the sizes from which they use rep movsb, by the CPU's features and
+cache sizes, and valgrind's CPU differs (no AVX-512, other caches): every run gets GLIBC_TUNABLES
+with valgrind's values, so the traced and the valgrind runs execute the same code.
 Inputs are smaller than bench/sampled_overhead.py's (valgrind runs them 50-100x slower).
 """
 
@@ -28,7 +29,9 @@ from phasescope.sources.device import resolve_device, resolve_target  # noqa: E4
 from phasescope.sources.events import Ended, IntervalEvent  # noqa: E402
 from phasescope.sources.session import TraceSession  # noqa: E402
 
-NO_AVX512 = "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD,-AVX512ER,-AVX512PF"
+SAME_GLIBC = ("glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD,-AVX512ER,-AVX512PF"
+              ":glibc.cpu.x86_rep_movsb_threshold=0x2000:glibc.cpu.x86_non_temporal_threshold=0x200000"
+              ":glibc.cpu.x86_shared_cache_size=0x800000:glibc.cpu.x86_data_cache_size=0x8000")
 SQL = """CREATE TABLE t(a INTEGER, b TEXT, c REAL);
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
 INSERT INTO t SELECT i, printf('%08x', (i * 2654435761) % 4294967296), i * 0.5 FROM n;
@@ -103,7 +106,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="run the workloads whose label contains this")
     args = ap.parse_args()
-    os.environ["GLIBC_TUNABLES"] = NO_AVX512
+    os.environ["GLIBC_TUNABLES"] = SAME_GLIBC
     with tempfile.TemporaryDirectory() as tmp:
         print(f"{'workload':50} {'iterations':>13} {'callgrind':>13} {'offset':>8} {'once':>13} {'exp-bbv':>13} {'offset':>8}")
         for label, argv in workloads(tmp):

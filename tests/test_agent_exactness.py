@@ -82,9 +82,11 @@ def test_self_loops_count_exactly_whatever_their_trip_count(build, tmp_path):
 # Issue 33: rep strings count as callgrind counts them (every iteration, plus its last pass).
 REP_FUNCTIONS = tuple(f"{k}{w}" for k in ("movs", "stos", "lods", "repe_cmps", "repe_scas", "repne_scas")
                       for w in "bwlq")
-#: glibc picks its memcpy/memset by the CPU's features; valgrind's CPU has no AVX-512, so the traced
-#: run is told to do without it too, and both run the same library code
-NO_AVX512 = "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD,-AVX512ER,-AVX512PF"
+#: glibc picks its memcpy/memset, and when they use rep movsb, by the CPU's features and cache sizes;
+#: valgrind's CPU has no AVX-512 and other caches, so both runs get the same (valgrind's) settings
+SAME_GLIBC = ("glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD,-AVX512ER,-AVX512PF"
+              ":glibc.cpu.x86_rep_movsb_threshold=0x2000:glibc.cpu.x86_non_temporal_threshold=0x200000"
+              ":glibc.cpu.x86_shared_cache_size=0x800000:glibc.cpu.x86_data_cache_size=0x8000")
 
 
 def _total(trace) -> int:
@@ -129,7 +131,7 @@ def test_memcpy_memset_totals_match_valgrind(build, tmp_path, monkeypatch, rep_c
     instructions here). Within 64: valgrind's own count of one binary and input moves by up to 22
     from run to run (glibc's paths depend on where the stack and heap land)."""
     binary = build("rep_strings.c")
-    monkeypatch.setenv("GLIBC_TUNABLES", NO_AVX512)
+    monkeypatch.setenv("GLIBC_TUNABLES", SAME_GLIBC)
     if rep_count == "iterations":
         tool = ["--tool=callgrind", f"--callgrind-out-file={tmp_path}/cg.%p"]
         pattern = rb"refs:\s+([\d,]+)"
