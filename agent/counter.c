@@ -1807,7 +1807,7 @@ ps_loops_release (PsThread * t)
  */
 
 #define PS_REP_FRAME 168           /* red zone (128); chunk, rcx before it, saved rax, rdx, rcx */
-#define PS_REP_CHUNK 0xffff        /* iterations between two budget checks */
+#define PS_REP_CHUNK 0xffff        /* iterations between two budget checks (the test takes rcx's low 16 bits) */
 
 /* 0: not a rep string, or one callgrind counts once (rep lods, measured on valgrind 3.19; ins/outs;
  * a 32-bit address size); 1: rep movs/stos; 0xf3 / 0xf2: repe / repne cmps/scas (the prefix,
@@ -1825,12 +1825,19 @@ ps_rep_kind (const cs_insn * insn)
   return 1;
 }
 
+/* `lea rsp, [rsp + d]` */
+static void
+ps_put_rsp_add (PsCode * c, gint32 d)
+{
+  ps_put_u8 (c, 0x48); ps_put_u8 (c, 0x8d); ps_put_u8 (c, 0xa4); ps_put_u8 (c, 0x24);
+  ps_put_u32 (c, (guint32) d);
+}
+
 /* The frame and the chunk before the instruction; returns `again` (where the code runs). */
 static GumAddress
 ps_emit_rep_before (GumX86Writer * w)
 {
-  static const guint8 frame[] = { 0x48, 0x8d, 0xa4, 0x24, 0x58, 0xff, 0xff, 0xff }; /* lea rsp, [rsp-168] */
-  static const guint8 chunk[] = {
+  static const guint8 test[] = {
     0x48, 0x89, 0x4c, 0x24, 0x08,                       /* mov [rsp+8], rcx */
     0x48, 0x89, 0x44, 0x24, 0x10,                       /* mov [rsp+16], rax */
     0x0f, 0xb7, 0xc1,                                   /* movzx eax, cx */
@@ -1838,16 +1845,24 @@ ps_emit_rep_before (GumX86Writer * w)
     0x48, 0x8d, 0x44, 0x01, 0x01,                       /* lea rax, [rcx+rax+1]: rcx above its low 16 bits */
     0x48, 0x91,                                         /* xchg rcx, rax */
     0xe3, 0x07,                                         /* jrcxz small */
-    0xb9, 0xff, 0xff, 0x00, 0x00,                       /* mov ecx, PS_REP_CHUNK */
+  };
+  static const guint8 join[] = {
     0xeb, 0x03,                                         /* jmp join */
     0x48, 0x89, 0xc1,                                   /* small: mov rcx, rax */
     0x48, 0x8b, 0x44, 0x24, 0x10,                       /* join: mov rax, [rsp+16] */
     0x48, 0x89, 0x0c, 0x24,                             /* mov [rsp], rcx */
   };
   GumAddress again;
-  gum_x86_writer_put_bytes (w, frame, sizeof (frame));
+  PsCode c;
+  c.n = 0;
+  ps_put_rsp_add (&c, -PS_REP_FRAME);
+  gum_x86_writer_put_bytes (w, c.b, c.n);
   again = w->pc;
-  gum_x86_writer_put_bytes (w, chunk, sizeof (chunk));
+  c.n = 0;
+  ps_put (&c, test, sizeof (test));
+  ps_put_u8 (&c, 0xb9); ps_put_u32 (&c, PS_REP_CHUNK);                   /* mov ecx, PS_REP_CHUNK */
+  ps_put (&c, join, sizeof (join));
+  gum_x86_writer_put_bytes (w, c.b, c.n);
   return again;
 }
 
@@ -1913,7 +1928,6 @@ ps_emit_rep_after (GumX86Writer * w, PsThread * t, guint64 slot, guint kind, Gum
     0x48, 0x8b, 0x44, 0x24, 0x10,                       /* mov rax, [rsp+16] */
   };
   static const guint8 drop[] = { 0x48, 0x8d, 0x40, 0xff }; /* lea rax, [rax-1] */
-  static const guint8 frame[] = { 0x48, 0x8d, 0xa4, 0x24, 0xa8, 0x00, 0x00, 0x00 }; /* lea rsp, [rsp+168] */
   PsCode c;
   guint none, full, going, last, to_stop[2], to_done;
 
@@ -1961,7 +1975,7 @@ ps_emit_rep_after (GumX86Writer * w, PsThread * t, guint64 slot, guint kind, Gum
   ps_patch_rel8 (&c, to_done);
   *(guint32 *) (c.b + none) = c.n - (none + 4);
   ps_put (&c, restore, sizeof (restore));
-  ps_put (&c, frame, sizeof (frame));
+  ps_put_rsp_add (&c, PS_REP_FRAME);
   gum_x86_writer_put_bytes (w, c.b, c.n);
 }
 
