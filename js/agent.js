@@ -105,6 +105,7 @@ function setup(opts) {
       uint64(PAGE), uint64(GLOBAL_SIZE)).toNumber();
   if (used > GLOBAL_SIZE)
     throw new Error(`agent: PsGlobal needs ${used} bytes, GLOBAL_SIZE is ${GLOBAL_SIZE}`);
+  api.rep_count(uint64(opts.repCount === 'iterations' ? 1 : 0));
 }
 
 // One thread's counting state, as the transform's `data`: one mapping laid out by the C side

@@ -107,3 +107,10 @@ def _zombie(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] in ("Z", "X")
     except FileNotFoundError:
         return True
+
+
+def test_unknown_rep_count():
+    """--rep-count takes iterations or once: anything else is one line and exit 2, before any process starts."""
+    _one_line_error(run_cli("--no-dashboard", "--rep-count", "twice", "-f", "true"), 2, "--rep-count")
+    with pytest.raises(InputError, match="rep_count"):
+        TraceSession(None, resolve_target(None, argv=["true"]), rep_count="twice")

@@ -175,7 +175,7 @@ class MonitorCommand(Command):
                 else:
                     from phasescope.sources.session import TraceSession
                     session = TraceSession(device, target, interval=config.tracker.interval, stdio=stdio,
-                                           locality=locality_options(args))
+                                           locality=locality_options(args), rep_count=args.rep_count)
                 run = LiveRun(session, config, sinks, dashboard=dashboard, out=out, title=short_title(target),
                               refresh=args.refresh, status_every=args.status_every, duration=args.duration,
                               locality_size=args.locality_size if args.locality else None)

@@ -17,6 +17,7 @@ from phasescope.engine.segments import MODES as SEGMENT_MODES, SegmentConfig
 from phasescope.engine.macro import MacroConfig
 from phasescope.engine.tracker import (EVICT_POLICIES, FULL_POLICIES, PRESETS, TESTS, TRANSITION_LABELS,
                                        UPDATE_POLICIES, TrackerConfig)
+from phasescope.sources.agent import REP_COUNTS
 
 _T = TrackerConfig(**PRESETS["default"])
 _M = MacroConfig()
@@ -249,6 +250,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     s.add_argument("--locality-size", type=int, default=1 << 20, metavar="BYTES",
                    help="--locality: cache size of the dashboard's miss-rate column, a power of two from 4096 to "
                         "64 MiB (default 1 MiB)")
+    s.add_argument("--rep-count", choices=REP_COUNTS, default="iterations",
+                   help="exact mode: a rep string instruction (memcpy's rep movsb) counts its iterations, as "
+                        "callgrind does (default), or once, as the hardware retires it and valgrind exp-bbv's .bb "
+                        "files count it")
     s.add_argument("--input-size", metavar="SIZE",
                    help="--locality with --phase-db: the run's input (data) size, with a unit (e.g. 4MiB, 512KiB, "
                         "100MB), saved with each phase's reuse signature for locality-model (default: the data "

@@ -37,9 +37,15 @@ def c_exports(source: str) -> dict:
     return out
 
 
+#: how a rep-prefixed string instruction counts: every iteration as callgrind's Ir (rcx + 1; repe/repne
+#: cmps/scas: the iterations run, + 1 unless the comparison stopped them), or once, as the hardware
+#: retires it (perf's instructions, valgrind exp-bbv's .bb files); see docs/exact-mode.md
+REP_COUNTS = ("iterations", "once")
+
+
 def agent_options(*, interval: int, slots: int, buffer_bytes: int, window: int, bare: bool, watch: bool,
                   trust_threshold: Optional[int], portable: bool, locality: Optional[dict],
-                  counter_source: Optional[str]) -> dict:
+                  counter_source: Optional[str], rep_count: str = "iterations") -> dict:
     """The agent's ``init`` options (see :class:`~phasescope.sources.session.TraceSession`)."""
     source = counter_source or read_text("agent", "counter.c")
     return {
@@ -52,6 +58,7 @@ def agent_options(*, interval: int, slots: int, buffer_bytes: int, window: int, 
         "watch": bool(watch),
         "trustThreshold": trust_threshold,
         "portable": bool(portable),
+        "repCount": rep_count,  # a rep string instruction: "iterations" (callgrind) or "once" (exp-bbv, perf)
         # {window: N accesses, every: M intervals, slots: memory instructions per thread} or None
         "locality": None if not locality else {
             "window": int(locality.get("window", 65536)), "every": int(locality.get("every", 8)),

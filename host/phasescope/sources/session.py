@@ -45,7 +45,7 @@ import frida
 from phasescope.errors import InputError, PhasescopeError
 from phasescope.resources import read_text
 from phasescope.sources import wire
-from phasescope.sources.agent import agent_options
+from phasescope.sources.agent import REP_COUNTS, agent_options
 from phasescope.sources.calls import (GONE, STOP_TIMEOUT, BoundedRpc, bounded, detach_session, first_line,
                                      kill_quietly, unload)
 from phasescope.sources.device import Target, resolve_target
@@ -87,7 +87,8 @@ class TraceSession:
     C source of the hot path instead of the shipped ``agent/counter.c``. ``portable``: count with
     a C callout per block (the path used where no inline fast path exists, e.g. arm64) on x86-64 too.
     ``locality``: sample windows of memory addresses (``{"window": N, "every": M}``; inline path
-    only), attached to intervals as ``Interval.locality``.
+    only), attached to intervals as ``Interval.locality``. ``rep_count``: a rep string instruction
+    counts its ``"iterations"`` (callgrind's count) or ``"once"`` (the hardware's, exp-bbv's).
     """
 
     def __init__(
@@ -105,11 +106,14 @@ class TraceSession:
         counter_source: Optional[str] = None,
         portable: bool = False,
         locality: Optional[dict] = None,
+        rep_count: str = "iterations",
     ):
         if slots < 16:
             raise InputError(f"slots must be at least 16, got {slots}")
         if stdio not in ("inherit", "pipe"):
             raise InputError(f"stdio must be 'inherit' or 'pipe', got {stdio!r}")
+        if rep_count not in REP_COUNTS:
+            raise InputError(f"rep_count must be one of {', '.join(REP_COUNTS)}, got {rep_count!r}")
         self.device = device
         self.target = target
         self.interval = int(interval)
@@ -123,7 +127,7 @@ class TraceSession:
             window = max(window, 2 * record)
         self._options = agent_options(interval=self.interval, slots=slots, buffer_bytes=buffer_bytes, window=window,
                                       bare=bare, watch=watch, trust_threshold=trust_threshold, portable=portable,
-                                      locality=locality, counter_source=counter_source)
+                                      locality=locality, counter_source=counter_source, rep_count=rep_count)
         self._pending_windows: dict = {}
         self._ack_batch = max(1, int(window) // 8)
         self._unacked = 0  # bytes consumed but not yet acknowledged to the agent
@@ -170,7 +174,7 @@ class TraceSession:
 
     def info(self) -> dict:
         """What the summary records of how the program was seen."""
-        return {"mode": "exact", "interval": self.interval}
+        return {"mode": "exact", "interval": self.interval, "rep_count": self._options["repCount"]}
 
     def __enter__(self):
         self.start()
