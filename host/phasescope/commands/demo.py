@@ -44,6 +44,11 @@ class DemoCommand(MonitorCommand):
         args.pid = args.name = None
         return args
 
+    def more_inputs(self, args):
+        """The interpreter and the workload's script."""
+        interpreter, script = self.target_argv(args)[:2]
+        return [("python3", interpreter), ("the demo workload", script)]
+
     def target_argv(self, args):
         if args.rounds <= 0:
             raise InputError(f"--rounds must be positive (got {args.rounds})")

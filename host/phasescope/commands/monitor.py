@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from phasescope import __version__
 from phasescope.pipeline.live import LiveRun
@@ -22,8 +23,10 @@ from phasescope.commands.outputs import open_sinks
 from phasescope.commands.runner import Command, usage_error
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sinks
-from phasescope.sources.device import Target, require_local, resolve_device, resolve_target
+from phasescope.sources.device import Target, is_local, require_local, resolve_device, resolve_target
+from phasescope.sources.executable import exact_mode_refusal
 from phasescope.sources.kernel_session import KernelSession
+from phasescope.sources.procfs import process_exe
 from phasescope.sources.system_sampler import SystemSampler
 from phasescope.view.plain import PlainView
 from phasescope.view.screen import DashboardScreen
@@ -81,6 +84,16 @@ class MonitorCommand(Command):
         args.argv = None if args.program is None else [args.program] + args.args
         return args
 
+    def more_inputs(self, args) -> List[Tuple[str, str]]:
+        """The executable to spawn, or the attached process's: no output may write over the
+        program being traced."""
+        argv = self.target_argv(args)
+        if argv:
+            return [("-f PROGRAM", argv[0] if os.sep in argv[0] else shutil.which(argv[0]))]
+        if args.pid is not None and args.pid > 0:
+            return [("-p PID's executable", process_exe(args.pid))]
+        return []
+
     def target_argv(self, args) -> Optional[List[str]]:
         """The program to spawn, None to attach."""
         return args.argv
@@ -105,6 +118,8 @@ class MonitorCommand(Command):
                 local = zero_touch and not (args.device or args.usb or args.host)
                 device = None if local else resolve_device(args.device, args.usb, args.host)
                 target = resolve_target(device, pid=args.pid, name=args.name, argv=argv)
+                if not zero_touch and is_local(device):  # Frida injects an agent: only into what it can
+                    _check_injectable(target)
                 stdio = args.stdio or ("pipe" if dashboard else "inherit")
                 if zero_touch:  # nothing injected
                     if not local:
@@ -169,6 +184,16 @@ class MonitorCommand(Command):
         finally:
             if out is not sys.stderr:
                 out.close()
+
+
+def _check_injectable(target: Target) -> None:
+    """InputError when Frida cannot inject into the target's executable (exact mode, bursts)."""
+    if target.spawn:
+        why = exact_mode_refusal(target.argv[0], target.argv[0])
+    else:
+        why = exact_mode_refusal(f"/proc/{target.pid}/exe", f"pid {target.pid} ({process_exe(target.pid)})")
+    if why:
+        raise InputError(why)
 
 
 def _open_output(path: Optional[str]):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from phasescope.commands.files import check_files
 from phasescope.errors import (EXIT_FAILED, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK,
@@ -94,6 +94,11 @@ class Command:
         parser = self.parser()
         return parser.parse_intermixed_args(argv) if self.intermixed else parser.parse_args(argv)
 
+    def more_inputs(self, args: argparse.Namespace) -> List[Tuple[str, str]]:
+        """Files the command reads that are no option's value, ``(label, path)``: the live
+        monitor's target executable. No output may name one."""
+        return []
+
     def run(self, args: argparse.Namespace) -> int:
         raise NotImplementedError
 
@@ -101,7 +106,7 @@ class Command:
         """Parse, run, and turn every error into one line and an exit code."""
         args = self.parse(argv)
         try:
-            check_files(args, self.inputs, self.outputs)
+            check_files(args, self.inputs, self.outputs, self.more_inputs(args))
             with self.stop:
                 return int(self.run(args) or EXIT_OK)
         except PhasescopeError as e:

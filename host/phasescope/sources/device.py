@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from phasescope.errors import InputError
-from phasescope.sources.procfs import process_comm, process_exe
+from phasescope.sources.procfs import is_kernel_thread, process_comm, process_exe
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,9 @@ def resolve_target(device, pid=None, name=None, argv=None) -> Target:
         if is_local(device) and process_state(pid) == "Z":
             raise InputError(f"pid {pid} is a zombie: it has exited and waits for its parent to reap it; "
                              "nothing runs there to trace")
+        if is_local(device) and is_kernel_thread(pid):
+            raise InputError(f"pid {pid} is a kernel thread ({process_comm(pid)}): it runs no user code, "
+                             "so there is nothing to trace in either mode")
         listed = any(p == pid for p, _ in processes)
         # Processes of other users may be missing from the list: attaching says why.
         if not listed and not (is_local(device) and os.path.exists(f"/proc/{int(pid)}")):

@@ -147,7 +147,7 @@ class KernelSession(SampledSource):
         os.close(err_r)
         if failed:
             os.waitpid(self.pid, 0)
-            raise PhasescopeError(f"cannot run {argv[0]}: {os.strerror(int(failed))}")
+            raise InputError(f"cannot run {argv[0]}: {os.strerror(int(failed))}")
         if self._stdio is not None:
             self._stdio.start(lambda fd, data: self._queue.put(Output(fd, data)) if data else None)
         threading.Thread(target=self._watch_child, name="phasescope-wait", daemon=True).start()

@@ -33,6 +33,16 @@ def process_exe(pid: int) -> Optional[str]:
         return None
 
 
+def is_kernel_thread(pid: int) -> bool:
+    """Whether ``pid`` is a kernel thread (``PF_KTHREAD`` in /proc/PID/stat): no user code to trace."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return bool(int(fields[6]) & 0x00200000)  # field 9, flags
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 def process_comm(pid: int) -> str:
     """The command name of ``pid`` (``/proc/PID/comm``), "" when gone."""
     try:

@@ -241,7 +241,7 @@ class TraceSession:
             hint = ("phasescope already runs as root: the kernel refuses to trace it (init, a process that "
                     "another tracer holds, or a security policy)" if os.geteuid() == 0
                     else "run as the process owner or as root")
-            raise PhasescopeError(f"permission denied attaching to pid {self.pid} ({first_line(e)}); {hint}") from None
+            raise InputError(f"permission denied attaching to pid {self.pid} ({first_line(e)}); {hint}") from None
         except (frida.ProcessNotRespondingError, frida.NotSupportedError, frida.TransportError) as e:
             raise PhasescopeError(f"cannot attach to pid {self.pid}: {first_line(e)}") from None
         self._session.on("detached", self._on_detached)
