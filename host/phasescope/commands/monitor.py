@@ -74,6 +74,30 @@ class MonitorCommand(Command):
         add_target_options(p)
         add_run_options(p)
 
+    def main(self, argv: List[str]) -> int:
+        """As any command, but a subcommand after options (``phasescope --no-dashboard demo``) runs
+        that subcommand with those options."""
+        sub = self._subcommand_at(split_dashdash(argv)[0]) if type(self) is MonitorCommand else None
+        if sub is not None:
+            from phasescope.cli import main
+            return main([argv[sub]] + argv[:sub] + argv[sub + 1:])
+        return super().main(argv)
+
+    def _subcommand_at(self, own: List[str]) -> Optional[int]:
+        """Where the first positional of ``own`` is, if it names a subcommand and no -f came before."""
+        from phasescope.cli import SUBCOMMANDS
+        takes_value = {opt for action in self.parser()._actions if action.nargs != 0
+                       for opt in action.option_strings}
+        i = 0
+        while i < len(own):
+            word = own[i]
+            if not word.startswith("-") or word == "-":
+                return i if word in SUBCOMMANDS else None
+            if word in ("-f", "--file"):
+                return None
+            i += 2 if word in takes_value else 1
+        return None
+
     def parse(self, argv: List[str]) -> argparse.Namespace:
         own, target_args = split_dashdash(argv)
         args = self.parser().parse_intermixed_args(own)
@@ -153,6 +177,9 @@ class MonitorCommand(Command):
             if os.path.exists(db_dir) and not os.path.isdir(db_dir):
                 raise InputError(f"--phase-db {db_dir}: with -a it is a directory of per-program databases, "
                                  "and this is a file")
+            if not os.path.exists(db_dir) and db_dir.endswith(".json"):
+                raise InputError(f"--phase-db {db_dir}: with -a it is a directory of per-program databases, "
+                                 "and this names a file; give a directory")
             try:
                 os.makedirs(db_dir, exist_ok=True)
             except OSError as e:

@@ -299,16 +299,22 @@ def process_filter(args: argparse.Namespace):
     """The :class:`~phasescope.sources.system_sampler.ProcessFilter` of --comm, --pids and --cgroup."""
     from phasescope.sources.system_sampler import ProcessFilter
     pids = set()
-    for part in (args.pids or "").split(","):
-        if part.strip():
-            try:
-                pids.add(int(part))
-            except ValueError:
-                raise InputError(f"--pids takes process ids separated by commas (got {args.pids!r})") from None
+    for part in ([] if args.pids is None else args.pids.split(",")):
+        try:
+            pid = int(part)
+        except ValueError:
+            pid = 0
+        if pid <= 0:
+            raise InputError(f"--pids takes process ids separated by commas (got {args.pids!r})")
+        pids.add(pid)
     if args.cgroup is not None and not args.cgroup.startswith("/"):
         raise InputError(f"--cgroup takes a cgroup path starting with / as /proc/PID/cgroup shows it "
                          f"(got {args.cgroup!r})")
-    return ProcessFilter(frozenset(args.comm), frozenset(pids), args.cgroup)
+    chosen = ProcessFilter(frozenset(args.comm), frozenset(pids), args.cgroup)
+    if args.cgroup is not None and not chosen.cgroup_exists():
+        raise InputError(f"--cgroup {args.cgroup}: no such cgroup (no directory of that path in a cgroup "
+                         "hierarchy, and no process in it)")
+    return chosen
 
 
 def locality_options(args: argparse.Namespace):

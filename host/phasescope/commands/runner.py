@@ -11,6 +11,7 @@ before the run started.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from typing import Dict, List, Optional, Tuple
@@ -115,5 +116,14 @@ class Command:
         except KeyboardInterrupt:
             print(f"{self.prog}: interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
-        except BrokenPipeError:
-            return EXIT_FAILED
+        except BrokenPipeError:  # `phasescope replay log | head -1`: the reader has all it wanted
+            _quiet_stdout()
+            return EXIT_OK
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of a closed pipe does not
+    complain on stderr."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

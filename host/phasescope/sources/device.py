@@ -40,12 +40,14 @@ def resolve_device(device_id: Optional[str] = None, usb: bool = False, host: Opt
         if usb:
             return frida.get_usb_device(timeout=5)
         if host:
-            return frida.get_device_manager().add_remote_device(host)
+            device = frida.get_device_manager().add_remote_device(host)
+            device.query_system_parameters()  # connects: a refusal or a service that is no frida-server
+            return device
         return frida.get_local_device()
     except (frida.InvalidArgumentError, frida.TimedOutError) as e:
         raise InputError(f"no such device: {device_id or ('usb' if usb else host)} ({e})") from None
-    except frida.ServerNotRunningError as e:
-        raise InputError(f"cannot reach frida-server at {host}: {e}") from None
+    except (frida.ServerNotRunningError, frida.ProtocolError, frida.TransportError) as e:
+        raise InputError(f"cannot reach a frida-server at {host}: {e}") from None
 
 
 def is_local(device) -> bool:

@@ -22,9 +22,17 @@ def _mean_cv(m: dict, scale: float = 1.0, fmt: str = "{:.3g}") -> str:
     return fmt.format(m["mean"] / scale) + cv
 
 
+class _Console(Console):
+    """A rich Console whose closed pipe is a BrokenPipeError for the runner to end quietly on
+    (rich's own answer is exit 1)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def _console(file: Optional[TextIO]) -> Console:
     file = file or sys.stdout
-    return Console(file=file, width=None if file.isatty() else 120)
+    return _Console(file=file, width=None if file.isatty() else 120)
 
 
 #: columns of the phase table given up, in this order, when the console is too narrow for all
