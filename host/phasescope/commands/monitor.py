@@ -55,8 +55,13 @@ class MonitorCommand(Command):
     description = ("Live program-phase monitor: follows every thread of a native process with Frida's Stalker "
                    "and tracks and predicts its phases (Sherwood, Sair & Calder, ISCA 2003).")
     epilog = ("subcommands: demo (trace the bundled phased workload), replay (re-run the tracker over a log or "
-              ".bb file), export-bbv (log -> SimPoint .bb), bench (tracing overhead vs native), plot (figures of a log). "
-              "phasescope's own lines go to stderr (or -o FILE); the target's output is left alone.")
+              ".bb file), export-bbv (log -> SimPoint .bb), bench (tracing overhead vs native), plot (figures of a log), "
+              "score (a log against an offline reference), reference (SimPoint-style clustering of a log), "
+              "locality-model (fit per-phase locality across runs). "
+              "phasescope's own lines go to stderr (or -o FILE); the target's output is left alone. "
+              "Exit codes: 0 normal end (target exited 0, or detached); 1 target exited non-zero, or a runtime "
+              "failure; 2 bad input; 3 target killed or crashed; 130 interrupted (a spawned target ended by Ctrl-C, "
+              "or a second Ctrl-C).")
     intermixed = True
     outputs = {"-o": "output", "--log": "log", "--summary": "summary", "--bbv": "bbv", "--phase-db": "phase_db",
                "--events": "events"}
