@@ -66,6 +66,8 @@ class MonitorCommand(Command):
     outputs = {"-o": "output", "--log": "log", "--summary": "summary", "--bbv": "bbv", "--phase-db": "phase_db",
                "--events": "events"}
     unknown_hint = "put -- before a spawned program's arguments that start with a dash"
+    #: a spawned target that ends with the run (the demo's workload), never left running
+    owns_target = False
 
     def __init__(self, prog: str):
         super().__init__(prog)
@@ -165,7 +167,8 @@ class MonitorCommand(Command):
                                            locality=locality_options(args))
                 run = LiveRun(session, config, sinks, dashboard=dashboard, out=out, title=short_title(target),
                               refresh=args.refresh, status_every=args.status_every, duration=args.duration,
-                              locality_size=args.locality_size if args.locality else None)
+                              locality_size=args.locality_size if args.locality else None,
+                              owns_target=self.owns_target)
             except BaseException:
                 Sinks(sinks).close()  # e.g. remove the event socket: the run never started
                 raise
