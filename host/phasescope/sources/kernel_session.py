@@ -24,7 +24,7 @@ import time
 from typing import Iterator, List, Optional
 
 from phasescope.engine.interval import Interval
-from phasescope.errors import PhasescopeError
+from phasescope.errors import InputError, PhasescopeError
 from phasescope.sources.device import Target, process_state
 from phasescope.sources.elf_symbols import ElfSymbols
 from phasescope.sources.events import ChildEnded, Ended, IntervalEvent, Output, ThreadExited, ThreadStarted
