@@ -122,3 +122,27 @@ def test_sampled_demo_shows_each_activity_as_its_own_recurring_phase(tmp_path):
     # five kinds of work (zlib, SHA-256, regex, sort, JSON): each its own phase, each seen in 2+ runs
     assert len(main) >= 5, [(p["phase"], p["share"]) for p in phases]
     assert sum(1 for p in main if p["runs"] >= 2) >= 5, [(p["phase"], p["runs"]) for p in main]
+
+
+def test_ctrl_c_ends_bench_at_once_with_its_runs(tmux, build):
+    exe = build("robust.c", "-pthread")
+    t = tmux(120, 40, cli_command("bench", "--runs", "5", "--no-valgrind", "--", exe, "exit", "5000", "0"))
+    time.sleep(4)  # some runs in
+    _ctrl_c(t)
+    started = time.monotonic()
+    final = t.wait_for(r"EXIT=\d+", timeout=60)
+    assert "EXIT=130" in final and "interrupted" in final and "native" not in final, final  # no table
+    assert time.monotonic() - started < 20
+    assert not _running(exe), "runs left behind"
+
+
+def _running(exe: str) -> list:
+    """Pids of processes running the executable ``exe``."""
+    pids = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{entry}/exe") == exe:
+                pids.append(int(entry))
+        except OSError:
+            pass
+    return pids

@@ -11,6 +11,7 @@ before the run started.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -77,6 +78,9 @@ class Command:
     #: input or another output is refused before anything runs (:mod:`phasescope.commands.files`)
     inputs: Dict[str, str] = {}
     outputs: Dict[str, str] = {}
+    #: stop signals set :attr:`stop` for the run to end itself; False: Ctrl-C is a KeyboardInterrupt
+    #: at once (exit 130), for a command with nothing to finish (bench)
+    ends_itself = True
 
     def __init__(self, prog: str):
         self.prog = prog
@@ -108,7 +112,7 @@ class Command:
         args = self.parse(argv)
         try:
             check_files(args, self.inputs, self.outputs, self.more_inputs(args))
-            with self.stop:
+            with self.stop if self.ends_itself else contextlib.nullcontext():
                 return int(self.run(args) or EXIT_OK)
         except PhasescopeError as e:
             print(f"{self.prog}: error: {e}", file=sys.stderr)
