@@ -22,6 +22,7 @@ from phasescope.pipeline.processes import ProcessEngines
 from phasescope.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_KILLED, EXIT_OK, PhasescopeError
 from phasescope.sinks.base import Sink, Sinks
 from phasescope.sources.device import is_local, process_state
+from phasescope.sources.procfs import process_comm
 from phasescope.sources.protocol import QUERY_TIMEOUT, Session
 from phasescope.sources.events import (AgentError, BurstEvent, ChildEnded, Dropped, Ended, Forked, IntervalEvent,
                                       ModulesChanged, Output, ThreadExited, ThreadStarted)
@@ -232,10 +233,12 @@ class LiveRun:
     # -- the end ----------------------------------------------------------------------------------
 
     def _start_info(self) -> dict:
+        local = is_local(getattr(self.session, "device", None))
         return {"target": self.target.describe(), "pid": self.session.pid, "mode": self.session.mode,
-                "config": self.config.to_dict()}
+                "comm": process_comm(self.session.pid) if local else None, "config": self.config.to_dict()}
 
-    def _summary(self) -> dict:
+    def _summary(self, final: bool = False) -> dict:
+        """The run's summary; before the end (a checkpoint), ``end.how`` is ``running``."""
         s = self.engine.summary()
         s["phasescope"] = __version__
         s["target"] = {"description": self.target.describe(), "pid": self.session.pid,
@@ -258,7 +261,7 @@ class LiveRun:
                 hottest["disassembly"] = [f"{a:#x}: {text}" for a, text in self.symbols.block(hottest["pc"])]
         s["children"] = self.children.summary()
         end = self.ended
-        s["end"] = {"how": end.how if end else "aborted", "code": end.code if end else None,
+        s["end"] = {"how": end.how if end else ("aborted" if final else "running"), "code": end.code if end else None,
                     "signal": end.signal if end else None, "reason": self.stop_reason}
         return s
 
@@ -284,7 +287,7 @@ class LiveRun:
             self.session.kill()
         for iv in self.segmenter.flush():  # threads whose last unit never came
             self.engine.feed(iv)
-        self.summary = self._summary()
+        self.summary = self._summary(final=True)
         self.sinks.on_end(self.summary)
         # the terminal may be gone (SIGHUP): each write that fails is skipped, not the ones after it
         _said(self.output.release)

@@ -20,6 +20,7 @@ class Target:
     pid: Optional[int] = None
     name: Optional[str] = None
     argv: Optional[list] = None
+    shown: Optional[str] = None  # -p: the process's name, as reports show it
 
     @property
     def spawn(self) -> bool:
@@ -28,7 +29,7 @@ class Target:
     def describe(self) -> str:
         if self.argv is not None:
             return " ".join(self.argv)
-        return f"pid {self.pid}" if self.pid is not None else self.name
+        return self.shown or (f"pid {self.pid}" if self.pid is not None else self.name)
 
 
 def resolve_device(device_id: Optional[str] = None, usb: bool = False, host: Optional[str] = None):
@@ -110,7 +111,8 @@ def resolve_target(device, pid=None, name=None, argv=None) -> Target:
         # Processes of other users may be missing from the list: attaching says why.
         if not listed and not (is_local(device) and os.path.exists(f"/proc/{int(pid)}")):
             raise InputError(f"no such process: pid {pid}")
-        return Target(pid=int(pid))
+        shown = next((n for p, n in processes if p == pid), None) or (process_comm(pid) if is_local(device) else None)
+        return Target(pid=int(pid), shown=shown or None)
     matches = sorted(p for p, n in processes if n == name)
     if not matches:
         raise InputError(f"no process named {name!r}")

@@ -1,0 +1,81 @@
+"""What phasescope says is true (issue 26's small lies): a checkpoint summary says the run goes on;
+metrics name the traced program, count with counters, bracket IPv6 hosts, and hint the right form;
+a -p run is named by the process's name."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from conftest import cli_command, run_cli, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_checkpoint_summary_says_running_and_the_last_one_how_it_ended(build, tmp_path):
+    summary = tmp_path / "s.json"
+    exe = build("robust.c", "-pthread")
+    proc = subprocess.Popen(cli_command("--no-dashboard", "--summary", str(summary), "-f", exe, "ticker"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(summary.exists, 90, "the first checkpoint")
+        assert json.loads(summary.read_text())["end"]["how"] == "running"
+        proc.terminate()
+        proc.wait(timeout=60)
+        assert json.loads(summary.read_text())["end"]["how"] != "running"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _families(url: str) -> dict:
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def test_metrics_of_a_spawned_run_name_its_command_and_count_with_counters(build, tmp_path):
+    exe = build("robust.c", "-pthread", name="psq_metrics")
+    proc = subprocess.Popen(cli_command("--no-dashboard", "--metrics", "[::1]:0", "-o", str(tmp_path / "out"),
+                                        "--duration", "30", "-f", exe, "ticker"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        url = re.search(r"serving metrics on (\S+)", line).group(1)
+        assert url.startswith("http://[::1]:"), line
+
+        def a_thread():
+            fams = _families(url)
+            samples = fams["phasescope_thread_phase"].samples
+            return fams if samples else None
+        fams = wait_for(a_thread, 90, "a thread's phase in a scrape", every=0.5)
+        assert {s.labels["comm"] for s in fams["phasescope_thread_phase"].samples} == {"psq_metrics"}
+        for name in ("phasescope_dropped_records", "phasescope_lost_samples"):
+            assert fams[name].type == "counter", (name, fams[name].type)
+    finally:
+        proc.kill()
+        proc.wait()
+        subprocess.run(["pkill", "-x", "psq_metrics"])
+
+
+def test_metrics_without_a_port_hints_host_and_port():
+    r = run_cli("--metrics", "127.0.0.1", "-f", "/bin/true", timeout=60)
+    assert r.returncode == 2
+    err = r.stderr.strip()
+    assert "HOST:PORT" in err and "127.0.0.1:127.0.0.1" not in err and "tcp:" not in err, err
+
+
+def test_an_attached_run_is_named_by_its_process_name(build):
+    exe = build("robust.c", "-pthread", name="psq_named")
+    proc = subprocess.Popen([exe, "ticker"], stdout=subprocess.DEVNULL)
+    try:
+        r = run_cli("--no-dashboard", "-p", str(proc.pid), "--duration", "1", timeout=90)
+        assert r.returncode == 0, r.stderr
+        assert f"target psq_named (pid {proc.pid}) detached" in r.stderr.strip().splitlines()[-1]
+    finally:
+        proc.kill()
+        proc.wait()
