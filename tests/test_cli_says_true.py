@@ -79,3 +79,23 @@ def test_an_attached_run_is_named_by_its_process_name(build):
     finally:
         proc.kill()
         proc.wait()
+
+
+ZLIB_WORK = "import zlib\nt = b'phase tracking ' * 4000\nfor _ in range(1500): zlib.compress(t, 6)\n"
+
+
+def test_one_library_has_one_name_in_both_modes(tmp_path):
+    """libz is libz.so.1 (its soname) to exact mode, which hears the loader's name, and to sampled
+    mode, which sees the file mapped (libz.so.1.2.x): one name, so one key."""
+    script = tmp_path / "z.py"
+    script.write_text(ZLIB_WORK)
+    names = {}
+    for mode in ("exact", "sampled"):
+        summary = tmp_path / f"{mode}.json"
+        r = run_cli("--no-dashboard", "--mode", mode, "--summary", str(summary), "-f", "python3", str(script),
+                    timeout=300)
+        assert r.returncode == 0, r.stderr
+        phases = json.loads(summary.read_text())["phases"]
+        names[mode] = {b["symbol"].split("+")[0].split("!")[0] for p in phases for b in p["top_code"]
+                       if b.get("symbol") and "libz" in b["symbol"]}
+    assert names["exact"] == names["sampled"] == {"libz.so.1"}, names

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Optional, Set
 
-from phasescope.sources.modules import Module, ModuleMap
+from phasescope.sources.modules import Module, ModuleMap, library_name
 
 
 def thread_ids(pid: int) -> Set[int]:
@@ -56,7 +56,7 @@ def module_map_from_proc(pid: int) -> ModuleMap:
     """A :class:`ModuleMap` of the file-backed executable modules of ``pid``, from /proc/PID/maps.
 
     Same convention as the Frida module list: a module's base is its lowest mapping (the ELF
-    header, file offset 0), its size spans all its mappings, its name is the file's basename.
+    header, file offset 0), its size spans all its mappings, its name is its soname, else the file's basename.
     Used by tests and as the fallback for addresses outside every module Frida reported.
     """
     spans: Dict[str, List[int]] = {}
@@ -77,4 +77,4 @@ def module_map_from_proc(pid: int) -> ModuleMap:
                 spans[path] = [lo, hi]
             if "x" in parts[1]:
                 execs.add(path)
-    return ModuleMap(Module(os.path.basename(p), lo, hi - lo, p) for p, (lo, hi) in spans.items() if p in execs)
+    return ModuleMap(Module(library_name(p, p), lo, hi - lo, p) for p, (lo, hi) in spans.items() if p in execs)

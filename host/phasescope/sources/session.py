@@ -51,7 +51,7 @@ from phasescope.sources.calls import (GONE, STOP_TIMEOUT, BoundedRpc, bounded, d
 from phasescope.sources.device import Target, resolve_target
 from phasescope.sources.events import (AgentError, Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output,
                                       ThreadExited, ThreadStarted)
-from phasescope.sources.modules import Module, ModuleMap
+from phasescope.sources.modules import Module, ModuleMap, library_name
 from phasescope.sources.procfs import main_thread_cpu
 from phasescope.sources.stdio import PipedStdio
 
@@ -509,4 +509,4 @@ class TraceSession:
 
 def _module(t) -> Module:
     name, base, size, path = t
-    return Module(name=name, base=int(base, 0), size=int(size), path=path)
+    return Module(name=library_name(path, name) if path else name, base=int(base, 0), size=int(size), path=path)
