@@ -99,3 +99,24 @@ def test_one_library_has_one_name_in_both_modes(tmp_path):
         names[mode] = {b["symbol"].split("+")[0].split("!")[0] for p in phases for b in p["top_code"]
                        if b.get("symbol") and "libz" in b["symbol"]}
     assert names["exact"] == names["sampled"] == {"libz.so.1"}, names
+
+
+def _main_phases_named(r, summary) -> None:
+    assert r.returncode == 0, r.stderr
+    named = {int(m) for m in re.findall(r"^P(\d+) \(", r.stderr, re.M)}
+    main = {p["phase"] for p in json.loads(summary.read_text())["phases"] if p["share"] >= 0.05}
+    assert main and main <= named, (main, named, r.stderr[-3000:])
+
+
+def test_the_report_names_every_main_phase_of_the_demo(tmp_path):
+    summary = tmp_path / "s.json"
+    r = run_cli("demo", "--no-dashboard", "--rounds", "1", "--no-thread", "--summary", str(summary), timeout=300)
+    _main_phases_named(r, summary)
+
+
+def test_the_report_names_kernel_time_with_kernel_samples(tmp_path):
+    summary = tmp_path / "s.json"
+    r = run_cli("--no-dashboard", "--mode", "sampled", "--kernel-samples", "--summary", str(summary), "-f", "dd",
+                "if=/dev/zero", "of=/dev/null", "bs=1", "count=3000000", timeout=300)
+    _main_phases_named(r, summary)
+    assert "[kernel]" in r.stderr

@@ -26,6 +26,7 @@ from phasescope.sources.procfs import process_comm
 from phasescope.sources.protocol import QUERY_TIMEOUT, Session
 from phasescope.sources.events import (AgentError, BurstEvent, ChildEnded, Dropped, Ended, Forked, IntervalEvent,
                                       ModulesChanged, Output, ThreadExited, ThreadStarted)
+from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME
 from phasescope.sources.output import OutputRelay
 from phasescope.sources.symbols import Symbolizer
 from phasescope.view.dashboard import render
@@ -255,7 +256,8 @@ class LiveRun:
         }
         for p in s["phases"]:
             for block in p["top_code"] + (p["burst"]["top_code"] if p["burst"] else []):
-                block["symbol"] = None if block["pc"] is None else self.symbols.describe(block["pc"])
+                block["symbol"] = (KERNEL_NAME if block["key"] == KERNEL_KEY else None if block["pc"] is None
+                                   else self.symbols.describe(block["pc"]))
             hottest = p["top_code"][0] if p["top_code"] else None
             if hottest is not None and hottest["pc"] is not None:
                 hottest["disassembly"] = [f"{a:#x}: {text}" for a, text in self.symbols.block(hottest["pc"])]
