@@ -120,3 +120,22 @@ def test_the_report_names_kernel_time_with_kernel_samples(tmp_path):
                 "if=/dev/zero", "of=/dev/null", "bs=1", "count=3000000", timeout=300)
     _main_phases_named(r, summary)
     assert "[kernel]" in r.stderr
+
+
+def test_a_sampled_log_plot_has_phases_in_fig7_and_no_legend_entry_without_a_bar(build, tmp_path):
+    pytest.importorskip("matplotlib")
+    from phasescope.engine.phase_engine import EngineConfig
+    from phasescope.engine.tracker import preset
+    from phasescope.view.plot import metric_cvs, load_records, plot_log
+    log = tmp_path / "s.jsonl"
+    r = run_cli("--no-dashboard", "--mode", "sampled", "--log", str(log), "-f", build("phased.c"), "10", "10",
+                timeout=300)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("plot", str(log), "-o", str(tmp_path / "s.png"), timeout=120)
+    assert r.returncode == 0, r.stderr
+    fig7 = plot_log(str(log), str(tmp_path / "again.png"), EngineConfig(tracker=preset("sampled")))["fig7"]
+    assert fig7["phases"], fig7  # not an empty panel: the phases' CVs beside the whole run's
+    cvs = metric_cvs(load_records(str(log)))
+    for m in fig7["metrics"]:  # every legend entry has a bar somewhere
+        assert any(cvs[m].get(g) for g in ["whole"] + fig7["phases"]), (m, cvs[m])
+    assert "cpu ns" not in fig7["metrics"]  # a sampled window's CPU time is fixed: nothing to show
