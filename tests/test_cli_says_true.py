@@ -139,3 +139,21 @@ def test_a_sampled_log_plot_has_phases_in_fig7_and_no_legend_entry_without_a_bar
     for m in fig7["metrics"]:  # every legend entry has a bar somewhere
         assert any(cvs[m].get(g) for g in ["whole"] + fig7["phases"]), (m, cvs[m])
     assert "cpu ns" not in fig7["metrics"]  # a sampled window's CPU time is fixed: nothing to show
+
+
+def test_system_wide_summary_names_the_code_of_main_phases(build, tmp_path):
+    exe = build("phased.c", name="psq_named_a")
+    summary = tmp_path / "a.json"
+    target = subprocess.Popen([exe, "0", "10"], stdout=subprocess.DEVNULL)
+    try:
+        r = run_cli("-a", "--comm", "psq_named_a", "--no-dashboard", "--duration", "4", "--summary", str(summary),
+                    timeout=120)
+        assert r.returncode == 0, r.stderr
+    finally:
+        target.kill()
+        target.wait()
+    procs = [p for p in json.loads(summary.read_text())["processes"] if p["pid"] == target.pid]
+    assert procs, r.stderr
+    main = [ph for ph in procs[0]["phases"] if ph["share"] >= 0.05]
+    assert main and all(ph["mean_run"] is not None for ph in main), main
+    assert all(ph["top_code"][0]["symbol"].startswith("psq_named_a") for ph in main), main
