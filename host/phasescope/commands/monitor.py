@@ -147,6 +147,8 @@ class MonitorCommand(Command):
                 zero_touch = args.mode == "sampled" and not args.bursts
                 # zero-touch on this machine: /proc, not Frida (never imported, so the target starts sooner)
                 local = zero_touch and not (args.device or args.usb or args.host)
+                if zero_touch and args.host:
+                    require_local(args.host)  # before connecting: a -H host is remote, reachable or not
                 device = None if local else resolve_device(args.device, args.usb, args.host)
                 target = resolve_target(device, pid=args.pid, name=args.name, argv=argv)
                 if not zero_touch and is_local(device):  # Frida injects an agent: only into what it can

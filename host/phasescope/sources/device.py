@@ -57,10 +57,12 @@ def is_local(device) -> bool:
 
 
 def require_local(device) -> None:
-    """InputError unless ``device`` is this machine (the kernel samples its own processes only)."""
-    if not is_local(device):
+    """InputError unless ``device`` is this machine (the kernel samples its own processes only);
+    ``device`` may be the -H host's name, remote whether or not it answers."""
+    if isinstance(device, str) or not is_local(device):
+        name = device if isinstance(device, str) else device.name
         raise InputError(f"--mode sampled needs the local device: the kernel samples processes of this machine "
-                         f"only, and {device.name} is remote; use --mode exact")
+                         f"only, and {name} is remote; use --mode exact")
 
 
 def local_processes() -> list:
