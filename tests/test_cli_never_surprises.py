@@ -287,6 +287,7 @@ def target_command_lines(draw, targets):
     return args
 
 
+@pytest.mark.slow
 @settings(max_examples=TARGET_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzz_targets_and_outputs_that_name_them(fuzz_targets, data):
