@@ -88,7 +88,7 @@ def test_permission_denied(tmp_path):
     finally:
         victim.kill()
         victim.wait()
-    _one_line_error(proc, 1, "permission denied attaching to pid")
+    _one_line_error(proc, 2, "permission denied attaching to pid")
 
 
 def test_agent_that_fails_to_load_leaves_no_process(build):

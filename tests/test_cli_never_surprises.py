@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import stat
 import subprocess
 
@@ -217,3 +218,99 @@ def test_fuzz_every_subcommand_ends_in_a_known_way(fuzz_paths, data):
     for p in (fuzz_paths["log"], fuzz_paths["sampled"]):  # an output elsewhere may have replaced it
         if p not in inputs:
             write_log(p, sampled=p == fuzz_paths["sampled"])
+
+
+# -- the fuzz test of targets (issue 26): what is traced, and outputs that name it ---------------
+
+#: examples of the target fuzz test: small in CI, PHASESCOPE_FUZZ_EXAMPLES=300 to look hard
+TARGET_EXAMPLES = int(os.environ.get("PHASESCOPE_FUZZ_EXAMPLES", "12"))
+
+
+@pytest.fixture(scope="module")
+def fuzz_targets(tmp_path_factory, build):
+    """Programs and processes to aim at, each named: a compiled program (its copy is also named as
+    an output), a shell script, a text file, an empty file, a static binary, a kernel thread, a
+    stopped and a zombie process, and a loopback HTTP server posing as a frida-server."""
+    import socket
+    import sys
+    from conftest import PROGRAMS
+    d = tmp_path_factory.mktemp("targets")
+    prog = d / "prog"
+    prog.write_bytes(open(build("counted.c"), "rb").read())
+    script, text, empty, static = d / "script.sh", d / "notes.txt", d / "empty", d / "static"
+    script.write_text("#!/bin/sh\necho hi\n")
+    text.write_text("hello\n")
+    empty.write_text("")
+    subprocess.run(["cc", "-static", "-O1", "-o", str(static), str(PROGRAMS / "counted.c")], check=True,
+                   capture_output=True)
+    (d / "originals").mkdir()
+    for p in (prog, script, text, empty, static):
+        p.chmod(0o755)
+        shutil.copy(p, d / "originals" / p.name)
+    stopped = subprocess.Popen(["sleep", "600"])
+    os.kill(stopped.pid, 19)  # SIGSTOP
+    zombie = subprocess.Popen(["true"])
+    wait_for(lambda: "Z" in open(f"/proc/{zombie.pid}/stat").read().split()[2], 10, "a zombie")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    http = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def listening():
+        with socket.socket() as c:
+            return c.connect_ex(("127.0.0.1", port)) == 0
+    wait_for(listening, 30, "the HTTP server")
+    try:
+        yield {"files": {"prog": str(prog), "script": str(script), "text": str(text), "empty": str(empty),
+                         "static": str(static)},
+               "pids": {"kernel thread": "2", "stopped": str(stopped.pid), "zombie": str(zombie.pid),
+                        "init": "1", "none": "4194303"},
+               "host": f"127.0.0.1:{port}", "dir": str(d)}
+    finally:
+        for proc in (stopped, http):
+            proc.kill()
+            proc.wait()
+        zombie.wait()
+
+
+@st.composite
+def target_command_lines(draw, targets):
+    files, pids = targets["files"], targets["pids"]
+    args = ["--no-dashboard", "--duration", "2"]
+    args += ["--mode", draw(st.sampled_from(["exact", "sampled"]))]
+    if draw(st.booleans()):
+        args += ["-H", draw(st.sampled_from([targets["host"], "127.0.0.1:1"]))]
+    for opt in draw(st.lists(st.sampled_from(["-o", "--log", "--summary", "--bbv", "--phase-db", "--events"]),
+                             max_size=2, unique=True)):
+        path = draw(st.sampled_from(list(files.values()) + [targets["dir"] + "/out"]))
+        args += [opt, ("unix:" + path) if opt == "--events" else path]
+    if draw(st.booleans()):
+        args += ["-f", draw(st.sampled_from(sorted(files.values()))), "1"]
+    else:
+        args += ["-p", draw(st.sampled_from(sorted(pids.values())))]
+    return args
+
+
+@pytest.mark.slow
+@settings(max_examples=TARGET_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzz_targets_and_outputs_that_name_them(fuzz_targets, data):
+    argv = data.draw(target_command_lines(fuzz_targets))
+    files = fuzz_targets["files"]
+    before = {p: digest(p) for p in files.values()}
+    r = subprocess.run(cli_command(*argv), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert r.returncode in (0, 1, 2, 3), (argv, r.returncode, r.stderr[-2000:])
+    assert "Traceback" not in r.stderr, (argv, r.stderr[-3000:])
+    if r.returncode == 2:
+        assert len(r.stderr.strip().splitlines()) == 1, (argv, r.stderr)
+    target = argv[argv.index("-f") + 1] if "-f" in argv else None
+    changed = [p for p in files.values() if digest(p) != before[p]]
+    for p in changed:  # an output naming a file that is no input of this run may replace it: restore it
+        shutil.copy(os.path.join(fuzz_targets["dir"], "originals", os.path.basename(p)), p)
+    assert target not in changed, argv  # the program traced is never written over
+    for stale in ("out", "out.json"):
+        try:
+            os.unlink(os.path.join(fuzz_targets["dir"], stale))
+        except FileNotFoundError:
+            pass

@@ -17,16 +17,18 @@ pytestmark = pytest.mark.slow  # every test here starts a real process
 
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGQUIT, signal.SIGTERM, signal.SIGINT])
 def test_a_stop_signal_mid_run_keeps_the_summary_and_the_report(build, tmp_path, sig):
+    """As under perf record: the spawned target gets the signal, ends of it, and the run reports
+    and exits 130."""
     exe = build("phased.c")
     summary, lines = tmp_path / "s.json", tmp_path / "out.txt"
-    # the target inherits stdio and is left running: phasescope's own lines go to -o
+    # the target inherits stdio: phasescope's own lines go to -o
     proc = subprocess.Popen(cli_command("--no-dashboard", "--summary", str(summary), "-o", str(lines),
                                         "-f", exe, "0", "2"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(lambda: lines.exists() and "#0 thread" in lines.read_text(), 60, "the first interval classified")
         time.sleep(0.5)
         proc.send_signal(sig)
-        assert proc.wait(timeout=60) == 0
+        assert proc.wait(timeout=60) == 130
         s = json.loads(summary.read_text())
     finally:
         proc.kill()
@@ -34,10 +36,10 @@ def test_a_stop_signal_mid_run_keeps_the_summary_and_the_report(build, tmp_path,
             subprocess.run(["kill", "-9", str(json.loads(summary.read_text())["target"]["pid"])])
     text = lines.read_text()
     assert "Traceback" not in text
-    assert s["end"]["how"] == "detached" and s["end"]["reason"] == f"stopped by {sig.name}"
+    assert s["end"]["how"] in ("killed", "crashed") and s["end"]["reason"] == f"{sig.name} passed on to it"
     assert "phases (mean (CV) per interval)" in text  # the report
     last = text.strip().splitlines()[-1]
-    assert last.startswith("phasescope: target ") and "left running" in last and sig.name in last
+    assert last.startswith("phasescope: target ") and "left running" not in last and sig.name in last
 
 
 def test_ctrl_c_during_start_up_is_one_line(tmp_path):
@@ -64,5 +66,5 @@ def test_ctrl_c_in_the_dashboard_ends_with_the_report(tmux):
     t.wait_for(r"intervals \d+")
     subprocess.run(["tmux", "send-keys", "-t", t.name, "C-c"], check=True)
     final = t.wait_for(r"EXIT=\d+", timeout=60)
-    assert "EXIT=0" in final and "Traceback" not in final, final
-    assert "stopped by SIGINT" in final
+    assert "EXIT=130" in final and "Traceback" not in final, final  # the workload ended of the Ctrl-C
+    assert "SIGINT passed on to it" in final

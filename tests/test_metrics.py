@@ -67,6 +67,7 @@ def test_a_scrape_of_a_system_wide_run_names_each_process(build, tmp_path):
         seen = wait_for(changed, 60, lambda: f"a phase change of pid {target.pid}; the last: {scrape(url)}", every=0.5)
         assert any(k.startswith("phasescope_thread_phase[") and "('comm', 'two_metrics')" in k and label in k
                    for k in seen), seen
+        assert not [k for k in seen if "('pid', '')" in k]  # the machine's own series carry no empty pid
     finally:
         if target is not None:
             target.kill()

@@ -49,6 +49,7 @@ from phasescope.sources.device import resolve_device, resolve_target
 class BenchCommand(Command):
     """Overhead against native, on the user's program."""
 
+    ends_itself = False  # Ctrl-C ends the measurement at once (exit 130), its runs' targets with it
     description = ("Measure phasescope's overhead on a program: exact mode against bare Stalker and valgrind "
                    "exp-bbv, or sampled mode (--bursts: with and without exact bursts).")
     usage = "phasescope bench [options] -- PROGRAM [ARGS...]"
@@ -90,7 +91,12 @@ def _native(argv, cpu: Optional[list] = None) -> float:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except OSError as e:
         raise InputError(f"cannot run {argv[0]}: {e.strerror}") from None
-    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # ended, not yet reaped: its counters remain
+    try:
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # ended, not yet reaped: its counters remain
+    except BaseException:  # Ctrl-C
+        proc.kill()
+        proc.wait()
+        raise
     elapsed = time.perf_counter() - t0
     if cpu is not None:
         cpu.append(main_thread_cpu(proc.pid))
@@ -144,6 +150,9 @@ def _traced(session, what: str):
                     bursts += 1
                 elif isinstance(event, Ended):
                     ended, t_end = event, time.perf_counter()
+        except BaseException:  # Ctrl-C: the target goes with the measurement
+            session.kill()
+            raise
         finally:
             session.stop()
     t2 = time.perf_counter()

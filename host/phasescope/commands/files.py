@@ -3,13 +3,14 @@ are the same file, are refused (one line, exit 2) before anything is opened for 
 
 "The same file" is the same inode (a hard link or another spelling of a path that exists) or the
 same resolved path (one that does not exist yet). Each command names its inputs and outputs as
-``{label: argparse dest}``; ``--events unix:PATH`` names the socket file PATH.
+``{label: argparse dest}``; ``--events unix:PATH`` names the socket file PATH. A command may add
+inputs that are no option of its own (the live monitor's target executable) as ``(label, path)``.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from phasescope.errors import InputError
 
@@ -32,9 +33,12 @@ def same_file(a: str, b: str) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-def check_files(args, inputs: Dict[str, str], outputs: Dict[str, str]) -> None:
-    """InputError when an output is an input or another output (``label: dest`` maps)."""
+def check_files(args, inputs: Dict[str, str], outputs: Dict[str, str],
+                more_inputs: Sequence[Tuple[str, str]] = ()) -> None:
+    """InputError when an output is an input or another output (``label: dest`` maps, and the
+    ``(label, path)`` pairs of ``more_inputs``)."""
     ins: List[Tuple[str, str]] = [(label, p) for label, dest in inputs.items() if (p := _path(args, dest))]
+    ins += [(label, p) for label, p in more_inputs if p]
     outs: List[Tuple[str, str]] = [(label, p) for label, dest in outputs.items() if (p := _path(args, dest))]
     for i, (label, path) in enumerate(outs):
         for in_label, in_path in ins:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from phasescope import __version__
 from phasescope.pipeline.live import LiveRun
@@ -22,8 +23,10 @@ from phasescope.commands.outputs import open_sinks
 from phasescope.commands.runner import Command, usage_error
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sinks
-from phasescope.sources.device import Target, require_local, resolve_device, resolve_target
+from phasescope.sources.device import Target, is_local, require_local, resolve_device, resolve_target
+from phasescope.sources.executable import exact_mode_refusal
 from phasescope.sources.kernel_session import KernelSession
+from phasescope.sources.procfs import process_exe
 from phasescope.sources.system_sampler import SystemSampler
 from phasescope.view.plain import PlainView
 from phasescope.view.screen import DashboardScreen
@@ -104,6 +107,8 @@ class MonitorCommand(Command):
     outputs = {"-o": "output", "--log": "log", "--summary": "summary", "--bbv": "bbv", "--phase-db": "phase_db",
                "--events": "events", "--profile": "profile"}
     unknown_hint = "put -- before a spawned program's arguments that start with a dash"
+    #: a spawned target that ends with the run (the demo's workload), never left running
+    owns_target = False
 
     def __init__(self, prog: str, subcommands: Optional[Dict[str, str]] = None):
         """``subcommands``: ``{name: what it does}``, for the usage and ``--help`` (from ``cli.py``)."""
@@ -111,7 +116,9 @@ class MonitorCommand(Command):
         self.usage = f"{prog} [options] (-p PID | -n NAME | -f PROGRAM [ARGS...] [-- ARGS...] | -a)"
         if subcommands:
             self.usage += f"\n       {prog} {{{','.join(subcommands)}}} ..."
-            self.epilog = "subcommands: " + "; ".join(f"{name} ({what})" for name, what in subcommands.items())
+            self.epilog = ("subcommands: " + "; ".join(f"{name} ({what})" for name, what in subcommands.items())
+                           + ". Exit codes: 0 ended or detached, 1 target failed, 2 bad input, 3 target killed, "
+                           "130 interrupted.")
 
     def parser(self, full: bool = False) -> argparse.ArgumentParser:
         """Every option is parsed; ``--help`` describes only those in :attr:`brief` (``full``: all)."""
@@ -128,6 +135,30 @@ class MonitorCommand(Command):
         add_target_options(p)
         add_run_options(p)
 
+    def main(self, argv: List[str]) -> int:
+        """As any command, but a subcommand after options (``phasescope --no-dashboard demo``) runs
+        that subcommand with those options."""
+        sub = self._subcommand_at(split_dashdash(argv)[0]) if type(self) is MonitorCommand else None
+        if sub is not None:
+            from phasescope.cli import main
+            return main([argv[sub]] + argv[:sub] + argv[sub + 1:])
+        return super().main(argv)
+
+    def _subcommand_at(self, own: List[str]) -> Optional[int]:
+        """Where the first positional of ``own`` is, if it names a subcommand and no -f came before."""
+        from phasescope.cli import SUBCOMMANDS
+        takes_value = {opt for action in self.parser()._actions if action.nargs != 0
+                       for opt in action.option_strings}
+        i = 0
+        while i < len(own):
+            word = own[i]
+            if not word.startswith("-") or word == "-":
+                return i if word in SUBCOMMANDS else None
+            if word in ("-f", "--file"):
+                return None
+            i += 2 if word in takes_value else 1
+        return None
+
     def parse(self, argv: List[str]) -> argparse.Namespace:
         own, target_args = split_dashdash(argv)
         args = self.parser().parse_intermixed_args(own)
@@ -137,6 +168,16 @@ class MonitorCommand(Command):
                                    "with -f takes arguments")
         args.argv = None if args.program is None else [args.program] + args.args
         return args
+
+    def more_inputs(self, args) -> List[Tuple[str, str]]:
+        """The executable to spawn, or the attached process's: no output may write over the
+        program being traced."""
+        argv = self.target_argv(args)
+        if argv:
+            return [("-f PROGRAM", argv[0] if os.sep in argv[0] else shutil.which(argv[0]))]
+        if args.pid is not None and args.pid > 0:
+            return [("-p PID's executable", process_exe(args.pid))]
+        return []
 
     def target_argv(self, args) -> Optional[List[str]]:
         """The program to spawn, None to attach."""
@@ -160,8 +201,12 @@ class MonitorCommand(Command):
                 zero_touch = args.mode == "sampled" and not args.bursts
                 # zero-touch on this machine: /proc, not Frida (never imported, so the target starts sooner)
                 local = zero_touch and not (args.device or args.usb or args.host)
+                if zero_touch and args.host:
+                    require_local(args.host)  # before connecting: a -H host is remote, reachable or not
                 device = None if local else resolve_device(args.device, args.usb, args.host)
                 target = resolve_target(device, pid=args.pid, name=args.name, argv=argv)
+                if not zero_touch and is_local(device):  # Frida injects an agent: only into what it can
+                    _check_injectable(target)
                 stdio = args.stdio or ("pipe" if dashboard else "inherit")
                 if zero_touch:  # nothing injected
                     if not local:
@@ -178,7 +223,8 @@ class MonitorCommand(Command):
                                            locality=locality_options(args), rep_count=args.rep_count)
                 run = LiveRun(session, config, sinks, dashboard=dashboard, out=out, title=short_title(target),
                               refresh=args.refresh, status_every=args.status_every, duration=args.duration,
-                              locality_size=args.locality_size if args.locality else None)
+                              locality_size=args.locality_size if args.locality else None,
+                              owns_target=self.owns_target)
             except BaseException:
                 Sinks(sinks).close()  # e.g. remove the event socket: the run never started
                 raise
@@ -195,6 +241,9 @@ class MonitorCommand(Command):
             if os.path.exists(db_dir) and not os.path.isdir(db_dir):
                 raise InputError(f"--phase-db {db_dir}: with -a it is a directory of per-program databases, "
                                  "and this is a file")
+            if not os.path.exists(db_dir) and db_dir.endswith(".json"):
+                raise InputError(f"--phase-db {db_dir}: with -a it is a directory of per-program databases, "
+                                 "and this names a file; give a directory")
             try:
                 os.makedirs(db_dir, exist_ok=True)
             except OSError as e:
@@ -226,6 +275,16 @@ class MonitorCommand(Command):
         finally:
             if out is not sys.stderr:
                 out.close()
+
+
+def _check_injectable(target: Target) -> None:
+    """InputError when Frida cannot inject into the target's executable (exact mode, bursts)."""
+    if target.spawn:
+        why = exact_mode_refusal(target.argv[0], target.argv[0])
+    else:
+        why = exact_mode_refusal(f"/proc/{target.pid}/exe", f"pid {target.pid} ({process_exe(target.pid)})")
+    if why:
+        raise InputError(why)
 
 
 def _open_output(path: Optional[str]):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Optional
 
-from phasescope.commands.sizes import parse_size
+from phasescope.commands.sizes import parse_size, size_option
 from phasescope.commands.outputs import add_output_options
 from phasescope.engine.phase_engine import EngineConfig
 from phasescope.errors import InputError
@@ -55,13 +55,13 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                    help=f"accumulator buckets, i.e. footprint dimensions (default {_T.buckets})")
     bits = g.add_mutually_exclusive_group()
     bits.add_argument("--bits", type=int, default=_UNSET, metavar="B",
-                      help="bits per footprint entry (default: full precision; the paper's preset: "
-                           f"{PRESETS['paper']['bits']})")
+                      help=f"bits per footprint entry (default {_T.bits}, as the paper; --tracker coarse: full "
+                           "precision)")
     bits.add_argument("--full-precision", action="store_const", const=None, dest="bits",
                       help="keep footprints unquantized")
     g.add_argument("--evict-policy", choices=EVICT_POLICIES, default=None,
                    help=f"full table: drop the least recently (lru, the paper) or least often (lfu) matched "
-                        f"phase (default {_T.evict_policy})")
+                        f"phase (default {_T.evict_policy}; --tracker coarse and sampled: lfu)")
     g.add_argument("--transition", action=argparse.BooleanOptionalAction, default=None,
                    help="intervals matching no stable phase share one transition ID (0) until a candidate "
                         "recurs (Lau et al., HPCA 2005; default off)")
@@ -247,9 +247,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="--locality: consecutive accesses per window (default 65536)")
     s.add_argument("--locality-every", type=int, default=8, metavar="M",
                    help="--locality: one window every M intervals of each thread (default 8)")
-    s.add_argument("--locality-size", type=int, default=1 << 20, metavar="BYTES",
-                   help="--locality: cache size of the dashboard's miss-rate column, a power of two from 4096 to "
-                        "64 MiB (default 1 MiB)")
+    s.add_argument("--locality-size", type=size_option("--locality-size"), default=1 << 20, metavar="SIZE",
+                   help="--locality: cache size of the dashboard's miss-rate column, a power of two from 4KiB to "
+                        "64MiB, in bytes or with a unit (default 1MiB)")
     s.add_argument("--rep-count", choices=REP_COUNTS, default="iterations",
                    help="exact mode: a rep string instruction (memcpy's rep movsb) counts its iterations, as "
                         "callgrind does (default), or once, as the hardware retires it and valgrind exp-bbv's .bb "
@@ -333,16 +333,22 @@ def process_filter(args: argparse.Namespace):
     """The :class:`~phasescope.sources.system_sampler.ProcessFilter` of --comm, --pids and --cgroup."""
     from phasescope.sources.system_sampler import ProcessFilter
     pids = set()
-    for part in (args.pids or "").split(","):
-        if part.strip():
-            try:
-                pids.add(int(part))
-            except ValueError:
-                raise InputError(f"--pids takes process ids separated by commas (got {args.pids!r})") from None
+    for part in ([] if args.pids is None else args.pids.split(",")):
+        try:
+            pid = int(part)
+        except ValueError:
+            pid = 0
+        if pid <= 0:
+            raise InputError(f"--pids takes process ids separated by commas (got {args.pids!r})")
+        pids.add(pid)
     if args.cgroup is not None and not args.cgroup.startswith("/"):
         raise InputError(f"--cgroup takes a cgroup path starting with / as /proc/PID/cgroup shows it "
                          f"(got {args.cgroup!r})")
-    return ProcessFilter(frozenset(args.comm), frozenset(pids), args.cgroup)
+    chosen = ProcessFilter(frozenset(args.comm), frozenset(pids), args.cgroup)
+    if args.cgroup is not None and not chosen.cgroup_exists():
+        raise InputError(f"--cgroup {args.cgroup}: no such cgroup (no directory of that path in a cgroup "
+                         "hierarchy, and no process in it)")
+    return chosen
 
 
 def locality_options(args: argparse.Namespace):

@@ -79,8 +79,10 @@ class ReplayCommand(Command):
         try:
             stream = open_input(args)
             first = next(stream, None)
-            sampled = first is not None and first.mode == "sampled"
-            stream = chain([first] if first is not None else [], stream)
+            if first is None:
+                raise InputError(f"{args.file}: no complete interval record to replay")
+            sampled = first.mode == "sampled"
+            stream = chain([first], stream)
             config = engine_config_from_args(args, interval_default=None,
                                              preset_default="sampled" if sampled else "default")
             sinks = Sinks(open_sinks(args, config))

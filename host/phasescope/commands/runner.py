@@ -11,9 +11,11 @@ before the run started.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import signal
 import sys
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from phasescope.commands.files import check_files
 from phasescope.errors import (EXIT_FAILED, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK,
@@ -76,6 +78,9 @@ class Command:
     #: input or another output is refused before anything runs (:mod:`phasescope.commands.files`)
     inputs: Dict[str, str] = {}
     outputs: Dict[str, str] = {}
+    #: stop signals set :attr:`stop` for the run to end itself; False: Ctrl-C is a KeyboardInterrupt
+    #: at once (exit 130), for a command with nothing to finish (bench)
+    ends_itself = True
 
     def __init__(self, prog: str):
         self.prog = prog
@@ -94,6 +99,11 @@ class Command:
         parser = self.parser()
         return parser.parse_intermixed_args(argv) if self.intermixed else parser.parse_args(argv)
 
+    def more_inputs(self, args: argparse.Namespace) -> List[Tuple[str, str]]:
+        """Files the command reads that are no option's value, ``(label, path)``: the live
+        monitor's target executable. No output may name one."""
+        return []
+
     def run(self, args: argparse.Namespace) -> int:
         raise NotImplementedError
 
@@ -101,8 +111,8 @@ class Command:
         """Parse, run, and turn every error into one line and an exit code."""
         args = self.parse(argv)
         try:
-            check_files(args, self.inputs, self.outputs)
-            with self.stop:
+            check_files(args, self.inputs, self.outputs, self.more_inputs(args))
+            with self.stop if self.ends_itself else contextlib.nullcontext():
                 return int(self.run(args) or EXIT_OK)
         except PhasescopeError as e:
             print(f"{self.prog}: error: {e}", file=sys.stderr)
@@ -110,5 +120,14 @@ class Command:
         except KeyboardInterrupt:
             print(f"{self.prog}: interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
-        except BrokenPipeError:
-            return EXIT_FAILED
+        except BrokenPipeError:  # `phasescope replay log | head -1`: the reader has all it wanted
+            _quiet_stdout()
+            return EXIT_OK
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of a closed pipe does not
+    complain on stderr."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

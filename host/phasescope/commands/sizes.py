@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from phasescope.errors import InputError
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "kb": 10**3, "m": 1 << 20, "mib": 1 << 20, "mb": 10**6,
@@ -20,3 +22,14 @@ def parse_size(text: str, what: str) -> int:
     if not 1 <= value < float(1 << 60):
         raise InputError(f"{what}: {text!r} is out of range (1 byte to 1 EiB)")
     return int(value)
+
+
+def size_option(what: str):
+    """An argparse ``type`` for a size option: bytes, with or without a unit (a bad one is argparse's
+    one-line usage error)."""
+    def convert(text: str) -> int:
+        try:
+            return parse_size(text, what)
+        except InputError as e:
+            raise argparse.ArgumentTypeError(str(e).split(": ", 1)[1]) from None
+    return convert

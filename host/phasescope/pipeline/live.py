@@ -8,6 +8,8 @@ the summary and closes the logs.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from typing import List, Optional, TextIO
 
@@ -17,11 +19,14 @@ from phasescope.engine import EngineConfig, PhaseEngine
 from phasescope.engine.bursts import BurstPlanner
 from phasescope.engine.segments import Segmenter
 from phasescope.pipeline.processes import ProcessEngines
-from phasescope.errors import EXIT_FAILED, EXIT_KILLED, EXIT_OK, PhasescopeError
+from phasescope.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_KILLED, EXIT_OK, PhasescopeError
 from phasescope.sinks.base import Sink, Sinks
+from phasescope.sources.device import is_local, process_state
+from phasescope.sources.procfs import process_comm
 from phasescope.sources.protocol import QUERY_TIMEOUT, Session
 from phasescope.sources.events import (AgentError, BurstEvent, ChildEnded, Dropped, Ended, Forked, IntervalEvent,
                                       ModulesChanged, Output, ThreadExited, ThreadStarted)
+from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME
 from phasescope.sources.output import OutputRelay
 from phasescope.sources.symbols import Symbolizer
 from phasescope.view.dashboard import render
@@ -34,16 +39,19 @@ HOT_PHASES = 20  # phases whose top blocks are named and disassembled
 TOP_BLOCKS = 8
 HOT_REPORTED = 3  # phases whose hottest block the final report shows
 CHECKPOINT_EVERY = 5.0  # seconds between summaries handed to the sinks
+PASS_ON_GRACE = 3.0  # seconds a spawned target has to end on a stop signal passed on, then on SIGTERM
 
 
 class LiveRun:
     """Session -> engine -> sinks and view. ``session``: a :class:`~phasescope.sources.protocol.Session`
     (exact mode's agent session, or sampled mode's); ``dashboard``: the rich screen,
-    else plain lines on ``out``; ``duration``: detach after so many seconds."""
+    else plain lines on ``out``; ``duration``: detach after so many seconds; ``owns_target``: a
+    spawned target that must not outlive the run (the demo's workload)."""
 
     def __init__(self, session: Session, config: EngineConfig, sinks: List[Sink], *, dashboard: bool,
                  out: TextIO, title: str, refresh: float = 4.0, status_every: float = 5.0,
-                 duration: Optional[float] = None, locality_size: Optional[int] = None):
+                 duration: Optional[float] = None, locality_size: Optional[int] = None,
+                 owns_target: bool = False):
         self.session = session
         self.locality_size = locality_size  # --locality: the dashboard's miss-rate column (bytes)
         self.target = session.target
@@ -55,6 +63,7 @@ class LiveRun:
         self.refresh = refresh
         self.status_every = status_every
         self.duration = duration
+        self.owns_target = owns_target  # the demo's workload: ended with the run, never left running
         self.engine = PhaseEngine(config)
         self.segmenter = Segmenter(config.segments)  # fixed: intervals pass through
         self.sinks.prepare(self.engine)
@@ -67,6 +76,8 @@ class LiveRun:
         if self.bursts is not None:
             self.engine.subscribe(self.bursts.on_interval)
         self.terminated = False  # a piped spawned target was terminated when phasescope detached
+        #: (signal, deadline): a stop signal was passed on to the spawned target, which should end by then
+        self.passed_on: Optional[tuple] = None
         self.output = OutputRelay(hold=session.stdio == "pipe" and dashboard)
         self.ended: Optional[Ended] = None
         self.stop_reason: Optional[str] = None
@@ -118,8 +129,12 @@ class LiveRun:
                     break
             now = time.monotonic()
             if self.stop_reason is None:
-                if stop.requested:
-                    self._request_stop(f"stopped by {stop.requested}")
+                if self.passed_on is not None:
+                    if now >= self.passed_on[1]:
+                        self._insist(now)
+                elif stop.requested:
+                    if not self._pass_on(stop.requested, now):
+                        self._request_stop(f"stopped by {stop.requested}")
                 elif deadline is not None and now >= deadline:
                     self._request_stop(f"--duration {self.duration:g}s reached")
             if now >= next_checkpoint:
@@ -133,6 +148,31 @@ class LiveRun:
         self.state.status = "detaching"
         self._resolve_hot_code()  # last chance to ask the agent
         self.session.stop()  # queues the final partial intervals, then Ended("detached")
+
+    def _pass_on(self, signame: str, now: float) -> bool:
+        """A spawned local target gets the stop signal, as under ``perf record`` or ``strace``, and
+        is traced on until it ends: True. Skipped when the terminal delivered it already (Ctrl-C
+        reaches the foreground process group). False for an attached or remote target: detach."""
+        pid = self.session.pid
+        if not self.target.spawn or pid is None or not is_local(getattr(self.session, "device", None)):
+            return False
+        sig = signal.Signals[signame]
+        if self.passed_on is not None or not (sig in (signal.SIGINT, signal.SIGQUIT) and _in_foreground(pid)):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        self.passed_on = (signame, now + PASS_ON_GRACE)
+        self.state.status = f"{signame} passed on; waiting for the target to end"
+        return True
+
+    def _insist(self, now: float) -> None:
+        """The target did not end on the signal passed on: SIGTERM, as perf does; on SIGTERM too,
+        detach."""
+        if self.passed_on[0] != "SIGTERM":
+            self._pass_on("SIGTERM", now)
+        else:
+            self._request_stop(f"stopped by {self.passed_on[0]}; the target did not end on it")
 
     def _on_interval(self, r, iv) -> None:
         if r.new_phase:  # name its hot code soon, while the code is surely mapped
@@ -194,10 +234,12 @@ class LiveRun:
     # -- the end ----------------------------------------------------------------------------------
 
     def _start_info(self) -> dict:
+        local = is_local(getattr(self.session, "device", None))
         return {"target": self.target.describe(), "pid": self.session.pid, "mode": self.session.mode,
-                "config": self.config.to_dict()}
+                "comm": process_comm(self.session.pid) if local else None, "config": self.config.to_dict()}
 
-    def _summary(self) -> dict:
+    def _summary(self, final: bool = False) -> dict:
+        """The run's summary; before the end (a checkpoint), ``end.how`` is ``running``."""
         s = self.engine.summary()
         s["phasescope"] = __version__
         s["target"] = {"description": self.target.describe(), "pid": self.session.pid,
@@ -214,13 +256,14 @@ class LiveRun:
         }
         for p in s["phases"]:
             for block in p["top_code"] + (p["burst"]["top_code"] if p["burst"] else []):
-                block["symbol"] = None if block["pc"] is None else self.symbols.describe(block["pc"])
+                block["symbol"] = (KERNEL_NAME if block["key"] == KERNEL_KEY else None if block["pc"] is None
+                                   else self.symbols.describe(block["pc"]))
             hottest = p["top_code"][0] if p["top_code"] else None
             if hottest is not None and hottest["pc"] is not None:
                 hottest["disassembly"] = [f"{a:#x}: {text}" for a, text in self.symbols.block(hottest["pc"])]
         s["children"] = self.children.summary()
         end = self.ended
-        s["end"] = {"how": end.how if end else "aborted", "code": end.code if end else None,
+        s["end"] = {"how": end.how if end else ("aborted" if final else "running"), "code": end.code if end else None,
                     "signal": end.signal if end else None, "reason": self.stop_reason}
         return s
 
@@ -232,18 +275,21 @@ class LiveRun:
                 self.session.stop()
             finally:
                 self.ended = self.session.ended
+        if self.passed_on is not None and self.stop_reason is None:
+            self.stop_reason = f"{self.passed_on[0]} passed on to it"
         if self.session.abandoned or self.session.unload_stuck:
             self.stop_reason = "; ".join(filter(None, (self.stop_reason, self.session.abandoned,
                                                        self.session.unload_stuck)))
         if (self.ended is not None and self.ended.how == "detached" and self.target.spawn
-                and self.session.stdio == "pipe"):
-            # Its stdout is a pipe to us: once we exit it would die of SIGPIPE at its next write.
-            self.stop_reason = (self.stop_reason or "stopped") + "; spawned target terminated, its output was piped"
+                and (self.session.stdio == "pipe" or self.owns_target) and self._still_running()):
+            # Piped: its stdout is a pipe to us, once we exit it would die of SIGPIPE at its next write.
+            why = "the demo's workload" if self.owns_target else "its output was piped"
+            self.stop_reason = (self.stop_reason or "stopped") + f"; spawned target terminated, {why}"
             self.terminated = True
-            self.session.kill()  # it may have ended meanwhile
+            self.session.kill()
         for iv in self.segmenter.flush():  # threads whose last unit never came
             self.engine.feed(iv)
-        self.summary = self._summary()
+        self.summary = self._summary(final=True)
         self.sinks.on_end(self.summary)
         # the terminal may be gone (SIGHUP): each write that fails is skipped, not the ones after it
         _said(self.output.release)
@@ -254,6 +300,12 @@ class LiveRun:
         note = self._locality_note()
         if note:
             _said(print, note, file=self.out)
+
+    def _still_running(self) -> bool:
+        """Whether the detached target runs yet (a remote one is assumed to)."""
+        if not is_local(getattr(self.session, "device", None)):
+            return True
+        return process_state(self.session.pid) not in (None, "Z")
 
     def _locality_note(self) -> Optional[str]:
         """--locality: one line naming the main phases (1% or more) that got no window, and why."""
@@ -297,7 +349,22 @@ class LiveRun:
             return EXIT_OK
         if end.how == "exited":  # code None: an attached process whose status its parent took
             return EXIT_OK if end.code in (0, None) else EXIT_FAILED
-        return EXIT_KILLED
+        return EXIT_INTERRUPTED if self.passed_on is not None else EXIT_KILLED
+
+
+def _in_foreground(pid: int) -> bool:
+    """Whether ``pid`` is in the foreground process group of phasescope's terminal (so a Ctrl-C
+    reached it as it reached phasescope)."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return False  # no terminal: the signal came from kill
+    try:
+        return os.tcgetpgrp(fd) == os.getpgid(pid)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _said(write, *args, **kwargs) -> None:

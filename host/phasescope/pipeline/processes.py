@@ -87,8 +87,8 @@ class ProcessRun:
         s = self.engine.summary()
         main = sorted(s["phases"], key=lambda p: -(p.get("share") or 0))[:TOP_PHASES]
         return {**self.row(now), "phases_seen": len(s["phases"]),
-                "phases": [{k: p.get(k) for k in ("phase", "share", "intervals", "runs", "mean_run", "known",
-                                                   "top_code")} for p in main],
+                "phases": [{**{k: p.get(k) for k in ("phase", "share", "intervals", "runs", "known", "top_code")},
+                            "mean_run": p["run_length"]["mean"]} for p in main],
                 "predictors": s["predictors"].get(s["primary_predictor"])}
 
 
@@ -99,13 +99,15 @@ class ProcessEngines:
 
     def __init__(self, config: EngineConfig, subscribers: List[Callable] = (), *, max_processes: int = MAX_PROCESSES,
                  phase_db_dir: Optional[str] = None, exe_of: Callable[[int], Optional[str]] = lambda pid: None,
-                 note: Callable[[str], None] = lambda text: None):
+                 note: Callable[[str], None] = lambda text: None,
+                 name_code: Callable[[int, list], list] = lambda pid, pcs: [None] * len(pcs)):
         self.config = config
         self.subscribers = list(subscribers)
         self.max_processes = max_processes
         self.phase_db_dir = phase_db_dir
         self.exe_of = exe_of
         self.note = note
+        self.name_code = name_code  # (pid, pcs) -> each pc's name (module!function or module+offset), or None
         self.runs: Dict[int, ProcessRun] = {}
         self.finished: Deque[dict] = deque(maxlen=FINISHED_KEPT)
         self.seen = 0
@@ -135,7 +137,7 @@ class ProcessEngines:
         if run is not None:
             run.ended = how
             self._save_db(run)
-            self.finished.append(run.summary(time.monotonic()))
+            self.finished.append(self._named(run.summary(time.monotonic())))
 
     def close(self) -> None:
         """The run ends: save the phase databases of the processes still running."""
@@ -151,8 +153,15 @@ class ProcessEngines:
     def summary(self) -> List[dict]:
         """Every process kept: the live ones (busiest first), then the ended ones."""
         now = time.monotonic()
-        live = sorted((r.summary(now) for r in self.runs.values()), key=lambda p: -p["cpu_s"])
+        live = sorted((self._named(r.summary(now)) for r in self.runs.values()), key=lambda p: -p["cpu_s"])
         return live + list(self.finished)
+
+    def _named(self, summary: dict) -> dict:
+        """``summary`` with each top block's ``symbol``, named while the process's modules are known."""
+        blocks = [b for p in summary["phases"] for b in p["top_code"] or ()]
+        for block, name in zip(blocks, self.name_code(summary["pid"], [b["pc"] for b in blocks])):
+            block["symbol"] = name
+        return summary
 
     def _start(self, pid: int, comm: Optional[str]) -> ProcessRun:
         if len(self.runs) >= self.max_processes:  # make room: retire the least recently active

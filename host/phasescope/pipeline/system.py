@@ -17,6 +17,8 @@ from phasescope.engine import EngineConfig
 from phasescope.errors import EXIT_OK
 from phasescope.pipeline.processes import MAX_PROCESSES, RECENT_S, ProcessEngines
 from phasescope.sinks.base import Sink, Sinks
+from phasescope.sources.elf_symbols import ElfSymbols
+from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME
 from phasescope.sources.system_sampler import SystemSampler
 from phasescope.view.snapshot import transition
 
@@ -37,7 +39,10 @@ class SystemRun:
         self.duration = duration
         self.processes = ProcessEngines(config, [self.sinks.on_interval], max_processes=max_processes,
                                         phase_db_dir=phase_db_dir, exe_of=self._exe_of,
-                                        note=lambda text: self.view.note(text))
+                                        note=lambda text: self.view.note(text), name_code=self._name_code)
+        self.elf = ElfSymbols()
+        self._ending = None  # the ProcessInfo of a process ending now
+        self._kept: dict = {}  # the sampler's processes when it stopped
         self.started_wall = time.time()
         self.started = time.monotonic()
         self.stop_reason: Optional[str] = None
@@ -47,6 +52,20 @@ class SystemRun:
     @property
     def notes(self) -> List[str]:
         return self.processes.notes
+
+    def _name_code(self, pid: int, pcs: list) -> list:
+        """Each code address of process ``pid`` as ``module!function``, else ``module+0xoffset``
+        (``[kernel]`` for kernel time), None when its modules are not known."""
+        info = (self._ending if self._ending is not None and self._ending.pid == pid
+                else self.sampler.processes.get(pid) or self._kept.get(pid))
+        modules = info.modules if info is not None else None
+        if modules is None:
+            return [KERNEL_NAME if pc == KERNEL_KEY else None for pc in pcs]
+        user = [pc for pc in pcs if pc is not None and pc != KERNEL_KEY]
+        functions = dict(zip(user, self.elf.names(modules, user)))
+        return [KERNEL_NAME if pc == KERNEL_KEY else None if pc is None
+                else f"{functions[pc][0]}!{functions[pc][1]}" if functions.get(pc) else modules.describe(pc)
+                for pc in pcs]
 
     def _exe_of(self, pid: int) -> Optional[str]:
         proc = self.sampler.processes.get(pid)
@@ -107,6 +126,7 @@ class SystemRun:
                         next_checkpoint = now + CHECKPOINT_EVERY
                     view.tick(now)
                 self.status = "stopping"
+                self._kept = dict(self.sampler.processes)  # stop() forgets them: the summary names code
                 self._feed(self.sampler.stop())
         finally:
             self._finish()
@@ -116,7 +136,9 @@ class SystemRun:
         for w in windows:
             self.processes.feed(w)
         for proc in self.sampler.take_ended():
+            self._ending = proc  # its modules name its code in its last summary
             self.processes.end(proc.pid)
+        self._ending = None
 
     # -- the end ----------------------------------------------------------------------------
     def summary(self) -> dict:

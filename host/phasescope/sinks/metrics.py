@@ -12,7 +12,8 @@ collector, so nothing is computed for a scrape that nobody makes. Series (``pid`
 - system-wide (``-a``): ``pid`` is each series' own process, ``comm`` its command name, and at most
   :data:`MAX_SERIES` threads and processes (the most recently active) have series;
 - ``phasescope_prediction_accuracy{predictor,kind}`` (kind: overall, changes, steady);
-- ``phasescope_dropped_records``, ``phasescope_lost_samples`` (from the last checkpoint).
+- ``phasescope_dropped_records_total``, ``phasescope_lost_samples_total`` (counters, from the last
+  checkpoint); with ``-a`` these and the accuracy are the machine's, without ``pid``.
 """
 
 from __future__ import annotations
@@ -35,9 +36,13 @@ class MetricsServer(Sink):
     def __init__(self, address: str, allow_remote: bool = False):
         from prometheus_client import start_http_server
         from prometheus_client.registry import CollectorRegistry
+        host, sep, port = address.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise InputError(f"--metrics {address!r}: give HOST:PORT, e.g. 127.0.0.1:9100 (port 0: any free port)")
         _, host, port, _ = parse_address(f"tcp:{address}", allow_remote, option="--metrics")
         self._lock = threading.Lock()
-        self._pid: str = ""
+        self._pid: str = ""  # the traced process ("" with -a: series of the whole machine carry no pid)
+        self._comm: str = ""
         #: thread -> (pid label, comm, phase, prediction, confidence); pid label -> counts
         #: both bounded (least recently updated first out): system-wide, processes come and go
         self._threads: "OrderedDict[int, Tuple[str, str, int, Optional[int], Optional[float]]]" = OrderedDict()
@@ -50,18 +55,19 @@ class MetricsServer(Sink):
             self._server, self._thread = start_http_server(port, addr=host, registry=registry)
         except OSError as e:
             raise InputError(f"--metrics {address}: cannot serve: {e.strerror or e}") from None
-        self.address = f"{host}:{self._server.server_port}"
+        self.address = f"[{host}]:{self._server.server_port}" if ":" in host else f"{host}:{self._server.server_port}"
 
     def prepare(self, engine) -> None:
         self.engine = engine
 
     def on_start(self, info: dict) -> None:
         self._pid = "" if info.get("pid") is None else str(info["pid"])
+        self._comm = info.get("comm") or ""
 
     def on_interval(self, result, interval) -> None:
         pid = self._pid if interval.pid is None else str(interval.pid)  # -a: each interval's process
         with self._lock:
-            self._threads[result.thread] = (pid, interval.comm or "", result.phase, result.prediction,
+            self._threads[result.thread] = (pid, interval.comm or self._comm, result.phase, result.prediction,
                                             result.confidence)
             self._threads.move_to_end(result.thread)
             counts = self._counts.get(pid)
@@ -116,18 +122,19 @@ class MetricsServer(Sink):
         for cpid, cc in sorted(counts.items()) or [(pid, {"phases": 0})]:
             distinct.add_metric([cpid], cc["phases"])
         yield distinct
+        run = ["pid"] if pid else []  # -a: the run's own series are the machine's, with no pid
         for name, value, text in (("phasescope_dropped_records", dropped, "Interval records the agent dropped"),
                                   ("phasescope_lost_samples", lost, "Samples the kernel lost")):
-            g = GaugeMetricFamily(name, text, labels=["pid"])
-            g.add_metric([pid], value)
-            yield g
+            c = CounterMetricFamily(name, text, labels=run)
+            c.add_metric([pid] if pid else [], value)
+            yield c
         accuracy = GaugeMetricFamily("phasescope_prediction_accuracy", "Next-phase prediction accuracy so far",
-                                     labels=["pid", "predictor", "kind"])
+                                     labels=run + ["predictor", "kind"])
         board = self.engine.scoreboard.to_dict() if self.engine is not None else {}
         for predictor, kinds in board.items():
             for kind, score in kinds.items():
                 if score["accuracy"] is not None:
-                    accuracy.add_metric([pid, predictor, kind], score["accuracy"])
+                    accuracy.add_metric(([pid] if pid else []) + [predictor, kind], score["accuracy"])
         yield accuracy
 
     def close(self) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from phasescope.errors import InputError
-from phasescope.sources.procfs import process_comm, process_exe
+from phasescope.sources.procfs import is_kernel_thread, process_comm, process_exe
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class Target:
     pid: Optional[int] = None
     name: Optional[str] = None
     argv: Optional[list] = None
+    shown: Optional[str] = None  # -p: the process's name, as reports show it
 
     @property
     def spawn(self) -> bool:
@@ -28,7 +29,7 @@ class Target:
     def describe(self) -> str:
         if self.argv is not None:
             return " ".join(self.argv)
-        return f"pid {self.pid}" if self.pid is not None else self.name
+        return self.shown or (f"pid {self.pid}" if self.pid is not None else self.name)
 
 
 def resolve_device(device_id: Optional[str] = None, usb: bool = False, host: Optional[str] = None):
@@ -40,12 +41,14 @@ def resolve_device(device_id: Optional[str] = None, usb: bool = False, host: Opt
         if usb:
             return frida.get_usb_device(timeout=5)
         if host:
-            return frida.get_device_manager().add_remote_device(host)
+            device = frida.get_device_manager().add_remote_device(host)
+            device.query_system_parameters()  # connects: a refusal or a service that is no frida-server
+            return device
         return frida.get_local_device()
     except (frida.InvalidArgumentError, frida.TimedOutError) as e:
         raise InputError(f"no such device: {device_id or ('usb' if usb else host)} ({e})") from None
-    except frida.ServerNotRunningError as e:
-        raise InputError(f"cannot reach frida-server at {host}: {e}") from None
+    except (frida.ServerNotRunningError, frida.ProtocolError, frida.TransportError) as e:
+        raise InputError(f"cannot reach a frida-server at {host}: {e}") from None
 
 
 def is_local(device) -> bool:
@@ -54,10 +57,12 @@ def is_local(device) -> bool:
 
 
 def require_local(device) -> None:
-    """InputError unless ``device`` is this machine (the kernel samples its own processes only)."""
-    if not is_local(device):
+    """InputError unless ``device`` is this machine (the kernel samples its own processes only);
+    ``device`` may be the -H host's name, remote whether or not it answers."""
+    if isinstance(device, str) or not is_local(device):
+        name = device if isinstance(device, str) else device.name
         raise InputError(f"--mode sampled needs the local device: the kernel samples processes of this machine "
-                         f"only, and {device.name} is remote; use --mode exact")
+                         f"only, and {name} is remote; use --mode exact")
 
 
 def local_processes() -> list:
@@ -101,11 +106,15 @@ def resolve_target(device, pid=None, name=None, argv=None) -> Target:
         if is_local(device) and process_state(pid) == "Z":
             raise InputError(f"pid {pid} is a zombie: it has exited and waits for its parent to reap it; "
                              "nothing runs there to trace")
+        if is_local(device) and is_kernel_thread(pid):
+            raise InputError(f"pid {pid} is a kernel thread ({process_comm(pid)}): it runs no user code, "
+                             "so there is nothing to trace in either mode")
         listed = any(p == pid for p, _ in processes)
         # Processes of other users may be missing from the list: attaching says why.
         if not listed and not (is_local(device) and os.path.exists(f"/proc/{int(pid)}")):
             raise InputError(f"no such process: pid {pid}")
-        return Target(pid=int(pid))
+        shown = next((n for p, n in processes if p == pid), None) or (process_comm(pid) if is_local(device) else None)
+        return Target(pid=int(pid), shown=shown or None)
     matches = sorted(p for p, n in processes if n == name)
     if not matches:
         raise InputError(f"no process named {name!r}")

@@ -84,7 +84,7 @@ class Ended:
         if self.how == "crashed":
             return f"crashed ({self.signal})"
         if self.how == "killed":
-            return "terminated without exiting normally (killed)"
+            return f"killed by {self.signal}" if self.signal else "terminated without exiting normally (killed)"
         if self.how == "exec":
             return f"replaced its program with {self.program} (exec); not traced further"
         return "detached; target left running"

@@ -25,7 +25,7 @@ import time
 from typing import Iterator, List, Optional
 
 from phasescope.engine.interval import Interval
-from phasescope.errors import PhasescopeError
+from phasescope.errors import InputError, PhasescopeError
 from phasescope.sources.device import Target, process_state
 from phasescope.sources.events import ChildEnded, Ended, IntervalEvent, Output, ThreadExited, ThreadStarted
 from phasescope.sources.modules import ModuleMap
@@ -147,7 +147,7 @@ class KernelSession(SampledSource):
         os.close(err_r)
         if failed:
             os.waitpid(self.pid, 0)
-            raise PhasescopeError(f"cannot run {argv[0]}: {os.strerror(int(failed))}")
+            raise InputError(f"cannot run {argv[0]}: {os.strerror(int(failed))}")
         if self._stdio is not None:
             self._stdio.start(lambda fd, data: self._queue.put(Output(fd, data)) if data else None)
         threading.Thread(target=self._watch_child, name="phasescope-wait", daemon=True).start()

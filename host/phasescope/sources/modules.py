@@ -2,11 +2,13 @@
 
 A stable key is ``fnv1a32(module basename) << 32 | offset`` for addresses inside a known module
 (offsets below 4 GiB), and the raw address otherwise (JIT code, anonymous mappings). User-space
-x86-64/arm64 addresses are below 2**48, so the two kinds practically never collide.
+x86-64/arm64 addresses are below 2**48, so the two kinds practically never collide. A module's
+name is the one both modes agree on (:func:`library_name`): its soname, else its file's basename.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
@@ -26,6 +28,26 @@ def fnv1a32(text: str) -> int:
     for b in text.encode():
         h = ((h ^ b) * 0x01000193) & _MASK32
     return h
+
+
+@functools.lru_cache(maxsize=4096)
+def library_name(path: str, fallback: str) -> str:
+    """A module's name in both modes: the ELF soname (``DT_SONAME``) of the file at ``path`` when it
+    has one, else ``fallback``'s basename. Exact mode hears ``libz.so.1`` (the name the loader
+    used), sampled mode sees ``/usr/lib/.../libz.so.1.2.13`` (the file mapped): both are the soname
+    ``libz.so.1``, so one library has one key."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
+    try:
+        with open(path, "rb") as f:
+            for section in ELFFile(f).iter_sections():
+                if isinstance(section, DynamicSection):
+                    for tag in section.iter_tags("DT_SONAME"):
+                        return tag.soname
+    except (OSError, ELFError, ValueError, AttributeError):
+        pass
+    return os.path.basename(fallback)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Optional, Set
 
-from phasescope.sources.modules import Module, ModuleMap
+from phasescope.sources.modules import Module, ModuleMap, library_name
 
 
 def thread_ids(pid: int) -> Set[int]:
@@ -33,6 +33,16 @@ def process_exe(pid: int) -> Optional[str]:
         return None
 
 
+def is_kernel_thread(pid: int) -> bool:
+    """Whether ``pid`` is a kernel thread (``PF_KTHREAD`` in /proc/PID/stat): no user code to trace."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return bool(int(fields[6]) & 0x00200000)  # field 9, flags
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 def process_comm(pid: int) -> str:
     """The command name of ``pid`` (``/proc/PID/comm``), "" when gone."""
     try:
@@ -46,7 +56,7 @@ def module_map_from_proc(pid: int) -> ModuleMap:
     """A :class:`ModuleMap` of the file-backed executable modules of ``pid``, from /proc/PID/maps.
 
     Same convention as the Frida module list: a module's base is its lowest mapping (the ELF
-    header, file offset 0), its size spans all its mappings, its name is the file's basename.
+    header, file offset 0), its size spans all its mappings, its name is its soname, else the file's basename.
     Used by tests and as the fallback for addresses outside every module Frida reported.
     """
     spans: Dict[str, List[int]] = {}
@@ -67,4 +77,4 @@ def module_map_from_proc(pid: int) -> ModuleMap:
                 spans[path] = [lo, hi]
             if "x" in parts[1]:
                 execs.add(path)
-    return ModuleMap(Module(os.path.basename(p), lo, hi - lo, p) for p, (lo, hi) in spans.items() if p in execs)
+    return ModuleMap(Module(library_name(p, p), lo, hi - lo, p) for p, (lo, hi) in spans.items() if p in execs)

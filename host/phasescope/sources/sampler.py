@@ -280,7 +280,12 @@ class Sampler:
             self._close_all()
             raise
         if self._own_modules:
-            self.modules = module_map_from_proc(self.pid)
+            try:
+                self.modules = module_map_from_proc(self.pid)
+            except PermissionError as e:  # e.g. init, as root in a container: ptrace access is refused
+                self._close_all()
+                raise InputError(f"permission denied reading the code map of pid {self.pid} ({e.filename}): "
+                                 "the kernel refuses to let phasescope inspect this process") from None
         return self
 
     def _open_thread(self, tid: int) -> None:

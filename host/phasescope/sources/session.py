@@ -51,7 +51,7 @@ from phasescope.sources.calls import (GONE, STOP_TIMEOUT, BoundedRpc, bounded, d
 from phasescope.sources.device import Target, resolve_target
 from phasescope.sources.events import (AgentError, Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output,
                                       ThreadExited, ThreadStarted)
-from phasescope.sources.modules import Module, ModuleMap
+from phasescope.sources.modules import Module, ModuleMap, library_name
 from phasescope.sources.procfs import main_thread_cpu
 from phasescope.sources.stdio import PipedStdio
 
@@ -245,7 +245,7 @@ class TraceSession:
             hint = ("phasescope already runs as root: the kernel refuses to trace it (init, a process that "
                     "another tracer holds, or a security policy)" if os.geteuid() == 0
                     else "run as the process owner or as root")
-            raise PhasescopeError(f"permission denied attaching to pid {self.pid} ({first_line(e)}); {hint}") from None
+            raise InputError(f"permission denied attaching to pid {self.pid} ({first_line(e)}); {hint}") from None
         except (frida.ProcessNotRespondingError, frida.NotSupportedError, frida.TransportError) as e:
             raise PhasescopeError(f"cannot attach to pid {self.pid}: {first_line(e)}") from None
         self._session.on("detached", self._on_detached)
@@ -513,4 +513,4 @@ class TraceSession:
 
 def _module(t) -> Module:
     name, base, size, path = t
-    return Module(name=name, base=int(base, 0), size=int(size), path=path)
+    return Module(name=library_name(path, name) if path else name, base=int(base, 0), size=int(size), path=path)

@@ -55,14 +55,33 @@ class ProcessFilter:
             return True
         if pid in self.pids or comm in self.comms:
             return True
-        return self.cgroup is not None and any(path == self.cgroup or path.startswith(self.cgroup.rstrip("/") + "/")
-                                               for path in cgroups_of(pid))
+        return self.cgroup is not None and self.in_cgroup(pid)
+
+    def in_cgroup(self, pid: int) -> bool:
+        """Whether ``pid`` is in :attr:`cgroup` or below it, in any hierarchy."""
+        return any(path == self.cgroup or path.startswith(self.cgroup.rstrip("/") + "/") for path in cgroups_of(pid))
+
+    def cgroup_exists(self) -> bool:
+        """Whether :attr:`cgroup` is a directory of a mounted cgroup hierarchy, or holds a process now
+        (in a cgroup namespace, /proc/PID/cgroup's paths need not be the mounts')."""
+        if any(os.path.isdir(mount + self.cgroup) for mount in _cgroup_mounts()):
+            return True
+        return any(self.in_cgroup(int(e)) for e in os.listdir("/proc") if e.isdigit())
 
     def describe(self) -> str:
         parts = ([f"comm {','.join(sorted(self.comms))}"] if self.comms else []) + \
                 ([f"pid {','.join(map(str, sorted(self.pids)))}"] if self.pids else []) + \
                 ([f"cgroup {self.cgroup}"] if self.cgroup else [])
         return " or ".join(parts) or "every process"
+
+
+def _cgroup_mounts() -> List[str]:
+    """Mount points of the cgroup and cgroup2 file systems (/proc/self/mountinfo)."""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            return [line.split()[4] for line in f if line.split(" - ", 1)[-1].startswith(("cgroup ", "cgroup2 "))]
+    except OSError:
+        return []
 
 
 def cgroups_of(pid: int) -> List[str]:

@@ -97,7 +97,8 @@ def check_output(out: str) -> None:
 
 
 def plot_log(path: str, out: str, config: EngineConfig, title: Optional[str] = None) -> dict:
-    """Draw the four panels of the log at ``path`` into ``out`` (PNG, SVG, PDF: by extension)."""
+    """Draw the four panels of the log at ``path`` into ``out`` (PNG, SVG, PDF: by extension); what
+    was drawn: counts, and Figure 7's metrics and phases."""
     check_output(out)
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
@@ -159,9 +160,14 @@ def plot_log(path: str, out: str, config: EngineConfig, title: Optional[str] = N
     # 3. Figure 7: CV per phase vs the whole run
     ax = fig.add_subplot(grid[1, 1])
     cvs = metric_cvs(records)
-    shown = [p for p in main[:8] if cvs["ns/instruction"].get(p) is not None]
+    # only metrics that vary (a sampled window's CPU time is fixed: its CV, 0, would be a legend
+    # entry with no bar), and the phases with one of them
+    names = [m for m in cvs if any(v for v in cvs[m].values())]
+    shown = [p for p in main[:8] if any(cvs[m].get(p) is not None for m in names)]
     groups = ["whole"] + shown
-    names = [m for m in cvs if cvs[m]["whole"] is not None]
+    if not names:
+        ax.text(0.5, 0.5, "no per-interval timing varies in this log\n(it records no wall time per interval)",
+                ha="center", va="center", transform=ax.transAxes, fontsize=9)
     width = 0.8 / max(1, len(names))
     x = np.arange(len(groups))
     for i, m in enumerate(names):
@@ -185,7 +191,8 @@ def plot_log(path: str, out: str, config: EngineConfig, title: Optional[str] = N
                       else "interval (replayed)")
     ax.set_title(f"footprints of intervals (Fig. 3), {fp.shape[1] if len(fp) else config.tracker.buckets} buckets")
     _save(fig, out)
-    return {"intervals": len(records), "phases": len(ranked), "threads": len(threads)}
+    return {"intervals": len(records), "phases": len(ranked), "threads": len(threads),
+            "fig7": {"metrics": names, "phases": shown}}
 
 
 def plot_locality_model(phases, out: str, predict: Optional[int] = None, title: Optional[str] = None) -> None:

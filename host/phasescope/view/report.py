@@ -22,9 +22,17 @@ def _mean_cv(m: dict, scale: float = 1.0, fmt: str = "{:.3g}") -> str:
     return fmt.format(m["mean"] / scale) + cv
 
 
+class _Console(Console):
+    """A rich Console whose closed pipe is a BrokenPipeError for the runner to end quietly on
+    (rich's own answer is exit 1)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def _console(file: Optional[TextIO]) -> Console:
     file = file or sys.stdout
-    return Console(file=file, width=None if file.isatty() else 120)
+    return _Console(file=file, width=None if file.isatty() else 120)
 
 
 #: columns of the phase table given up, in this order, when the console is too narrow for all
@@ -85,20 +93,28 @@ def print_report(summary: dict, top: int, file: Optional[TextIO] = None) -> None
     console.print("* the prediction shown live", style="dim")
 
 
+#: a phase with this share of the run or more is a main phase: the report names its hot code
+MAIN_SHARE = 0.05
+
+
 def print_hot_code(summary: dict, top: int, file: Optional[TextIO] = None) -> None:
-    """The hottest block of each of the ``top`` largest phases, named and disassembled."""
+    """The hottest block of each main phase (:data:`MAIN_SHARE` of the run or more) and of the
+    ``top`` largest, named, and disassembled where the code could be read."""
     console = _console(file)
+    phases = [p for i, p in enumerate(summary["phases"]) if i < top or p["share"] >= MAIN_SHARE]
     shown = False
-    for p in summary["phases"][:top]:
+    for p in phases:
         hottest = p["top_code"][0] if p["top_code"] else None
-        if not hottest or not hottest.get("disassembly"):
+        if hottest is None:
             continue
         if not shown:
             console.print("hot code (the hottest block of each main phase)", style="bold")
             shown = True
         unit = "instructions" if p["instructions"] is not None else "CPU time"
         measured = "sampled CPU time" if p["instructions"] is None else "instructions"
-        console.print(f"P{p['phase']} ({100 * p['share']:.1f}% of {unit}): {hottest['symbol']}, "
-                      f"{100 * hottest['share']:.0f}% of the phase's {measured}", highlight=False)
-        for line in hottest["disassembly"]:
+        name = hottest.get("symbol") or (f"{hottest['pc']:#x}" if hottest.get("pc") is not None
+                                         else f"key {hottest['key']:#x}")
+        console.print(f"P{p['phase']} ({100 * p['share']:.1f}% of {unit}): {name}, "
+                      f"{100 * hottest['share']:.0f}% of the phase's {measured}", highlight=False, markup=False)
+        for line in hottest.get("disassembly") or ():
             console.print(f"    {line}", highlight=False, markup=False)
