@@ -14,6 +14,7 @@
  *    In watch mode the only records are bursts' (one complete interval each, never partial).
  *   {type: 'exit', status} (exit/_exit) / {type: 'crash', signal, address} /
  *   {type: 'exec', path} (execve: the program is about to be replaced)
+ *   {type: 'unfollowable', reason}: exact mode cannot follow part of this program (a runtime)
  * Host -> agent: {type: 'ack', bytes} after it consumed a 'data' message (flow control);
  *   {type: 'window', tid} (--locality: open a window on that thread at its next interval);
  *   {type: 'final-ack'} once it received 'exit', 'crash' or 'exec' (the agent holds the thread
@@ -365,7 +366,15 @@ const UC_RSP = 160; // ucontext_t (x86-64 Linux): uc_mcontext.gregs[REG_RSP], gr
 const UC_RIP = 168;
 const hookedHandlers = new Set();
 let sigaction = null;
-let unfollowableSaid = false;
+const unfollowableSaid = new Set();
+
+// Tells the host (once per reason) that exact counts may be wrong from here, before it happens.
+function sayUnfollowable(reason) {
+  if (!unfollowableSaid.has(reason)) {
+    unfollowableSaid.add(reason);
+    send({ type: 'unfollowable', reason });
+  }
+}
 const faultScratch = Memory.alloc(8);
 
 // The program's own handler of signal `sig` (null: none, or SIG_DFL / SIG_IGN).
@@ -443,11 +452,7 @@ function onFaultEnter(args) {
     real = null;
   }
   if (real === null) {
-    if (!unfollowableSaid) {
-      unfollowableSaid = true;
-      send({ type: 'unfollowable', reason: `a fault its own signal handler resumes, at ${pc}, ` +
-          'outside any code phasescope compiled' });
-    }
+    sayUnfollowable(`a fault its own signal handler resumes, at ${pc}, outside the code Stalker compiled`);
     return;
   }
   uc.add(UC_RIP).writePointer(real);
@@ -491,6 +496,8 @@ function installHooks() {
   }));
   observers.push(Process.attachModuleObserver({
     onAdded(m) { // also called for the modules already loaded, which init() shipped
+      if (m.name === 'libjvm.so' && !config.watch)
+        sayUnfollowable('the JVM (libjvm.so): Java code run under Stalker can go wrong (issue 32)');
       const base = m.base.toString();
       if (!knownModules.has(base)) {
         knownModules.add(base);

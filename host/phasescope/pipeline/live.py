@@ -21,7 +21,7 @@ from phasescope.errors import EXIT_FAILED, EXIT_KILLED, EXIT_OK, PhasescopeError
 from phasescope.sinks.base import Sink, Sinks
 from phasescope.sources.protocol import QUERY_TIMEOUT, Session
 from phasescope.sources.events import (AgentError, BurstEvent, ChildEnded, Dropped, Ended, Forked, IntervalEvent,
-                                      ModulesChanged, Output, ThreadExited, ThreadStarted)
+                                      ModulesChanged, Output, ThreadExited, ThreadStarted, Unfollowable)
 from phasescope.sources.output import OutputRelay
 from phasescope.sources.symbols import Symbolizer
 from phasescope.view.dashboard import render
@@ -181,6 +181,9 @@ class LiveRun:
         elif isinstance(event, AgentError):
             self.agent_errors.append(event.message)
             self.view.note(f"phasescope: agent error: {event.message} (the trace may be incomplete)")
+        elif isinstance(event, Unfollowable):
+            self.view.note(f"phasescope: exact mode cannot follow {event.reason}; "
+                           "trace it with --mode sampled (or --bursts)")
         elif isinstance(event, ChildEnded):
             self.children.end(event.pid)
         elif isinstance(event, Forked):
