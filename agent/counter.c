@@ -108,6 +108,11 @@ struct _PsThread
   guint64 cap_mslots;
   guint8 * rec_cur;          /* recorder area (cold, RWX) */
   guint8 * rec_end;
+  /* faults in followed code (see "faults in followed code" below) */
+  guint64 * fmap;            /* fmap_n triples: code start, code end, real start of a compiled block */
+  guint64 fmap_n;
+  guint64 fmap_cap;
+  guint64 ret_site;          /* where Stalker's code for a plain `ret` starts in this thread's code */
 };
 
 struct _PsGlobal
@@ -239,6 +244,10 @@ ps_thread_init (guint8 * region, guint64 tid, guint64 slots, guint64 mslots, gui
   t->fresh = 1;
   t->limit = 0;
   t->start_ns = ps_now_ns ();
+  t->fmap = NULL;
+  t->fmap_n = 0;
+  t->fmap_cap = 0;
+  t->ret_site = 0;
   if (mslots != 0)
     ps_thread_locality (t, region, mslots, window, every);
   /* The first block takes the slow path, which samples the OS counters on the thread itself. */
@@ -556,6 +565,57 @@ ps_thread_hot (PsThread * t, guint64 * out, guint64 max)
       out[n++] = t->pcs[i];
   }
   return n;
+}
+
+/* ---- faults in followed code ----
+ * Runtimes fault on purpose and resume where their signal handler says, from the faulting PC:
+ * HotSpot's CPU probe, its safepoint polls and implicit null checks in compiled code. Under
+ * Stalker that PC is in the thread's code cache, which the handler does not know. The agent
+ * hooks the program's handler: it shows it the real PC (ps_fault_block finds the compiled block,
+ * the agent the instruction in it) and resumes the thread, still followed, where the handler
+ * decided, through Stalker's code for a `ret` (ps_ret_site) with that address pushed. */
+
+static void
+ps_fault_note (PsThread * t, guint64 code_start, guint64 code_end, guint64 real)
+{
+  guint64 * grown, * old;
+  if (t->fmap_n == t->fmap_cap)
+  {
+    guint64 cap = t->fmap_cap == 0 ? 1024 : t->fmap_cap * 2;
+    grown = g_memdup (t->fmap, t->fmap_n * 3 * sizeof (guint64));
+    grown = g_realloc (grown, cap * 3 * sizeof (guint64));
+    old = t->fmap;
+    t->fmap = grown;  /* published before the old copy goes: a signal on this thread reads either */
+    t->fmap_cap = cap;
+    g_free (old);
+  }
+  t->fmap[t->fmap_n * 3] = code_start;
+  t->fmap[t->fmap_n * 3 + 1] = code_end;
+  t->fmap[t->fmap_n * 3 + 2] = real;
+  t->fmap_n++;
+}
+
+/* The real address of the block whose compiled code holds `pc` (its code start in `*code`),
+ * newest first (a block recompiled in place); 0 if `pc` is in none of the thread's blocks. */
+guint64
+ps_fault_block (PsThread * t, guint64 pc, guint64 * code)
+{
+  guint64 i;
+  for (i = t->fmap_n; i-- > 0;)
+  {
+    if (pc >= t->fmap[i * 3] && pc < t->fmap[i * 3 + 1])
+    {
+      *code = t->fmap[i * 3];
+      return t->fmap[i * 3 + 2];
+    }
+  }
+  return 0;
+}
+
+guint64
+ps_ret_site (PsThread * t)
+{
+  return t->ret_site;
 }
 
 /* Makes the thread leave its register loops at their next iteration (before it is unfollowed: a
@@ -1979,6 +2039,21 @@ ps_emit_rep_after (GumX86Writer * w, PsThread * t, guint64 slot, guint kind, Gum
   gum_x86_writer_put_bytes (w, c.b, c.n);
 }
 
+/* A popf may set EFLAGS.AC (alignment checks), as HotSpot's CPU probe does to tell a 486: Stalker's
+ * own code, run before the program's next popf restores the flags, then faults on its unaligned
+ * accesses (SIGBUS, then a kill). A block that ran a popf clears AC before its end; the status
+ * flags stay (pushf; and [rsp], ~AC; popf, below the red zone). */
+static void
+ps_emit_clear_ac (GumX86Writer * w)
+{
+  static const guint8 and_ac[] = { 0x48, 0x81, 0x24, 0x24, 0xff, 0xff, 0xfb, 0xff }; /* and qword [rsp], ~0x40000 */
+  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, -128);
+  gum_x86_writer_put_pushfx (w);
+  gum_x86_writer_put_bytes (w, and_ac, sizeof (and_ac));
+  gum_x86_writer_put_popfx (w);
+  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, 128);
+}
+
 void
 transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer user_data)
 {
@@ -1988,7 +2063,8 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   guint64 n = 0, slot, last_pc = 0;
   gboolean placed = FALSE, loop = FALSE, tail = FALSE, reps = FALSE;
   guint rep;
-  GumAddress top = 0, block_pc = w->pc, again = 0;
+  GumAddress top = 0, block_pc = w->pc, again = 0, first_pc = 0;
+  gboolean popf = FALSE;
   PsLoopCheck check;
   PsLoopJump jump;
   PsPatch patch;
@@ -2043,6 +2119,16 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
     }
     if (t->win_size != 0)
       ps_emit_mem_slot (w, t, insn, block_pc);
+    if (n == 0)
+      first_pc = insn->address;
+    popf = popf || insn->id == X86_INS_POPFQ || insn->id == X86_INS_POPF;
+    if (popf && ps_ends_block (insn))
+    {
+      ps_emit_clear_ac (w);
+      popf = FALSE;
+    }
+    if (insn->id == X86_INS_RET && insn->size == 1)
+      t->ret_site = w->pc;
     rep = ps.rep_iterations && t->stub != NULL ? ps_rep_kind (insn) : 0;
     if (rep != 0)
       again = ps_emit_rep_before (w);
@@ -2055,6 +2141,10 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
       reps = TRUE;
     }
   }
+  if (popf)
+    ps_emit_clear_ac (w);
+  if (n != 0)
+    ps_fault_note (t, block_pc, w->pc, first_pc);
 
   if (tail)
     ps_emit_loop_tail (w, t, &lp, &jump, slot);

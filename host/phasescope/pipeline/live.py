@@ -25,7 +25,7 @@ from phasescope.sources.device import is_local, process_state
 from phasescope.sources.procfs import process_comm
 from phasescope.sources.protocol import QUERY_TIMEOUT, Session
 from phasescope.sources.events import (AgentError, BurstEvent, ChildEnded, Dropped, Ended, Forked, IntervalEvent,
-                                      ModulesChanged, Output, ThreadExited, ThreadStarted)
+                                      ModulesChanged, Output, ThreadExited, ThreadStarted, Unfollowable)
 from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME
 from phasescope.sources.output import OutputRelay
 from phasescope.sources.symbols import Symbolizer
@@ -221,6 +221,9 @@ class LiveRun:
         elif isinstance(event, AgentError):
             self.agent_errors.append(event.message)
             self.view.note(f"phasescope: agent error: {event.message} (the trace may be incomplete)")
+        elif isinstance(event, Unfollowable):
+            self.view.note(f"phasescope: exact mode cannot follow {event.reason}; "
+                           "trace it with --mode sampled (or --bursts)")
         elif isinstance(event, ChildEnded):
             self.children.end(event.pid)
         elif isinstance(event, Forked):

@@ -60,6 +60,14 @@ class AgentError:
 
 
 @dataclass
+class Unfollowable:
+    """Exact mode cannot follow part of the program (``reason``: what, e.g. the JVM): counts or the
+    program itself may go wrong from here; sampled mode can trace it."""
+
+    reason: str
+
+
+@dataclass
 class Dropped:
     records: int
     instructions: int

@@ -19,6 +19,7 @@ Events, in the order the agent produced them:
   drop because the host fell behind (its output buffers are bounded)
 * :class:`Output` -- ``.fd``, ``.data`` written by a target spawned with ``stdio="pipe"``
 * :class:`AgentError` -- ``.message``: the agent hit an error after loading (first line)
+* :class:`Unfollowable` -- ``.reason``: exact mode cannot follow part of the program (a runtime)
 * :class:`Ended` -- ``.how`` is ``"exited"`` (``.code``), ``"crashed"`` (``.signal``),
   ``"killed"`` (terminated without calling exit), ``"exec"`` (``.program`` replaced it; the new
   program is not traced) or ``"detached"`` (``stop()``; target left running)
@@ -50,7 +51,7 @@ from phasescope.sources.calls import (GONE, STOP_TIMEOUT, BoundedRpc, bounded, d
                                      kill_quietly, unload)
 from phasescope.sources.device import Target, resolve_target
 from phasescope.sources.events import (AgentError, Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output,
-                                      ThreadExited, ThreadStarted)
+                                      ThreadExited, ThreadStarted, Unfollowable)
 from phasescope.sources.modules import Module, ModuleMap, library_name
 from phasescope.sources.procfs import main_thread_cpu
 from phasescope.sources.stdio import PipedStdio
@@ -481,6 +482,8 @@ class TraceSession:
             base = int(meta["base"], 0)
             self.modules.remove(base)
             put(ModulesChanged(removed=[base]))
+        elif kind == "unfollowable":
+            put(Unfollowable(meta["reason"]))
         elif kind in ("exit", "crash", "exec"):
             if kind == "exit":
                 self._final = Ended("exited", code=meta["status"])

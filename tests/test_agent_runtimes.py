@@ -1,0 +1,55 @@
+"""Exact mode on runtimes that fault on purpose or toggle EFLAGS.AC, as the JVM does, and on node
+(issue 32). Real processes: a cc-built program making HotSpot's planned faults, node, java."""
+
+import shutil
+import subprocess
+
+import pytest
+
+from agent_support import trace_spawn
+from conftest import run_cli
+
+pytestmark = pytest.mark.slow
+
+
+def _native(argv) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, timeout=60)
+
+
+def test_planned_faults_and_alignment_flag_run_as_native(build):
+    # AC set across a branch used to make Stalker's own code fault (SIGBUS loop, then a kill); a
+    # handler resuming only faults at a PC it knows used to see Stalker's PC and abort.
+    exe = build("planned_faults.c")
+    native = _native([exe, "3000000"])
+    trace = trace_spawn([exe, "3000000"])
+    assert trace.ended.how == "exited" and trace.ended.code == 0, trace.ended
+    assert trace.output.get(1, b"") == native.stdout
+    assert b"ac 1\nhandled 100 sum 100\n" in native.stdout
+    # counting went on after the faults: the final loop alone is ~6 instructions x 3e6
+    assert sum(int(i.counts.sum()) for i in trace.intervals) > 15_000_000
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_node_runs_to_its_end_under_exact_mode():
+    script = "let s = 0; for (let i = 0; i < 3e6; i++) s += i % 7; console.log(s)"
+    argv = [shutil.which("node"), "-e", script]
+    native = _native(argv)
+    trace = trace_spawn(argv)
+    assert trace.ended.how == "exited" and trace.ended.code == 0, trace.ended
+    assert trace.output.get(1, b"") == native.stdout == b"8999994\n"
+    assert trace.intervals
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
+def test_java_version_runs_to_its_end_and_exact_mode_names_what_it_misses():
+    # The JVM used to die at start (EFLAGS.AC, planned faults, threads followed from their first
+    # instruction). It runs now; exact mode still says in one line what it cannot count, naming
+    # sampled mode, before the JVM's threads start.
+    java = shutil.which("java")
+    native = _native([java, "-version"])
+    done = run_cli("--no-dashboard", "-f", java, "--", "-version", timeout=180)
+    assert "exited with code 0" in done.stderr, done.stderr[-2000:]
+    assert native.stderr.decode() in done.stderr
+    lines = [line for line in done.stderr.splitlines() if "exact mode cannot follow the JVM" in line]
+    assert len(lines) == 1 and "--mode sampled" in lines[0] and "--bursts" in lines[0], done.stderr[-2000:]
+    assert done.stderr.index(lines[0]) < done.stderr.index("openjdk version")
