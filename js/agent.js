@@ -57,6 +57,7 @@ let finished = false;
 let drainTimer = null;
 let observers = [];
 let deferredMain = null; // main thread of a spawned process, until it runs (see followMainEarly)
+const forking = new Map(); // tid -> region of a thread in fork(), followed again once fork returns
 
 function moduleTuple(m) {
   return [m.name, m.base.toString(), m.size, m.path];
@@ -94,7 +95,6 @@ function setup(opts) {
   for (const [name, [ret, args]] of Object.entries(opts.api))
     api[name.replace(/^ps_/, '')] = new NativeFunction(cm[name], ret, args,
         name === 'ps_thread_recent' || name === 'ps_drain' ? EXCLUSIVE : {});
-  api.getpid = new NativeFunction(Module.getGlobalExportByName('getpid'), 'int', []);
   // Inline counters where the fast path exists (x86-64), else a C callout per block.
   transformFn = (opts.portable || cm.transform === undefined) ? cm.transform_portable : cm.transform;
   const bufSize = roundPages(opts.bufferBytes);
@@ -338,8 +338,7 @@ function onAck(message) {
 }
 
 function finish(message) {
-  // A forked child inherits these hooks but has no host: let it go its way.
-  if (finished || api.getpid() !== Process.id)
+  if (finished)
     return;
   finished = true;
   for (const tid of Array.from(threads.keys()))
@@ -353,6 +352,41 @@ function flushToHost(message) {
   drain(true);
   send(message);
   recv('final-ack', () => {}).wait();
+}
+
+// A forked child inherits every hook but has no host, and must run no JavaScript: a lock that
+// another thread of the parent held at fork() (the JS runtime's, for one) stays held in the child
+// forever, and the child hung on it. So each hook is native: it calls `fn` (a NativeCallback,
+// JavaScript) only in the traced process, with the hooked call's first argument (on_enter) or its
+// return value (on_leave).
+const PARENT_ONLY = `
+#include <gum/guminterceptor.h>
+extern int ps_pid;
+extern int getpid (void);
+typedef void (* PsHook) (gpointer value);
+void on_enter (GumInvocationContext * ic) {
+  if (getpid () == ps_pid)
+    ((PsHook) gum_invocation_context_get_listener_function_data (ic)) (gum_invocation_context_get_nth_argument (ic, 0));
+}
+void on_leave (GumInvocationContext * ic) {
+  if (getpid () == ps_pid)
+    ((PsHook) gum_invocation_context_get_listener_function_data (ic)) (gum_invocation_context_get_return_value (ic));
+}
+`;
+let parentOnly = null;
+const hookCallbacks = []; // NativeCallbacks the hooks call: kept alive while the hooks are
+
+function onlyInParent(name, when, fn) {
+  if (parentOnly === null) {
+    const pid = Memory.alloc(4);
+    pid.writeS32(Process.id);
+    parentOnly = new CModule(PARENT_ONLY, { ps_pid: pid, getpid: Module.getGlobalExportByName('getpid') });
+  }
+  const cb = new NativeCallback(fn, 'void', ['pointer']);
+  hookCallbacks.push(cb);
+  const callbacks = {};
+  callbacks[when === 'on_enter' ? 'onEnter' : 'onLeave'] = parentOnly[when];
+  observers.push(Interceptor.attach(Module.getGlobalExportByName(name), callbacks, cb));
 }
 
 function installHooks() {
@@ -388,49 +422,44 @@ function installHooks() {
   }));
   // A thread that forks while followed leaves Stalker's code in the child, which crashes there
   // (Frida 17.26); so fork() runs unfollowed and the parent thread is followed again after it.
-  observers.push(Interceptor.attach(Module.getGlobalExportByName('fork'), {
-    onEnter() {
-      if (config.watch) { // watch mode follows only bursting threads: a burst ends here for good
-        const b = bursts.get(Process.getCurrentThreadId());
-        if (b !== undefined)
-          unfollowBurst(Process.getCurrentThreadId(), b);
-        return;
-      }
-      this.region = threads.get(Process.getCurrentThreadId());
-      if (this.region !== undefined)
-        Stalker.unfollow();
-    },
-    onLeave(retval) {
-      const pid = retval.toInt32();
-      if (pid === 0 || api.getpid() !== Process.id)
-        return; // the child
-      if (pid > 0)
-        forked.push(pid);
-      if (this.region !== undefined)
-        Stalker.follow(this.region === null ? {} : { transform: transformFn, data: this.region });
-    },
-  }));
+  onlyInParent('fork', 'on_enter', () => {
+    const tid = Process.getCurrentThreadId();
+    if (config.watch) { // watch mode follows only bursting threads: a burst ends here for good
+      const b = bursts.get(tid);
+      if (b !== undefined)
+        unfollowBurst(tid, b);
+      return;
+    }
+    const region = threads.get(tid);
+    if (region !== undefined) {
+      forking.set(tid, region);
+      Stalker.unfollow();
+    }
+  });
+  onlyInParent('fork', 'on_leave', retval => {
+    const pid = retval.toInt32();
+    if (pid > 0)
+      forked.push(pid);
+    const tid = Process.getCurrentThreadId();
+    const region = forking.get(tid);
+    if (region !== undefined) {
+      forking.delete(tid);
+      Stalker.follow(region === null ? {} : { transform: transformFn, data: region });
+    }
+  });
   // exec replaces the program: ship every thread's interval so far (partial) first. Should the
   // exec fail, counting simply goes on.
-  observers.push(Interceptor.attach(Module.getGlobalExportByName('execve'), {
-    onEnter(args) {
-      if (finished || api.getpid() !== Process.id)
-        return;
-      for (const region of threads.values()) {
-        if (region !== null)
-          api.thread_flush(region);
-      }
-      flushToHost({ type: 'exec', path: args[0].readUtf8String() });
-    },
-  }));
-  for (const name of ['exit', '_exit']) {
-    const fn = Module.getGlobalExportByName(name);
-    observers.push(Interceptor.attach(fn, {
-      onEnter(args) {
-        finish({ type: 'exit', status: args[0].toInt32() });
-      },
-    }));
-  }
+  onlyInParent('execve', 'on_enter', path => {
+    if (finished)
+      return;
+    for (const region of threads.values()) {
+      if (region !== null)
+        api.thread_flush(region);
+    }
+    flushToHost({ type: 'exec', path: path.readUtf8String() });
+  });
+  for (const name of ['exit', '_exit'])
+    onlyInParent(name, 'on_enter', status => finish({ type: 'exit', status: status.toInt32() }));
   Process.setExceptionHandler(details => {
     const signals = {
       'access-violation': 'SIGSEGV', 'abort': 'SIGABRT', 'illegal-instruction': 'SIGILL',
