@@ -68,6 +68,19 @@ def wait_for(predicate: Callable, timeout: float = 30.0, what: Union[str, Callab
         time.sleep(every)
 
 
+def end_process(proc: subprocess.Popen, timeout: float = 15.0) -> None:
+    """Kill a process the test started (if it still runs) and reap it within ``timeout`` s; a
+    process that cannot be reaped fails the test, naming its tracers, instead of hanging it."""
+    if proc.poll() is None:
+        proc.kill()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        from phasescope.sources.stopped import stuck_helpers
+        raise AssertionError(f"pid {proc.pid} killed but not reapable after {timeout:g} s; "
+                             f"frida helpers tracing it: {stuck_helpers(proc.pid)}") from None
+
+
 def log_lines(path) -> int:
     """Complete lines in a file so far (0 while it does not exist)."""
     try:

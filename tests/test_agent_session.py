@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agent_support import collect, trace_spawn
-from conftest import wait_for
+from conftest import end_process, wait_for
 from phasescope.sources.session import TraceSession
 from phasescope.sources.events import Dropped, Ended, IntervalEvent, ModulesChanged
 from phasescope.sources.device import resolve_device, resolve_target
@@ -123,5 +123,4 @@ def test_killed_target_is_reported(build):
                 assert event.how == "killed"
                 break
     finally:
-        proc.kill()
-        proc.wait()
+        end_process(proc)

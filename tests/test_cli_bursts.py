@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from conftest import run_cli
+from conftest import end_process, run_cli
 
 from phasescope.sources.device import resolve_device, resolve_target
 from phasescope.sources.events import BurstEvent, Ended, Output, ThreadExited, ThreadStarted
@@ -104,8 +104,7 @@ def test_detach_mid_burst_leaves_the_target_running(build, tmp_path):
         assert proc.poll() is None  # detached before the worker's 2 s are over
         assert proc.wait(timeout=30) == 0
     finally:
-        proc.kill()
-        proc.wait()
+        end_process(proc)
     assert (tmp_path / "out").read_bytes() == native
 
 

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import check_thread_streams, cli_command, log_lines, read_records, run_cli, wait_for
+from conftest import check_thread_streams, cli_command, end_process, log_lines, read_records, run_cli, wait_for
 
 
 def alive(pid: int) -> bool:
@@ -28,8 +28,7 @@ def long_running(build, tmp_path):
     out = open(tmp_path / "target.out", "w")
     proc = subprocess.Popen([exe, "0", "2"], stdout=out, stderr=subprocess.STDOUT)
     yield proc, tmp_path / "target.out"
-    proc.kill()
-    proc.wait()
+    end_process(proc)
     out.close()
 
 

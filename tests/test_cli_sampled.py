@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from conftest import cli_command, read_records, run_cli
+from conftest import cli_command, end_process, read_records, run_cli
 from phasescope.quality.metrics import adjusted_rand_index
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
@@ -68,8 +68,7 @@ def test_attach_sampled_sees_threads_created_after_attach(build, tmp_path):
         s = json.loads(summary.read_text())
         assert s["end"]["how"] == "exited" and s["session"]["mode"] == "sampled"
     finally:
-        proc.kill()
-        proc.wait()
+        end_process(proc)
 
 
 def test_sampled_mode_refuses_a_remote_device():

@@ -9,7 +9,7 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import cli_command, run_cli, wait_for
+from conftest import cli_command, end_process, run_cli, wait_for
 
 
 def scrape(url: str) -> dict:
@@ -66,7 +66,6 @@ def test_a_scrape_of_a_system_wide_run_names_each_process(build, tmp_path):
                    for k in seen), seen
     finally:
         if target is not None:
-            target.kill()
-            target.wait()
+            end_process(target)
         proc.terminate()
         proc.wait(timeout=60)

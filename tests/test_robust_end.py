@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import check_thread_streams, cli_command, log_lines, read_records, run_cli, wait_for
+from conftest import check_thread_streams, cli_command, end_process, log_lines, read_records, run_cli, wait_for
 
 INTERVAL = 1_000_000
 
@@ -112,8 +112,7 @@ def test_target_killed(build, tmp_path, how):
         if mon.poll() is None:
             mon.kill()
         if target is not None:
-            target.kill()
-            target.wait()
+            end_process(target)
     assert mon.returncode == 3, stderr
     assert "killed" in one_line_end(stderr)
     s = json.loads(summary.read_text())

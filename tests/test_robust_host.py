@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from conftest import run_cli
+from conftest import end_process, run_cli
 
 
 def agent_loaded(pid: int) -> bool:
@@ -25,8 +25,7 @@ def idle_target(build):
     proc = subprocess.Popen([exe, "churn", "1", "1", "1", "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert proc.stdout.readline().startswith(b"ready")
     yield proc
-    proc.kill()
-    proc.wait()
+    end_process(proc)
 
 
 @pytest.mark.parametrize("option, path", [

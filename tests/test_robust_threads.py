@@ -12,7 +12,7 @@ import json
 import subprocess
 import time
 
-from conftest import read_records, run_cli
+from conftest import end_process, read_records, run_cli
 from phasescope.sources.session import TraceSession
 from phasescope.sources.events import Ended, IntervalEvent, ThreadExited, ThreadStarted
 from phasescope.sources.device import resolve_device, resolve_target
@@ -78,9 +78,7 @@ def test_churn_no_leak_every_thread_counted(build):
         session.stop()
         assert proc.wait(timeout=30) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        end_process(proc)
 
     workers = set(intervals) - main
     assert len(workers) == ROUNDS * PER_ROUND

@@ -18,6 +18,7 @@ from phasescope.sources.procfs import module_map_from_proc
 from phasescope.sources.sampler import Sampler
 
 from agent_support import functions
+from conftest import end_process
 
 
 def _perf_available() -> bool:
@@ -46,8 +47,7 @@ def _run_sampled(argv, go: bytes = b"go\n", **kw):
         windows = s.run_out()
         out = head + p.stdout.read()
     finally:
-        p.kill() if p.poll() is None else None
-        p.wait()
+        end_process(p)
     return out, windows, s, mods
 
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import PROGRAMS, cli_command, run_cli
+from conftest import PROGRAMS, cli_command, end_process, run_cli
 
 LOOK = ("i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; "
         "grep -c frida /proc/$$/maps; grep TracerPid /proc/$$/status")
@@ -40,8 +40,7 @@ def test_an_attached_target_has_no_agent_no_tracer_and_runs_on(tmp_path):
         s = json.loads(summary.read_text())
         assert s["session"]["zero_touch"] and s["whole"]["intervals"] >= 5
     finally:
-        target.kill()
-        target.wait()
+        end_process(target)
 
 
 def test_a_static_program_is_sampled_and_named_from_its_symbols(tmp_path):
