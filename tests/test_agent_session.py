@@ -17,7 +17,7 @@ from phasescope.sources.device import resolve_device, resolve_target
 def test_detach_ships_partial_intervals_and_leaves_the_target_running(build):
     binary = build("counted.c")
     n = "150000000"  # runs for seconds: still running when the session detaches
-    expected = subprocess.run([binary, n], capture_output=True, check=True).stdout
+    expected = subprocess.run([binary, n], capture_output=True, check=True, timeout=300).stdout
     proc = subprocess.Popen([binary, n], stdout=subprocess.PIPE)
     try:
         device = resolve_device()

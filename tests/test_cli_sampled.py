@@ -20,7 +20,7 @@ def test_spawn_sampled_log_summary_and_replay(build, tmp_path):
     # 400M: phase_a about 1 s and phase_b about 0.5 s of CPU, five windows or more. At 150M phase_b
     # was one or two windows of six and its share fell under 15% on some runs (the xfail it had).
     exe = build("sampled_two.c")
-    native = subprocess.run([exe, "400000000"], capture_output=True, text=True, check=True).stdout
+    native = subprocess.run([exe, "400000000"], capture_output=True, text=True, check=True, timeout=300).stdout
     log, summary = tmp_path / "s.jsonl", tmp_path / "s.json"
     r = run_cli("--mode", "sampled", "--no-dashboard", "--window", "100", "--log", str(log),
                 "--summary", str(summary), "-f", exe, "400000000")

@@ -38,7 +38,7 @@ def test_a_scrape_of_a_live_run_shows_its_phases_and_changes(build, tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=60)
-        subprocess.run(["pkill", "-f", exe])
+        subprocess.run(["pkill", "-f", exe], timeout=300)
 
 
 def test_a_remote_address_needs_its_own_flag(tmp_path):

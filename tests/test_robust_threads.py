@@ -28,7 +28,7 @@ def rss_kb(pid: int) -> int:
 def test_churn_no_leak_every_thread_counted(build):
     exe = build("robust.c", "-pthread")
     args = ["churn", str(ROUNDS), str(PER_ROUND), str(ITERATIONS)]
-    native = subprocess.run([exe, *args], capture_output=True, text=True, check=True).stdout
+    native = subprocess.run([exe, *args], capture_output=True, text=True, check=True, timeout=300).stdout
     proc = subprocess.Popen([exe, *args, "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     intervals = collections.defaultdict(list)
     started, exited = set(), set()

@@ -67,7 +67,7 @@ def _function_of(binary):
 
 def test_two_phases_in_order_and_output_unchanged(build):
     exe = build("sampled_two.c")
-    native = subprocess.run([exe, "120000000"], capture_output=True, check=True).stdout
+    native = subprocess.run([exe, "120000000"], capture_output=True, check=True, timeout=300).stdout
     out, windows, s, mods = _run_sampled([exe, "120000000", "wait"], window_samples=100, period_ns=250_000)
     assert out == native  # the target's output is byte-identical
     assert windows and all(isinstance(w, Interval) and w.mode == "sampled" for w in windows)
