@@ -9,7 +9,6 @@ import os
 import re
 import signal
 import subprocess
-import time
 
 from phasescope.sources.stopped import is_stopped, stuck_helpers
 

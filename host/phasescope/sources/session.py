@@ -289,7 +289,7 @@ class TraceSession:
         # agent left half-way can leave Frida's helper behind (sources/stopped.py).
         continued = Continued(self.pid)
         finished = bounded(stop_agent, STOP_TIMEOUT, "phasescope-stop", tick=continued.poll)
-        self.restopped = continued.restore()
+        self.restopped = continued.restore(finished)
         if not finished and not stopped.is_set():
             self.abandoned = (f"the agent in pid {self.pid} did not answer within {STOP_TIMEOUT:g} s "
                               "(is the target stopped?); its last partial intervals are lost")

@@ -9,7 +9,7 @@ The helper and the agent's thread step through a socketpair handshake; the helpe
 (SIGKILL) mid-handshake, the helper blocks in read() forever and stays the tracer of that thread:
 once killed, the target is a zombie its parent cannot reap. Hence: phasescope attaches only to a
 running target (:func:`wait_while_stopped`), lets a stopped target run while its agent unloads
-and stops it again (:class:`Continued`), and ends a helper left blocked behind a dead target
+and then stops it again (:class:`Continued`), and ends a helper left blocked behind a dead target
 (:func:`end_stuck_helpers`).
 """
 
@@ -62,11 +62,15 @@ class Continued:
                 self.since = time.monotonic()
             _signal(self.pid, signal.SIGCONT)
 
-    def restore(self) -> Optional[str]:
-        """Stop the target again if :meth:`poll` continued it; the line that says so, else None."""
+    def restore(self, unloaded: bool) -> Optional[str]:
+        """Stop the target again if :meth:`poll` continued it and the agent is out (``unloaded``);
+        the line that says so, else None. An agent still at work may be half-way through changing
+        a thread: stopped there, it would leave its helper behind, so the target is left running."""
         if self.since is None:
             return None
         ran = time.monotonic() - self.since
+        if not unloaded:
+            return f"pid {self.pid} was stopped: it was continued for the agent to unload, and is left running"
         _signal(self.pid, signal.SIGSTOP)
         return f"pid {self.pid} was stopped: it ran {ran * 1000:.0f} ms for the agent to unload, and is stopped again"
 
