@@ -263,14 +263,46 @@ function retireBurst(tid, b) {
 // thread ran since the last drain, if any, until it has run LEFT_TICKS of user time without
 // counting a block: it runs natively, and its region is retired.
 function nudge(tid, b) {
-  const ran = api.thread_recent(b.region, globals.recent, uint64(RELEASE_BLOCKS)).toNumber();
+  if (hasLeft(tid, b))
+    retireBurst(tid, b);
+}
+
+// Whether unfollowed thread `tid` ({region, quiet}) has left Stalker's code: gone, or LEFT_TICKS
+// of user time with no block counted; else the blocks after the hottest it ran are invalidated.
+function hasLeft(tid, l) {
+  const ran = api.thread_recent(l.region, globals.recent, uint64(RELEASE_BLOCKS)).toNumber();
   const ticks = userTicks(tid);
   if (ran > 0) {
     invalidateAfter(tid, globals.recent, RELEASE_BLOCKS);
-    b.quiet = ticks || 0;
-  } else if (ticks === null || ticks - b.quiet >= LEFT_TICKS) {
-    retireBurst(tid, b);
+    l.quiet = ticks || 0;
+    return false;
   }
+  return ticks === null || ticks - l.quiet >= LEFT_TICKS;
+}
+
+// Stalker frees an unfollowed thread's code 20 ms (wall clock) after the thread flags itself as
+// leaving, while it still runs a few instructions there: a thread preempted at that point for
+// longer died of SIGSEGV once the code was freed. Nothing tells when a thread has passed them,
+// but a runnable thread that ran natively for a while has. So no garbage collection while a
+// burst is leaving, and stop() answers (the unload collects everything) once every thread has
+// left, is blocked in the kernel (not runnable: not in those instructions), or LEAVE_MAX_MS passed.
+const LEAVE_MAX_MS = 1000;
+
+function runnable(tid) {
+  try {
+    const stat = File.readAllText(`/proc/self/task/${tid}/stat`);
+    return stat[stat.lastIndexOf(')') + 2] === 'R';
+  } catch (e) {
+    return false; // gone
+  }
+}
+
+function stillLeaving(leaving) {
+  for (const [tid, l] of Array.from(leaving)) {
+    if (!runnable(tid) || hasLeft(tid, l))
+      leaving.delete(tid);
+  }
+  return leaving.size > 0;
 }
 
 function checkBursts() {
@@ -287,7 +319,7 @@ function drain(force) {
   const now = Date.now();
   // Stalker frees an unfollowed thread's context only in garbageCollect(), once the thread has
   // left instrumented code; without this, every short-lived thread leaks ~250 KB of RSS.
-  if (!force && gcUntil > now)
+  if (!force && gcUntil > now && !Array.from(bursts.values()).some(b => b.leaving))
     Stalker.garbageCollect();
   while (retired.length > 0 && now - retired[0][0] > 5000)
     retired.shift();
@@ -593,14 +625,27 @@ rpc.exports = {
     }
     for (const [tid, region] of threads)
       releaseHotLoop(tid, region);
+    const leaving = new Map(); // tid -> {region, quiet} of the threads that leave Stalker's code
+    for (const [tid, region] of threads) {
+      if (region !== null)
+        leaving.set(tid, { region, quiet: userTicks(tid) || 0 });
+    }
     for (const [tid, b] of Array.from(bursts)) {
+      leaving.set(tid, { region: b.region, quiet: userTicks(tid) || 0 });
       unfollowBurst(tid, b);
       releaseHotLoop(tid, b.region);
       retireBurst(tid, b);
     }
     Stalker.flush();
-    Stalker.garbageCollect();
+    const since = Date.now();
     return new Promise(resolve => {
+      // Once the last intervals are shipped (hasLeft zeroes the counts), wait for the threads to leave.
+      const settle = () => {
+        if (stillLeaving(leaving) && Date.now() - since < LEAVE_MAX_MS)
+          setTimeout(settle, BURST_POLL_MS);
+        else
+          resolve(true);
+      };
       // Give followed threads a moment to leave the instrumented code before the last harvest.
       setTimeout(() => {
         if (drainTimer !== null)
@@ -609,7 +654,7 @@ rpc.exports = {
           close(tid, false);
         drain(true);
         drain(true);
-        resolve(true);
+        settle();
       }, 50);
     });
   },
