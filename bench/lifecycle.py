@@ -5,7 +5,7 @@ CPU hogs (busy shells) on tests/programs/workers3.c, a 3-thread target:
     python3 bench/lifecycle.py stopped [--tries 100] [--hogs 3]
         attach, then SIGSTOP the target before (odd tries) or during (even tries) the detach, then
         SIGKILL it while stopped: counts targets not reapable within 15 s and Frida helpers left
-        tracing them (goal: 0 leftovers)
+        tracing them (goal: 0 leftovers), and targets not left stopped
     python3 bench/lifecycle.py forks [--forks 500] [--hogs 3]
         exact mode on ``workers3 fork N``: a forked child that hangs hangs the run (goal: 0 hangs)
     python3 bench/lifecycle.py cycles [--cycles 300] [--mode exact|sampled] [--hogs 3]
@@ -83,8 +83,10 @@ def finish(proc: subprocess.Popen, timeout: float) -> bool:
 
 
 def stopped(exe: str, tries: int, tmp: str) -> int:
-    failures = 0
+    failures = running = 0
     for i in range(tries):
+        if i % 10 == 0:
+            print(f"try {i}: {failures} leftovers so far", flush=True)
         when = "before" if i % 2 else "during"
         target = start_target(exe, "tick")
         log = os.path.join(tmp, "log.jsonl")
@@ -109,14 +111,16 @@ def stopped(exe: str, tries: int, tmp: str) -> int:
         state = "stopped" if is_stopped(target.pid) else "RUNNING"
         helpers = stuck_helpers(target.pid)
         reaped = finish(target, 15)
+        running += state != "stopped"
         if not reaped or helpers or state != "stopped":
-            failures += 1
+            failures += not reaped or bool(helpers)
             print(f"try {i} ({when}): target {state}, reaped={reaped}, helpers={helpers}; "
                   f"phasescope: {err.strip().splitlines()[-1:] if err.strip() else ''}", flush=True)
             for h in stuck_helpers(target.pid):
                 os.kill(h, signal.SIGKILL)
             finish(target, 5)
-    print(f"stopped: {failures} leftovers in {tries} tries")
+    print(f"stopped: {failures} leftovers in {tries} tries ({running} left running: the agent did not unload "
+          "in time, or the target was not seen stopped)")
     return failures
 
 
@@ -134,6 +138,8 @@ def cycles(exe: str, n: int, mode: str) -> int:
     failures = 0
     try:
         for i in range(n):
+            if i % 10 == 0:
+                print(f"cycle {i}: {failures} failures so far", flush=True)
             r = subprocess.run(PHASESCOPE + ["--mode", mode, "--duration", "0.5", "-p", str(target.pid)],
                                capture_output=True, text=True, timeout=120)
             if target.poll() is not None:
