@@ -44,7 +44,7 @@ def bounded(fn, timeout: float, name: str, tick: Optional[Callable[[], None]] = 
     while worker.is_alive() and time.monotonic() < end:
         if tick is not None:
             tick()
-        worker.join(min(TICK, max(0.0, end - time.monotonic())) if tick is not None else timeout)
+        worker.join(min(TICK, max(0.0, end - time.monotonic())))
     return not worker.is_alive()
 
 

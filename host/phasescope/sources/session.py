@@ -146,7 +146,7 @@ class TraceSession:
         self.abandoned: Optional[str] = None
         #: stop() got every interval but gave up on unloading the agent (None: it unloaded)
         self.unload_stuck: Optional[str] = None
-        #: stop() continued a stopped target for the agent to unload, and stopped it again (the line that says so)
+        #: stop() continued a stopped target for the agent to unload (the line that says so; None: it did not)
         self.restopped: Optional[str] = None
         self._pending_end: Optional[Ended] = None  # the end, held back until piped output is done
         self._open_fds: set = {1, 2} if (stdio == "pipe" and target.spawn) else set()
