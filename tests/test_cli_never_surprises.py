@@ -124,7 +124,7 @@ def test_pids_that_cannot_be_traced_say_why(tmp_path):
     try:
         one_line(run_cli("--no-dashboard", "-p", str(child.pid)), 2, "zombie")
     finally:
-        child.wait()
+        child.wait(timeout=10)
     one_line(run_cli("-H", "127.0.0.1:1", "-n", "app"), 2, "cannot")
     for args, fragment in ((["--table-size", "1000000000"], "table size"),
                            (["--interval", "99999999999999999999"], "interval must be")):

@@ -42,6 +42,7 @@ class KernelSession(SampledSource):
     bursts = False
     abandoned: Optional[str] = None  # the session never gives up on an agent: there is none
     unload_stuck: Optional[str] = None
+    restopped: Optional[str] = None
     final_at: Optional[float] = None
     final_cpu: Optional[float] = None
 

@@ -26,6 +26,7 @@ class Session(Protocol):
     ended: Optional[Ended]
     abandoned: Optional[str]  # why the last intervals could not be had (None: they were)
     unload_stuck: Optional[str]  # why an agent could not be unloaded (None: it was, or there is none)
+    restopped: Optional[str]  # a stopped target was continued for its agent to unload, said in a line (None: not)
     final_at: Optional[float]  # time.perf_counter() when the target said it ends
     final_cpu: Optional[float]  # CPU seconds of its main thread then (None: not known)
     resumed_at: Optional[float]  # time.perf_counter() when a spawned target started running
