@@ -3,10 +3,12 @@ a condition, read and check an interval log."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
 import time
@@ -186,3 +188,23 @@ def tmux():
     yield start
     for s in sessions:
         s.close()
+
+
+@contextlib.contextmanager
+def loopback_http_server():
+    """A plain HTTP server on loopback, which is no frida-server (``-H`` at it must fail in one
+    line): yields its port; killed and reaped on the way out."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def listening():
+        with socket.socket() as c:
+            return c.connect_ex(("127.0.0.1", port)) == 0
+    try:
+        wait_for(listening, 30, "the HTTP server")
+        yield port
+    finally:
+        end_process(proc)
