@@ -43,7 +43,10 @@ def test_a_stop_signal_mid_run_keeps_the_summary_and_the_report(build, tmp_path,
 
 
 def test_ctrl_c_during_start_up_is_one_line(tmp_path):
-    for delay in (0.05, 0.3):
+    # From phasescope's first line on (imports, parsing, spawn); a Ctrl-C inside CPython's own
+    # start-up (its site module, before any phasescope code runs: ~30 ms idle, seen at 50 ms on a
+    # loaded host) is reported by CPython itself, which phasescope cannot change.
+    for delay in (0.3, 1.0):
         proc = subprocess.Popen(cli_command("--no-dashboard", "-f", "/bin/sleep", "5"),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(delay)

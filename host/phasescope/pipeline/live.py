@@ -198,8 +198,10 @@ class LiveRun:
 
     def _insist(self, now: float) -> None:
         """The target did not end on the signal passed on: SIGTERM, as perf does; on SIGTERM too,
-        detach."""
-        if self.passed_on[0] != "SIGTERM":
+        detach. A target already gone (a loaded host may report its end late) is waited for."""
+        if process_state(self.session.pid) in (None, "Z", "X"):  # it did end: its end is on its way
+            self.passed_on = (self.passed_on[0], now + PASS_ON_GRACE)
+        elif self.passed_on[0] != "SIGTERM":
             self._pass_on("SIGTERM", now)
         else:
             self._request_stop(f"stopped by {self.passed_on[0]}; the target did not end on it")
