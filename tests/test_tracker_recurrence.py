@@ -164,6 +164,19 @@ def test_macro_phases_see_an_alternation_as_one_activity():
     assert len(set(got)) <= 4  # a window straddling a boundary may make one more
 
 
+def test_macro_change_point_cuts_the_lag_of_a_change():
+    # 100 intervals of X (micro 1, 2 in turn), then Y (3, 4 in turn): a 32-interval window leaves X
+    # once half of it is Y; the change point (last 12 intervals far from X) restarts it on Y.
+    x, y = [1, 2] * 50, [3, 4] * 50
+    late = macro_of(x + y, window=32, threshold=1.0, recent=0)
+    early = macro_of(x + y, window=32, threshold=1.0, recent=12, change=1.6)
+    lag = lambda got: next(i for i in range(100, 200) if got[i] != got[99]) - 100
+    assert lag(late) == 17  # 17 of 32 are Y: distance 17/32 x 2 over 1.0
+    assert lag(early) == 9  # the 10th Y: 10 of the last 12 are Y, distance 10/12 x 2 over 1.6
+    assert len(set(early[1:100])) == 1 and len(set(early[109:])) == 1  # no other change (the first
+    # interval, a window of one phase, is its own)
+
+
 def test_macro_windows_are_per_thread():
     m = MacroTracker(MacroConfig(window=4, threshold=0.5))
     a = [m.observe(1, 7) for _ in range(6)]
@@ -178,6 +191,7 @@ def test_histogram_distance():
 
 
 def test_macro_options_out_of_range_are_refused():
-    for bad in (dict(window=-1), dict(threshold=0), dict(threshold=3), dict(table_size=0)):
+    for bad in (dict(window=-1), dict(threshold=0), dict(threshold=3), dict(table_size=0),
+                dict(recent=-1), dict(change=0), dict(change=2.5)):
         with pytest.raises(InputError):
             MacroConfig(**bad)
