@@ -61,6 +61,9 @@ Issue 28 (the ``stable`` preset):
 - ``calibrate``: the threshold is ``calibrate`` x the median Manhattan distance between each
   thread's consecutive footprints (the last :data:`CALIBRATION_WINDOW`), clipped to
   [``threshold``, ``threshold_max``]: a program whose intervals all differ gets a wider one.
+  ``calibrate_on`` ``nearest``: the distances are each interval's to the nearest of the last
+  :data:`CALIBRATION_WINDOW` intervals, and ``calibrate_quantile`` picks the level (a program that
+  jumps between tight phases, as cc1 does, has wide gaps but near neighbours; docs/quality.md).
 
 Sampled windows (issue 9; ``PRESETS["sampled"]``), whose footprints carry sampling noise:
 
