@@ -34,10 +34,10 @@ from typing import Optional
 
 from phasescope.commands.options import add_interval_option, add_source_options, validate_source_options
 from phasescope.commands.runner import Command
-from phasescope.engine import EngineConfig, PhaseEngine
-from phasescope.engine.bursts import BurstPlanner
+from phasescope.engine import EngineConfig
 from phasescope.engine.tracker import TrackerConfig, preset
 from phasescope.errors import InputError, PhasescopeError
+from phasescope.pipeline.flow import Flow
 from phasescope.sources.kernel_session import KernelSession
 from phasescope.sources.sampled_session import SampledSession
 from phasescope.sources.procfs import main_thread_cpu
@@ -132,10 +132,8 @@ def _traced(session, what: str):
     t0 = time.perf_counter()
     n = instructions = bursts = 0
     ended = None
-    engine = PhaseEngine(EngineConfig(tracker=preset("sampled"))) if session.mode == "sampled" else None
-    planner = BurstPlanner(session.burst) if session.bursts else None
-    if planner is not None:
-        engine.subscribe(planner.on_interval)
+    flow = (Flow(EngineConfig(tracker=preset("sampled")), burst=session.burst if session.bursts else None)
+            if session.mode == "sampled" else None)
     with _stdout_to_devnull():
         session.start()
         t1 = t_end = time.perf_counter()
@@ -144,8 +142,8 @@ def _traced(session, what: str):
                 if isinstance(event, IntervalEvent):
                     n += 1
                     instructions += event.interval.instructions or 0
-                    if engine is not None:
-                        engine.feed(event.interval)
+                    if flow is not None:
+                        flow.feed(event.interval)
                 elif isinstance(event, BurstEvent):
                     bursts += 1
                 elif isinstance(event, Ended):

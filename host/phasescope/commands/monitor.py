@@ -28,9 +28,6 @@ from phasescope.sources.executable import exact_mode_refusal
 from phasescope.sources.kernel_session import KernelSession
 from phasescope.sources.procfs import process_exe
 from phasescope.sources.system_sampler import SystemSampler
-from phasescope.view.plain import PlainView
-from phasescope.view.screen import DashboardScreen
-from phasescope.view.system_view import print_system_report, render as render_system
 
 
 BRIEF = {
@@ -258,20 +255,13 @@ class MonitorCommand(Command):
                 sinks = open_sinks(args, config)
                 sampler = SystemSampler(process_filter(args), period_ns=10**9 // args.rate,
                                         window_samples=args.window, kernel=args.kernel_samples)
-                run = SystemRun(sampler, config, sinks, out=out,
+                run = SystemRun(sampler, config, sinks, dashboard=not args.no_dashboard and sys.stdout.isatty(),
+                                out=out, refresh=args.refresh, status_every=args.status_every,
                                 duration=args.duration, phase_db_dir=db_dir, max_processes=args.max_processes)
             except BaseException:
                 Sinks(sinks).close()
                 raise
-            dashboard = not args.no_dashboard and sys.stdout.isatty()
-            view = (DashboardScreen(lambda w, h: render_system(run, w, h), args.refresh) if dashboard
-                    else PlainView(run, out, args.status_every))
-            code = run.run(self.stop, view)
-            for note in view.notes + run.notes:
-                print(note, file=out)
-            print_system_report(run.final, file=out)
-            print(f"phasescope: system-wide sampling stopped ({run.stop_reason})", file=out, flush=True)
-            return code
+            return run.run(self.stop)
         finally:
             if out is not sys.stderr:
                 out.close()

@@ -15,12 +15,11 @@ from typing import List, Optional, TextIO
 
 
 from phasescope import __version__
-from phasescope.engine import EngineConfig, PhaseEngine
-from phasescope.engine.bursts import BurstPlanner
-from phasescope.engine.segments import Segmenter
+from phasescope.engine import EngineConfig
+from phasescope.pipeline.flow import Flow
 from phasescope.pipeline.processes import ProcessEngines
 from phasescope.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_KILLED, EXIT_OK, PhasescopeError
-from phasescope.sinks.base import Sink, Sinks
+from phasescope.sinks.base import Sink
 from phasescope.sources.device import is_local, process_state
 from phasescope.sources.procfs import process_comm
 from phasescope.sources.protocol import QUERY_TIMEOUT, Session
@@ -56,7 +55,6 @@ class LiveRun:
         self.locality_size = locality_size  # --locality: the dashboard's miss-rate column (bytes)
         self.target = session.target
         self.config = config
-        self.sinks = Sinks(sinks)
         self.dashboard = dashboard
         self.out = out
         self.title = title
@@ -64,17 +62,12 @@ class LiveRun:
         self.status_every = status_every
         self.duration = duration
         self.owns_target = owns_target  # the demo's workload: ended with the run, never left running
-        self.engine = PhaseEngine(config)
-        self.segmenter = Segmenter(config.segments)  # fixed: intervals pass through
-        self.sinks.prepare(self.engine)
-        self.engine.subscribe(self.sinks.on_interval)
+        #: sampled mode with bursts: new phases get one exact interval each
+        self.flow = Flow(config, sinks, burst=session.burst if session.bursts else None)
+        self.engine = self.flow.engine
         self.engine.subscribe(self._on_interval)
         #: --locality: phases for which a window was asked of the agent (one ask per phase)
         self.window_asked: set = set()
-        #: sampled mode with bursts: new phases get one exact interval each
-        self.bursts = BurstPlanner(session.burst) if session.bursts else None
-        if self.bursts is not None:
-            self.engine.subscribe(self.bursts.on_interval)
         self.terminated = False  # a piped spawned target was terminated when phasescope detached
         #: (signal, deadline): a stop signal was passed on to the spawned target, which should end by then
         self.passed_on: Optional[tuple] = None
@@ -83,7 +76,7 @@ class LiveRun:
         self.stop_reason: Optional[str] = None
         self.forked: List[int] = []  # children the target forked (not traced)
         #: children followed (sampled mode), each with its own engine, feeding the same sinks
-        self.children = ProcessEngines(config, [self.sinks.on_interval])
+        self.children = ProcessEngines(config, [self.flow.sinks.on_interval])
         self.agent_errors: List[str] = []
         self.started_wall = time.time()
         self.summary: Optional[dict] = None
@@ -102,7 +95,7 @@ class LiveRun:
                                    self.session.describe_mode(), locality_size=self.locality_size)
             self.state.status = "tracing"
             self.state.threads_followed = len(self.session.threads)
-            self.sinks.on_start(self._start_info())
+            self.flow.start(self._start_info())
             self.view = (DashboardScreen(lambda w, h: render(self.state.snapshot(), w, h), self.refresh)
                          if self.dashboard else PlainView(self.state, self.out, self.status_every))
             try:
@@ -114,7 +107,7 @@ class LiveRun:
             finally:
                 self._finish()
         finally:
-            self.sinks.close()
+            self.flow.close()
             if self.symbols is not None:
                 self.symbols.close()
         return self._exit_code()
@@ -139,7 +132,7 @@ class LiveRun:
                     self._request_stop(f"--duration {self.duration:g}s reached")
             if now >= next_checkpoint:
                 self._request_hot_code()
-                self.sinks.on_checkpoint(self._summary())
+                self.flow.checkpoint(self._summary())
                 next_checkpoint = now + CHECKPOINT_EVERY
             self.view.tick(now)
 
@@ -203,12 +196,10 @@ class LiveRun:
             if event.interval.pid is not None:  # a forked child's (sampled mode): its own engine
                 self.children.feed(event.interval)
                 return
-            for iv in self.segmenter.push(event.interval):
-                self.engine.feed(iv)
+            self.flow.feed(event.interval)
         elif isinstance(event, BurstEvent):
-            phase = self.bursts.finished(event.interval) if self.bursts is not None else None
+            phase = self.flow.burst(event.interval)
             if phase is not None:
-                self.engine.add_burst(phase, event.interval)
                 self._request_hot_code([self.engine.stats.phases[phase]])
         elif isinstance(event, (ThreadStarted, ThreadExited)):
             self.state.threads_followed = len(self.session.threads)
@@ -290,10 +281,9 @@ class LiveRun:
             self.stop_reason = (self.stop_reason or "stopped") + f"; spawned target terminated, {why}"
             self.terminated = True
             self.session.kill()
-        for iv in self.segmenter.flush():  # threads whose last unit never came
-            self.engine.feed(iv)
+        self.flow.flush()  # threads whose last unit never came
         self.summary = self._summary(final=True)
-        self.sinks.on_end(self.summary)
+        self.flow.end(self.summary)
         # the terminal may be gone (SIGHUP): each write that fails is skipped, not the ones after it
         _said(self.output.release)
         for note in self.view.notes:
