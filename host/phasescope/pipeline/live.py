@@ -22,7 +22,7 @@ from phasescope.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_KILLED, EXIT_O
 from phasescope.sinks.base import Sink
 from phasescope.sources.device import is_local, process_state
 from phasescope.sources.procfs import process_comm
-from phasescope.sources.protocol import QUERY_TIMEOUT, Session
+from phasescope.sources.protocol import QUERY_TIMEOUT, Agent, Bursts, Locality, Session, capability
 from phasescope.sources.events import (AgentError, BurstEvent, ChildEnded, Dropped, Ended, Forked, IntervalEvent,
                                       ModulesChanged, Output, ThreadExited, ThreadStarted, Unfollowable)
 from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME
@@ -62,8 +62,10 @@ class LiveRun:
         self.status_every = status_every
         self.duration = duration
         self.owns_target = owns_target  # the demo's workload: ended with the run, never left running
-        #: sampled mode with bursts: new phases get one exact interval each
-        self.flow = Flow(config, sinks, burst=session.burst if session.bursts else None)
+        bursts = capability(session, Bursts)  # new phases get one exact interval each
+        self.flow = Flow(config, sinks, burst=bursts.burst if bursts is not None else None)
+        self.agent = capability(session, Agent)  # an agent in the target: it may not answer, or not unload
+        self.locality = capability(session, Locality)
         self.engine = self.flow.engine
         self.engine.subscribe(self._on_interval)
         #: --locality: phases for which a window was asked of the agent (one ask per phase)
@@ -90,7 +92,8 @@ class LiveRun:
         try:
             self.session.start()
             self.symbols = Symbolizer(self.session)
-            self.session.before_final_ack = self._resolve_hot_code  # the process is about to go
+            if self.agent is not None:
+                self.agent.before_final_ack = self._resolve_hot_code  # the process is about to go
             self.state = LiveState(self.engine, self.title, self.session.pid, self.symbols.describe,
                                    self.session.describe_mode(), locality_size=self.locality_size)
             self.state.status = "tracing"
@@ -170,11 +173,12 @@ class LiveRun:
     def _on_interval(self, r, iv) -> None:
         if r.new_phase:  # name its hot code soon, while the code is surely mapped
             self._request_hot_code([self.engine.stats.phases[r.phase]])
-        if self.locality_size is not None and iv.locality is None and r.phase not in self.window_asked:
+        if (self.locality is not None and self.locality_size is not None and iv.locality is None
+                and r.phase not in self.window_asked):
             loc = self.engine.stats.locality
             if loc is None or r.phase not in loc.phases():  # every phase gets at least one window
                 self.window_asked.add(r.phase)
-                self.session.request_window(iv.thread)
+                self.locality.request_window(iv.thread)
 
     def _hot_pcs(self, phases=None):
         """(top block pcs, hottest block pc of each phase) of the main phases, or of ``phases``."""
@@ -271,9 +275,9 @@ class LiveRun:
                 self.ended = self.session.ended
         if self.passed_on is not None and self.stop_reason is None:
             self.stop_reason = f"{self.passed_on[0]} passed on to it"
-        if self.session.abandoned or self.session.unload_stuck:
-            self.stop_reason = "; ".join(filter(None, (self.stop_reason, self.session.abandoned,
-                                                       self.session.unload_stuck)))
+        if self.agent is not None and (self.agent.abandoned or self.agent.unload_stuck):
+            self.stop_reason = "; ".join(filter(None, (self.stop_reason, self.agent.abandoned,
+                                                       self.agent.unload_stuck)))
         if (self.ended is not None and self.ended.how == "detached" and self.target.spawn
                 and (self.session.stdio == "pipe" or self.owns_target) and self._still_running()):
             # Piped: its stdout is a pipe to us, once we exit it would die of SIGPIPE at its next write.
@@ -336,7 +340,7 @@ class LiveRun:
         if self.stop_reason:
             msg += f" ({self.stop_reason})"
         _said(print, msg, file=self.out, flush=True)
-        if self.session.abandoned:
+        if self.agent is not None and self.agent.abandoned:
             return EXIT_FAILED  # detached without the last intervals
         if end is None or end.how in ("detached", "exec"):  # exec: it runs on, as another program
             return EXIT_OK

@@ -112,10 +112,6 @@ class SampledSource:
     def describe_mode(self) -> str:
         return f"sampled {self.rate_hz} Hz"
 
-    def request_window(self, tid: int) -> bool:
-        """Locality windows are exact mode's (--locality): never here."""
-        return False
-
     def sampled_info(self) -> dict:
         """The sampling part of what the summary records of how the program was seen."""
         s = self.sampler

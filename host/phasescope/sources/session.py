@@ -54,6 +54,7 @@ from phasescope.sources.events import (AgentError, Dropped, Ended, Forked, Inter
                                       ThreadExited, ThreadStarted, Unfollowable)
 from phasescope.sources.modules import Module, ModuleMap, library_name
 from phasescope.sources.procfs import main_thread_cpu
+from phasescope.sources.protocol import Agent, Locality
 from phasescope.sources.stdio import PipedStdio
 
 
@@ -168,7 +169,7 @@ class TraceSession:
     # -- lifecycle -------------------------------------------------------------------------------
 
     mode = "exact"
-    bursts = False  # exact mode follows every interval already
+    capabilities = (Locality, Agent)  # no Bursts: exact mode follows every interval already
 
     def describe_mode(self) -> str:
         return "exact"
