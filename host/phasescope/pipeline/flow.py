@@ -76,6 +76,8 @@ class Flow:
         self.sinks.on_checkpoint(summary)
 
     def end(self, summary: dict) -> None:
+        """The final ``summary``, completed with the sinks' own sections, to every sink."""
+        summary.update(self.sinks.summary_sections())
         self.sinks.on_end(summary)
 
     def close(self) -> None:
