@@ -29,8 +29,8 @@ from phasescope.errors import InputError, PhasescopeError
 from phasescope.sources.device import Target, process_state
 from phasescope.sources.events import ChildEnded, Ended, IntervalEvent, Output, ThreadExited, ThreadStarted
 from phasescope.sources.modules import ModuleMap
-from phasescope.sources.sampler import (DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler, SampledSource,
-                                        check_sampling)
+from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, SampledSource, check_sampling
+from phasescope.sources.sampler import Sampler
 from phasescope.sources.stdio import PipedStdio
 
 POLL = 0.02  # seconds between reads of the sample rings

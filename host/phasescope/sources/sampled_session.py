@@ -18,8 +18,8 @@ from phasescope.engine.interval import Interval
 from phasescope.sources.device import Target, require_local
 from phasescope.sources.events import BurstEvent, Ended, IntervalEvent, ThreadStarted
 from phasescope.sources.protocol import Agent, Bursts
-from phasescope.sources.sampler import (DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler, SampledSource,
-                                        check_sampling)
+from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, SampledSource, check_sampling
+from phasescope.sources.sampler import Sampler
 from phasescope.sources.session import TraceSession
 
 POLL = 0.02  # seconds between reads of the sample rings while the agent is quiet
