@@ -17,7 +17,7 @@ from phasescope.errors import InputError
 from phasescope.engine.interval import Interval
 from phasescope.engine.segments import merge_intervals
 from phasescope.commands.options import add_engine_options, engine_config_from_args
-from phasescope.commands.outputs import add_output_options, open_sinks
+from phasescope.commands.outputs import OUTPUT_FILES, add_output_options, open_sinks
 from phasescope.formats.log import read_log
 from phasescope.view.report import print_report
 from phasescope.formats.bbv import read_bb, read_pc_map
@@ -59,8 +59,7 @@ class ReplayCommand(Command):
 
     description = "Replay a recorded interval stream through the phase tracker and predictors, with any tracker setting."
     inputs = {"FILE": "file", "--pc-out-file": "pc_out_file"}
-    outputs = {"--log": "log", "--summary": "summary", "--phase-db": "phase_db", "--events": "events",
-               "--profile": "profile"}
+    outputs = OUTPUT_FILES
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("file", metavar="FILE", help="phasescope interval log (.jsonl) or SimPoint/exp-bbv .bb file")
