@@ -58,6 +58,7 @@ let finished = false;
 let drainTimer = null;
 let observers = [];
 let deferredMain = null; // main thread of a spawned process, until it runs (see followMainEarly)
+const forking = new Map(); // tid -> region of a thread in fork(), followed again once fork returns
 
 function moduleTuple(m) {
   return [m.name, m.base.toString(), m.size, m.path];
@@ -95,7 +96,6 @@ function setup(opts) {
   for (const [name, [ret, args]] of Object.entries(opts.api))
     api[name.replace(/^ps_/, '')] = new NativeFunction(cm[name], ret, args,
         name === 'ps_thread_recent' || name === 'ps_drain' ? EXCLUSIVE : {});
-  api.getpid = new NativeFunction(Module.getGlobalExportByName('getpid'), 'int', []);
   // Inline counters where the fast path exists (x86-64), else a C callout per block.
   transformFn = (opts.portable || cm.transform === undefined) ? cm.transform_portable : cm.transform;
   const bufSize = roundPages(opts.bufferBytes);
@@ -265,14 +265,46 @@ function retireBurst(tid, b) {
 // thread ran since the last drain, if any, until it has run LEFT_TICKS of user time without
 // counting a block: it runs natively, and its region is retired.
 function nudge(tid, b) {
-  const ran = api.thread_recent(b.region, globals.recent, uint64(RELEASE_BLOCKS)).toNumber();
+  if (hasLeft(tid, b))
+    retireBurst(tid, b);
+}
+
+// Whether unfollowed thread `tid` ({region, quiet}) has left Stalker's code: gone, or LEFT_TICKS
+// of user time with no block counted; else the blocks after the hottest it ran are invalidated.
+function hasLeft(tid, l) {
+  const ran = api.thread_recent(l.region, globals.recent, uint64(RELEASE_BLOCKS)).toNumber();
   const ticks = userTicks(tid);
   if (ran > 0) {
     invalidateAfter(tid, globals.recent, RELEASE_BLOCKS);
-    b.quiet = ticks || 0;
-  } else if (ticks === null || ticks - b.quiet >= LEFT_TICKS) {
-    retireBurst(tid, b);
+    l.quiet = ticks || 0;
+    return false;
   }
+  return ticks === null || ticks - l.quiet >= LEFT_TICKS;
+}
+
+// Stalker frees an unfollowed thread's code 20 ms (wall clock) after the thread flags itself as
+// leaving, while it still runs a few instructions there: a thread preempted at that point for
+// longer died of SIGSEGV once the code was freed. Nothing tells when a thread has passed them,
+// but a runnable thread that ran natively for a while has. So no garbage collection while a
+// burst is leaving, and stop() answers (the unload collects everything) once every thread has
+// left, is blocked in the kernel (not runnable: not in those instructions), or LEAVE_MAX_MS passed.
+const LEAVE_MAX_MS = 1000;
+
+function runnable(tid) {
+  try {
+    const stat = File.readAllText(`/proc/self/task/${tid}/stat`);
+    return stat[stat.lastIndexOf(')') + 2] === 'R';
+  } catch (e) {
+    return false; // gone
+  }
+}
+
+function stillLeaving(leaving) {
+  for (const [tid, l] of Array.from(leaving)) {
+    if (!runnable(tid) || hasLeft(tid, l))
+      leaving.delete(tid);
+  }
+  return leaving.size > 0;
 }
 
 function checkBursts() {
@@ -289,7 +321,7 @@ function drain(force) {
   const now = Date.now();
   // Stalker frees an unfollowed thread's context only in garbageCollect(), once the thread has
   // left instrumented code; without this, every short-lived thread leaks ~250 KB of RSS.
-  if (!force && gcUntil > now)
+  if (!force && gcUntil > now && !Array.from(bursts.values()).some(b => b.leaving))
     Stalker.garbageCollect();
   while (retired.length > 0 && now - retired[0][0] > 5000)
     retired.shift();
@@ -340,8 +372,7 @@ function onAck(message) {
 }
 
 function finish(message) {
-  // A forked child inherits these hooks but has no host: let it go its way.
-  if (finished || api.getpid() !== Process.id)
+  if (finished)
     return;
   finished = true;
   for (const tid of Array.from(threads.keys()))
@@ -377,6 +408,7 @@ function sayUnfollowable(reason) {
   }
 }
 const faultScratch = Memory.alloc(8);
+const MAX_SCAN = 1 << 12; // instructions of compiled code searched for a fault's real instruction
 
 // The program's own handler of signal `sig` (null: none, or SIG_DFL / SIG_IGN).
 function programHandler(sig) {
@@ -428,7 +460,7 @@ function realPc(region, pc) {
       k++;
     p = insn.next;
   }
-  for (let p = real, i = 0; i < 4096; i++) {
+  for (let p = real, i = 0; i < MAX_SCAN; i++) {
     const insn = Instruction.parse(p);
     if (insn.size === want.size && codeBytes(p, insn.size) === bytes && k-- === 0)
       return p;
@@ -499,6 +531,41 @@ function followLater(tid) {
   }, JVM_THREAD_DELAY_MS);
 }
 
+// A forked child inherits every hook but has no host, and must run no JavaScript: a lock that
+// another thread of the parent held at fork() (the JS runtime's, for one) stays held in the child
+// forever, and the child hung on it. So each hook is native: it calls `fn` (a NativeCallback,
+// JavaScript) only in the traced process, with the hooked call's first argument (on_enter) or its
+// return value (on_leave).
+const PARENT_ONLY = `
+#include <gum/guminterceptor.h>
+extern int ps_pid;
+extern int getpid (void);
+typedef void (* PsHook) (gpointer value);
+void on_enter (GumInvocationContext * ic) {
+  if (getpid () == ps_pid)
+    ((PsHook) gum_invocation_context_get_listener_function_data (ic)) (gum_invocation_context_get_nth_argument (ic, 0));
+}
+void on_leave (GumInvocationContext * ic) {
+  if (getpid () == ps_pid)
+    ((PsHook) gum_invocation_context_get_listener_function_data (ic)) (gum_invocation_context_get_return_value (ic));
+}
+`;
+let parentOnly = null;
+const hookCallbacks = []; // NativeCallbacks the hooks call: kept alive while the hooks are
+
+function onlyInParent(name, when, fn) {
+  if (parentOnly === null) {
+    const pid = Memory.alloc(4);
+    pid.writeS32(Process.id);
+    parentOnly = new CModule(PARENT_ONLY, { ps_pid: pid, getpid: Module.getGlobalExportByName('getpid') });
+  }
+  const cb = new NativeCallback(fn, 'void', ['pointer']);
+  hookCallbacks.push(cb);
+  const callbacks = {};
+  callbacks[when === 'on_enter' ? 'onEnter' : 'onLeave'] = parentOnly[when];
+  observers.push(Interceptor.attach(Module.getGlobalExportByName(name), callbacks, cb));
+}
+
 function installHooks() {
   observers.push(Process.attachThreadObserver({
     onAdded(thread) {
@@ -541,49 +608,44 @@ function installHooks() {
   }));
   // A thread that forks while followed leaves Stalker's code in the child, which crashes there
   // (Frida 17.26); so fork() runs unfollowed and the parent thread is followed again after it.
-  observers.push(Interceptor.attach(Module.getGlobalExportByName('fork'), {
-    onEnter() {
-      if (config.watch) { // watch mode follows only bursting threads: a burst ends here for good
-        const b = bursts.get(Process.getCurrentThreadId());
-        if (b !== undefined)
-          unfollowBurst(Process.getCurrentThreadId(), b);
-        return;
-      }
-      this.region = threads.get(Process.getCurrentThreadId());
-      if (this.region !== undefined)
-        Stalker.unfollow();
-    },
-    onLeave(retval) {
-      const pid = retval.toInt32();
-      if (pid === 0 || api.getpid() !== Process.id)
-        return; // the child
-      if (pid > 0)
-        forked.push(pid);
-      if (this.region !== undefined)
-        Stalker.follow(this.region === null ? {} : { transform: transformFn, data: this.region });
-    },
-  }));
+  onlyInParent('fork', 'on_enter', () => {
+    const tid = Process.getCurrentThreadId();
+    if (config.watch) { // watch mode follows only bursting threads: a burst ends here for good
+      const b = bursts.get(tid);
+      if (b !== undefined)
+        unfollowBurst(tid, b);
+      return;
+    }
+    const region = threads.get(tid);
+    if (region !== undefined) {
+      forking.set(tid, region);
+      Stalker.unfollow();
+    }
+  });
+  onlyInParent('fork', 'on_leave', retval => {
+    const pid = retval.toInt32();
+    if (pid > 0)
+      forked.push(pid);
+    const tid = Process.getCurrentThreadId();
+    const region = forking.get(tid);
+    if (region !== undefined) {
+      forking.delete(tid);
+      Stalker.follow(region === null ? {} : { transform: transformFn, data: region });
+    }
+  });
   // exec replaces the program: ship every thread's interval so far (partial) first. Should the
   // exec fail, counting simply goes on.
-  observers.push(Interceptor.attach(Module.getGlobalExportByName('execve'), {
-    onEnter(args) {
-      if (finished || api.getpid() !== Process.id)
-        return;
-      for (const region of threads.values()) {
-        if (region !== null)
-          api.thread_flush(region);
-      }
-      flushToHost({ type: 'exec', path: args[0].readUtf8String() });
-    },
-  }));
-  for (const name of ['exit', '_exit']) {
-    const fn = Module.getGlobalExportByName(name);
-    observers.push(Interceptor.attach(fn, {
-      onEnter(args) {
-        finish({ type: 'exit', status: args[0].toInt32() });
-      },
-    }));
-  }
+  onlyInParent('execve', 'on_enter', path => {
+    if (finished)
+      return;
+    for (const region of threads.values()) {
+      if (region !== null)
+        api.thread_flush(region);
+    }
+    flushToHost({ type: 'exec', path: path.readUtf8String() });
+  });
+  for (const name of ['exit', '_exit'])
+    onlyInParent(name, 'on_enter', status => finish({ type: 'exit', status: status.toInt32() }));
   Process.setExceptionHandler(details => {
     if (programHandles(details.type))
       return false; // its own handler decides (a runtime's planned fault): see hookFaultHandler
@@ -719,14 +781,27 @@ rpc.exports = {
     }
     for (const [tid, region] of threads)
       releaseHotLoop(tid, region);
+    const leaving = new Map(); // tid -> {region, quiet} of the threads that leave Stalker's code
+    for (const [tid, region] of threads) {
+      if (region !== null)
+        leaving.set(tid, { region, quiet: userTicks(tid) || 0 });
+    }
     for (const [tid, b] of Array.from(bursts)) {
+      leaving.set(tid, { region: b.region, quiet: userTicks(tid) || 0 });
       unfollowBurst(tid, b);
       releaseHotLoop(tid, b.region);
       retireBurst(tid, b);
     }
     Stalker.flush();
-    Stalker.garbageCollect();
+    const since = Date.now();
     return new Promise(resolve => {
+      // Once the last intervals are shipped (hasLeft zeroes the counts), wait for the threads to leave.
+      const settle = () => {
+        if (stillLeaving(leaving) && Date.now() - since < LEAVE_MAX_MS)
+          setTimeout(settle, BURST_POLL_MS);
+        else
+          resolve(true);
+      };
       // Give followed threads a moment to leave the instrumented code before the last harvest.
       setTimeout(() => {
         if (drainTimer !== null)
@@ -735,7 +810,7 @@ rpc.exports = {
           close(tid, false);
         drain(true);
         drain(true);
-        resolve(true);
+        settle();
       }, 50);
     });
   },

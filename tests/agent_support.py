@@ -65,7 +65,8 @@ def trace_spawn(argv, interval: int = 10_000_000, **kw) -> Trace:
 
 def functions(binary: str) -> list:
     """(offset, size, name) of the text symbols of a binary, from nm."""
-    out = subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True, text=True, check=True,
+                         timeout=300).stdout
     result = []
     for line in out.splitlines():
         parts = line.split()
@@ -101,7 +102,8 @@ def callgrind_functions(argv, tmp_path, stdin: bytes = b"") -> dict:
     pid = re.search(rb"^==(\d+)==", proc.stderr, re.MULTILINE).group(1).decode()
     out = tmp_path / f"callgrind.out.{pid}"
     text = subprocess.run(
-        ["callgrind_annotate", "--threshold=100", "--inclusive=no", str(out)], capture_output=True, text=True, check=True
+        ["callgrind_annotate", "--threshold=100", "--inclusive=no", str(out)], capture_output=True, text=True, check=True,
+        timeout=300
     ).stdout
     result = {}
     for line in text.splitlines():

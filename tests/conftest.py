@@ -3,10 +3,12 @@ a condition, read and check an interval log."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
 import time
@@ -64,7 +66,7 @@ def build(tmp_path_factory):
             tag = hashlib.sha1("\0".join(flags).encode()).hexdigest()[:8]
             exe = out_dir / (name or (Path(source).stem + ("_" + tag if flags else "")))
             cmd = ["cc", "-O1", "-g", "-o", str(exe), str(PROGRAMS / source), *flags]
-            subprocess.run(cmd, check=True, capture_output=True)
+            subprocess.run(cmd, check=True, capture_output=True, timeout=300)
             cache[key] = str(exe)
         return cache[key]
 
@@ -95,6 +97,19 @@ def wait_for(predicate: Callable, timeout: float = 30.0, what: Union[str, Callab
         if time.monotonic() >= end:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what() if callable(what) else what}")
         time.sleep(every)
+
+
+def end_process(proc: subprocess.Popen, timeout: float = 15.0) -> None:
+    """Kill a process the test started (if it still runs) and reap it within ``timeout`` s; a
+    process that cannot be reaped fails the test, naming its tracers, instead of hanging it."""
+    if proc.poll() is None:
+        proc.kill()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        from phasescope.sources.stopped import stuck_helpers
+        raise AssertionError(f"pid {proc.pid} killed but not reapable after {timeout:g} s; "
+                             f"frida helpers tracing it: {stuck_helpers(proc.pid)}") from None
 
 
 def log_lines(path) -> int:
@@ -143,12 +158,13 @@ class Tmux:
         # the shell outlives a Ctrl-C sent to the pane (trap), so that the exit status can be read
         shell = "trap : INT; " + " ".join(shlex.quote(c) for c in command) + "; echo EXIT=$?; sleep 60"
         subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height),
-                        "env", "-u", "COLUMNS", "-u", "LINES", "TERM=xterm-256color", "sh", "-c", shell], check=True)
+                        "env", "-u", "COLUMNS", "-u", "LINES", "TERM=xterm-256color", "sh", "-c", shell],
+                       check=True, timeout=300)
 
     def screen(self) -> str:
         """The visible pane; -J joins lines the terminal wrapped (long paths in the final message)."""
         return subprocess.run(["tmux", "capture-pane", "-p", "-J", "-t", self.name], capture_output=True,
-                              text=True, check=True).stdout
+                              text=True, check=True, timeout=300).stdout
 
     def wait_for(self, pattern: str, timeout: float = 60.0) -> str:
         """The screen once ``pattern`` is on it."""
@@ -158,7 +174,7 @@ class Tmux:
         return wait_for(shown, timeout, lambda: f"{pattern!r} on screen; last screen:\n{self.screen()}", every=0.2)
 
     def close(self):
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True, timeout=300)
 
 
 @pytest.fixture
@@ -172,3 +188,23 @@ def tmux():
     yield start
     for s in sessions:
         s.close()
+
+
+@contextlib.contextmanager
+def loopback_http_server():
+    """A plain HTTP server on loopback, which is no frida-server (``-H`` at it must fail in one
+    line): yields its port; killed and reaped on the way out."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def listening():
+        with socket.socket() as c:
+            return c.connect_ex(("127.0.0.1", port)) == 0
+    try:
+        wait_for(listening, 30, "the HTTP server")
+        yield port
+    finally:
+        end_process(proc)

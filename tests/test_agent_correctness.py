@@ -29,7 +29,7 @@ def test_compress_round_trip_traced_equals_untraced(tool, tmp_path):
     original = tmp_path / "data"
     original.write_bytes(_payload())
 
-    native = subprocess.run([exe, "-c", str(original)], capture_output=True, check=True).stdout
+    native = subprocess.run([exe, "-c", str(original)], capture_output=True, check=True, timeout=300).stdout
     traced = trace_spawn([exe, "-c", str(original)])
     assert traced.ended.how == "exited" and traced.ended.code == 0
     assert traced.output.get(1, b"") == native
@@ -53,7 +53,7 @@ def test_python_script_output_is_unchanged(tmp_path):
         "print(sorted(set(s))[:10])\n"
     )
     python = "/usr/bin/python3" if shutil.which("/usr/bin/python3") else sys.executable
-    native = subprocess.run([python, str(script)], capture_output=True, check=True).stdout
+    native = subprocess.run([python, str(script)], capture_output=True, check=True, timeout=300).stdout
     traced = trace_spawn([python, str(script)])
     assert traced.ended.how == "exited" and traced.ended.code == 0
     assert traced.output.get(1, b"") == native
@@ -65,7 +65,7 @@ def compile_inline(tmp_path, name: str, source: str) -> Path:
     src = tmp_path / f"{name}.c"
     src.write_text(source)
     exe = tmp_path / name
-    subprocess.run(["cc", "-O1", "-o", str(exe), str(src)], check=True)
+    subprocess.run(["cc", "-O1", "-o", str(exe), str(src)], check=True, timeout=300)
     return exe
 
 
@@ -83,7 +83,7 @@ def test_exit_code_and_crash_are_reported(build, tmp_path):
 def test_fork_child_runs_and_parent_keeps_being_counted(build, tmp_path):
     binary = build("forks.c")
     argv = [binary, "200000"]
-    native = subprocess.run(argv, capture_output=True, check=True).stdout
+    native = subprocess.run(argv, capture_output=True, check=True, timeout=300).stdout
     traced = trace_spawn(argv, interval=1_000_000)
     assert traced.ended.how == "exited" and traced.ended.code == 0
     assert sorted(traced.output.get(1, b"").splitlines()) == sorted(native.splitlines())
@@ -114,7 +114,7 @@ def test_register_loops_interrupted_by_signals_running_them_change_nothing(build
     """The self-looping block of loop_signals.c is counted in a register saved below the red zone;
     a SIGPROF handler runs the same loop every 0.5 ms of CPU time, on top of the interrupted one."""
     exe = build("loop_signals.c")
-    native = subprocess.run([exe], capture_output=True, check=True).stdout
+    native = subprocess.run([exe], capture_output=True, check=True, timeout=300).stdout
     traced = trace_spawn([exe], interval=1_000_000)
     assert traced.ended.how == "exited" and traced.ended.code == 0
     assert traced.output.get(1, b"") == native

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import run_cli
+from conftest import end_process, run_cli
 from phasescope.errors import InputError, PhasescopeError
 from phasescope.sources.session import TraceSession
 from phasescope.sources.device import resolve_device, resolve_target
@@ -56,8 +56,7 @@ def test_name_matching_several_processes(tmp_path):
             resolve_target(device, name="phasescope-nobody")
     finally:
         for p in procs:
-            p.kill()
-            p.wait()
+            end_process(p)
 
 
 def test_exactly_one_target():
@@ -86,8 +85,7 @@ def test_permission_denied(tmp_path):
     try:
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     finally:
-        victim.kill()
-        victim.wait()
+        end_process(victim)
     _one_line_error(proc, 2, "permission denied attaching to pid")
 
 

@@ -62,7 +62,7 @@ def test_self_loops_count_exactly_whatever_their_trip_count(build, tmp_path):
     and every interval cut at the iteration that crossed its budget."""
     binary = build("trip_counts.c")
     argv = [binary, "2"]
-    native = subprocess.run(argv, capture_output=True, check=True).stdout
+    native = subprocess.run(argv, capture_output=True, check=True, timeout=300).stdout
     interval = 100_003
     trace = trace_spawn(argv, interval=interval)
     assert trace.ended.how == "exited" and trace.ended.code == 0

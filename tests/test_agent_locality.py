@@ -39,7 +39,7 @@ def _curve(phase: dict) -> dict:
 
 def test_locality_separates_working_sets(build, tmp_path):
     exe = build("locality_phases.c", "-O2")
-    native = subprocess.run([exe, *ARGS], capture_output=True, check=True).stdout
+    native = subprocess.run([exe, *ARGS], capture_output=True, check=True, timeout=300).stdout
     summary, log = tmp_path / "s.json", tmp_path / "log.jsonl"
     # 1024 buckets: with the preset's 32, two of the program's five single-loop phases share a bucket
     # for 3 module names in 10 (the name is in every block key), and coarse then folds them

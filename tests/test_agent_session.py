@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agent_support import collect, trace_spawn
-from conftest import wait_for
+from conftest import end_process, wait_for
 from phasescope.sources.session import TraceSession
 from phasescope.sources.events import Dropped, Ended, IntervalEvent, ModulesChanged
 from phasescope.sources.device import resolve_device, resolve_target
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow  # every test here starts a real process
 def test_detach_ships_partial_intervals_and_leaves_the_target_running(build):
     binary = build("counted.c")
     n = "150000000"  # runs for seconds: still running when the session detaches
-    expected = subprocess.run([binary, n], capture_output=True, check=True).stdout
+    expected = subprocess.run([binary, n], capture_output=True, check=True, timeout=300).stdout
     proc = subprocess.Popen([binary, n], stdout=subprocess.PIPE)
     try:
         device = resolve_device()
@@ -125,5 +125,4 @@ def test_killed_target_is_reported(build):
                 assert event.how == "killed"
                 break
     finally:
-        proc.kill()
-        proc.wait()
+        end_process(proc)

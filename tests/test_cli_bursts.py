@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from conftest import run_cli
+from conftest import end_process, run_cli
 
 from phasescope.sources.device import resolve_device, resolve_target
 from phasescope.sources.events import BurstEvent, Ended, Output, ThreadExited, ThreadStarted
@@ -23,7 +23,7 @@ INTERVAL = 10_000_000  # the agent's exact interval
 
 def test_each_phase_gets_a_burst_of_its_own_code(build, tmp_path):
     exe = build("phased.c")
-    native = subprocess.run([exe, "2", "100"], capture_output=True, text=True, check=True).stdout
+    native = subprocess.run([exe, "2", "100"], capture_output=True, text=True, check=True, timeout=300).stdout
     summary = tmp_path / "s.json"
     r = run_cli("--mode", "sampled", "--bursts", "--no-dashboard", "--summary", str(summary), "-f", exe, "2", "100")
     assert r.returncode == 0, r.stderr
@@ -71,7 +71,8 @@ def test_a_thread_exiting_mid_burst_yields_nothing_and_frees_the_slot(build):
     assert worker is not None and asked_main
     assert [b.thread for b in bursts] == [session.pid]  # none of the worker's partial interval
     assert bursts[0].mode == "exact" and INTERVAL <= bursts[0].instructions <= INTERVAL + 64
-    native = subprocess.run([build("burst_slow.c", "-pthread"), "300"], capture_output=True, check=True).stdout
+    native = subprocess.run([build("burst_slow.c", "-pthread"), "300"], capture_output=True, check=True,
+                            timeout=300).stdout
     assert out == native
 
 
@@ -96,7 +97,7 @@ assert s.ended.how == "detached" and not s.abandoned and not s.unload_stuck, (s.
 
 def test_detach_mid_burst_leaves_the_target_running(build, tmp_path):
     exe = build("burst_slow.c", "-pthread")
-    native = subprocess.run([exe, "2000"], capture_output=True, check=True).stdout
+    native = subprocess.run([exe, "2000"], capture_output=True, check=True, timeout=300).stdout
     with open(tmp_path / "out", "wb") as f:
         proc = subprocess.Popen([exe, "2000"], stdout=f)
     try:
@@ -107,8 +108,7 @@ def test_detach_mid_burst_leaves_the_target_running(build, tmp_path):
         assert proc.poll() is None  # detached before the worker's 2 s are over
         assert proc.wait(timeout=30) == 0
     finally:
-        proc.kill()
-        proc.wait()
+        end_process(proc)
     assert (tmp_path / "out").read_bytes() == native
 
 

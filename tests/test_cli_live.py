@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import check_thread_streams, cli_command, log_lines, read_records, run_cli, wait_for
+from conftest import check_thread_streams, cli_command, end_process, log_lines, read_records, run_cli, wait_for
 
 pytestmark = pytest.mark.slow  # every test here starts a real process
 
@@ -30,14 +30,13 @@ def long_running(build, tmp_path):
     out = open(tmp_path / "target.out", "w")
     proc = subprocess.Popen([exe, "0", "2"], stdout=out, stderr=subprocess.STDOUT)
     yield proc, tmp_path / "target.out"
-    proc.kill()
-    proc.wait()
+    end_process(proc)
     out.close()
 
 
 def test_spawn_log_and_summary_agree(build, tmp_path):
     exe = build("phased.c")
-    native = subprocess.run([exe, "4", "3"], capture_output=True, text=True, check=True).stdout
+    native = subprocess.run([exe, "4", "3"], capture_output=True, text=True, check=True, timeout=300).stdout
     log, summary = tmp_path / "log.jsonl", tmp_path / "summary.json"
     r = run_cli("--no-dashboard", "--log", str(log), "--summary", str(summary), "-f", exe, "4", "3")
     assert r.returncode == 0, r.stderr
@@ -79,7 +78,7 @@ def test_plain_output_lines(build):
     exe = build("phased.c")
     r = run_cli("--no-dashboard", "--status-every", "0.2", "-f", exe, "3", "3")
     assert r.returncode == 0, r.stderr
-    native = subprocess.run([exe, "3", "3"], capture_output=True, text=True, check=True).stdout
+    native = subprocess.run([exe, "3", "3"], capture_output=True, text=True, check=True, timeout=300).stdout
     assert r.stdout == native  # phasescope's own lines go to stderr, never into the target's output
     lines = r.stderr.splitlines()
     changes = [ln for ln in lines if " -> P" in ln]

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import cli_command, run_cli, wait_for
+from conftest import cli_command, end_process, loopback_http_server, run_cli, wait_for
 from phasescope.engine import PhaseEngine
 from phasescope.engine.interval import Interval
 from phasescope.formats.log import dumps, to_record
@@ -124,7 +124,7 @@ def test_pids_that_cannot_be_traced_say_why(tmp_path):
     try:
         one_line(run_cli("--no-dashboard", "-p", str(child.pid)), 2, "zombie")
     finally:
-        child.wait()
+        child.wait(timeout=10)
     one_line(run_cli("-H", "127.0.0.1:1", "-n", "app"), 2, "cannot")
     for args, fragment in ((["--table-size", "1000000000"], "table size"),
                            (["--interval", "99999999999999999999"], "interval must be")):
@@ -231,8 +231,6 @@ def fuzz_targets(tmp_path_factory, build):
     """Programs and processes to aim at, each named: a compiled program (its copy is also named as
     an output), a shell script, a text file, an empty file, a static binary, a kernel thread, a
     stopped and a zombie process, and a loopback HTTP server posing as a frida-server."""
-    import socket
-    import sys
     from conftest import PROGRAMS
     d = tmp_path_factory.mktemp("targets")
     prog = d / "prog"
@@ -251,26 +249,15 @@ def fuzz_targets(tmp_path_factory, build):
     os.kill(stopped.pid, 19)  # SIGSTOP
     zombie = subprocess.Popen(["true"])
     wait_for(lambda: "Z" in open(f"/proc/{zombie.pid}/stat").read().split()[2], 10, "a zombie")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    http = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def listening():
-        with socket.socket() as c:
-            return c.connect_ex(("127.0.0.1", port)) == 0
-    wait_for(listening, 30, "the HTTP server")
     try:
-        yield {"files": {"prog": str(prog), "script": str(script), "text": str(text), "empty": str(empty),
-                         "static": str(static)},
-               "pids": {"kernel thread": "2", "stopped": str(stopped.pid), "zombie": str(zombie.pid),
-                        "init": "1", "none": "4194303"},
-               "host": f"127.0.0.1:{port}", "dir": str(d)}
+        with loopback_http_server() as port:
+            yield {"files": {"prog": str(prog), "script": str(script), "text": str(text), "empty": str(empty),
+                             "static": str(static)},
+                   "pids": {"kernel thread": "2", "stopped": str(stopped.pid), "zombie": str(zombie.pid),
+                            "init": "1", "none": "4194303"},
+                   "host": f"127.0.0.1:{port}", "dir": str(d)}
     finally:
-        for proc in (stopped, http):
-            proc.kill()
-            proc.wait()
+        end_process(stopped)
         zombie.wait()
 
 

@@ -8,15 +8,13 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import PROGRAMS, cli_command, run_cli, wait_for
+from conftest import PROGRAMS, cli_command, loopback_http_server, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -149,21 +147,8 @@ def test_init_is_bad_input_as_the_readme_says():
 @pytest.fixture
 def http_server():
     """A loopback HTTP server, which is no frida-server: its port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def listening():
-        with socket.socket() as c:
-            return c.connect_ex(("127.0.0.1", port)) == 0
-    try:
-        wait_for(listening, 30, "the HTTP server")
+    with loopback_http_server() as port:
         yield port
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.mark.parametrize("mode", ["exact", "sampled"])

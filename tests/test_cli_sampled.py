@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from conftest import cli_command, read_records, run_cli
+from conftest import cli_command, end_process, read_records, run_cli
 from phasescope.quality.metrics import adjusted_rand_index
 
 pytestmark = pytest.mark.slow  # every test here starts a real process
@@ -23,7 +23,7 @@ def test_spawn_sampled_log_summary_and_replay(build, tmp_path):
     # 400M: phase_a about 1 s and phase_b about 0.5 s of CPU, five windows or more. At 150M phase_b
     # was one or two windows of six and its share fell under 15% on some runs (the xfail it had).
     exe = build("sampled_two.c")
-    native = subprocess.run([exe, "400000000"], capture_output=True, text=True, check=True).stdout
+    native = subprocess.run([exe, "400000000"], capture_output=True, text=True, check=True, timeout=300).stdout
     log, summary = tmp_path / "s.jsonl", tmp_path / "s.json"
     r = run_cli("--mode", "sampled", "--no-dashboard", "--window", "100", "--log", str(log),
                 "--summary", str(summary), "-f", exe, "400000000")
@@ -71,8 +71,7 @@ def test_attach_sampled_sees_threads_created_after_attach(build, tmp_path):
         s = json.loads(summary.read_text())
         assert s["end"]["how"] == "exited" and s["session"]["mode"] == "sampled"
     finally:
-        proc.kill()
-        proc.wait()
+        end_process(proc)
 
 
 def test_sampled_mode_refuses_a_remote_device():

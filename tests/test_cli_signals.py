@@ -33,7 +33,7 @@ def test_a_stop_signal_mid_run_keeps_the_summary_and_the_report(build, tmp_path,
     finally:
         proc.kill()
         if summary.exists():
-            subprocess.run(["kill", "-9", str(json.loads(summary.read_text())["target"]["pid"])])
+            subprocess.run(["kill", "-9", str(json.loads(summary.read_text())["target"]["pid"])], timeout=300)
     text = lines.read_text()
     assert "Traceback" not in text
     assert s["end"]["how"] in ("killed", "crashed") and s["end"]["reason"] == f"{sig.name} passed on to it"
@@ -43,7 +43,10 @@ def test_a_stop_signal_mid_run_keeps_the_summary_and_the_report(build, tmp_path,
 
 
 def test_ctrl_c_during_start_up_is_one_line(tmp_path):
-    for delay in (0.05, 0.3):
+    # From phasescope's first line on (imports, parsing, spawn); a Ctrl-C inside CPython's own
+    # start-up (its site module, before any phasescope code runs: ~30 ms idle, seen at 50 ms on a
+    # loaded host) is reported by CPython itself, which phasescope cannot change.
+    for delay in (0.3, 1.0):
         proc = subprocess.Popen(cli_command("--no-dashboard", "-f", "/bin/sleep", "5"),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(delay)
@@ -64,7 +67,7 @@ def test_demo_with_a_duration_in_a_real_terminal_ends_with_the_report(tmux, dura
 def test_ctrl_c_in_the_dashboard_ends_with_the_report(tmux):
     t = tmux(100, 30, cli_command("demo"))
     t.wait_for(r"intervals \d+")
-    subprocess.run(["tmux", "send-keys", "-t", t.name, "C-c"], check=True)
+    subprocess.run(["tmux", "send-keys", "-t", t.name, "C-c"], check=True, timeout=300)
     final = t.wait_for(r"EXIT=\d+", timeout=60)
     assert "EXIT=130" in final and "Traceback" not in final, final  # the workload ended of the Ctrl-C
     assert "SIGINT passed on to it" in final

@@ -33,7 +33,7 @@ def test_binary_stdout_is_byte_identical(tmp_path, program):
     if shutil.which(program) is None:
         pytest.skip(f"{program} is not installed")
     data = _data(tmp_path)
-    native = subprocess.run([program, "-c", str(data)], capture_output=True, check=True).stdout
+    native = subprocess.run([program, "-c", str(data)], capture_output=True, check=True, timeout=300).stdout
     r = _traced("-f", program, "--", "-c", str(data))
     assert r.returncode == 0, r.stderr
     assert r.stdout == native  # phasescope's own lines went to stderr
@@ -49,7 +49,7 @@ def test_stdin_through_a_pipe(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = proc.communicate(data, timeout=180)
     assert proc.returncode == 0, err
-    assert subprocess.run(["gzip", "-dc"], input=out, capture_output=True, check=True).stdout == data
+    assert subprocess.run(["gzip", "-dc"], input=out, capture_output=True, check=True, timeout=300).stdout == data
 
 
 def test_options_after_the_target_are_phasescope_s(tmp_path):
@@ -88,7 +88,7 @@ def test_pipe_mode_gives_the_target_our_stdin_to_the_end_and_keeps_stderr_apart(
     for argv, data in ((["sqlite3", ":memory:"], script.read_bytes()), (["xz", "-c"], os.urandom(1 << 20))):
         if shutil.which(argv[0]) is None:
             continue
-        native = subprocess.run(argv, input=data, capture_output=True)
+        native = subprocess.run(argv, input=data, capture_output=True, timeout=300)
         r = subprocess.run(cli_command("--stdio", "pipe", "--no-dashboard", "-f", argv[0], "--", *argv[1:]),
                            input=data, capture_output=True, timeout=120)
         assert r.returncode == native.returncode, r.stderr[-2000:]

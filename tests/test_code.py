@@ -22,7 +22,7 @@ def _file_reader(path):
 def _loop_branch(exe):
     """Address of the hash loop's closing jne and of the loop head, from objdump."""
     out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", exe], capture_output=True, text=True,
-                         check=True).stdout
+                         check=True, timeout=300).stdout
     body = out.split("<hash_phase>:")[1].split("\n\n")[0]
     lines = [ln.split(":")[0].strip() for ln in body.strip().splitlines()]
     jne = next(ln for ln in body.splitlines() if "\tjne" in ln)

@@ -10,7 +10,7 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import cli_command, run_cli, wait_for
+from conftest import cli_command, end_process, run_cli, wait_for
 
 pytestmark = pytest.mark.slow  # every test here starts a real process
 
@@ -41,7 +41,7 @@ def test_a_scrape_of_a_live_run_shows_its_phases_and_changes(build, tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=60)
-        subprocess.run(["pkill", "-f", exe])
+        subprocess.run(["pkill", "-f", exe], timeout=300)
 
 
 def test_a_remote_address_needs_its_own_flag(tmp_path):
@@ -70,7 +70,6 @@ def test_a_scrape_of_a_system_wide_run_names_each_process(build, tmp_path):
         assert not [k for k in seen if "('pid', '')" in k]  # the machine's own series carry no empty pid
     finally:
         if target is not None:
-            target.kill()
-            target.wait()
+            end_process(target)
         proc.terminate()
         proc.wait(timeout=60)

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_wheel_contains_every_package_and_the_agent(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-                    "-w", str(tmp_path), str(ROOT)], check=True, capture_output=True)
+                    "-w", str(tmp_path), str(ROOT)], check=True, capture_output=True, timeout=300)
     wheel = next(tmp_path.glob("phasescope-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     host = ROOT / "host"

@@ -139,7 +139,8 @@ def test_reference_of_intervals_recovers_phases_known_by_construction():
 
 def cli(*args):
     env = dict(os.environ, PYTHONPATH=HOST)
-    return subprocess.run([sys.executable, "-m", "phasescope.cli", *args], capture_output=True, text=True, env=env)
+    return subprocess.run([sys.executable, "-m", "phasescope.cli", *args], capture_output=True, text=True, env=env,
+                          timeout=300)
 
 
 @pytest.mark.slow

@@ -61,7 +61,7 @@ def test_valgrind_exp_bbv_end_to_end(tmp_path):
     src = tmp_path / "two.c"
     src.write_text(TWO_PHASES_C)
     exe = tmp_path / "two"
-    subprocess.run(["cc", "-O1", "-o", exe, src], check=True)
+    subprocess.run(["cc", "-O1", "-o", exe, src], check=True, timeout=300)
     bb, pc = tmp_path / "two.bb", tmp_path / "two.pc"
     subprocess.run(["valgrind", "--tool=exp-bbv", "--interval-size=200000", f"--bb-out-file={bb}",
                     f"--pc-out-file={pc}", exe], check=True, capture_output=True, timeout=120)

@@ -13,7 +13,7 @@ import pytest
 import subprocess
 import time
 
-from conftest import cli_command
+from conftest import cli_command, end_process
 
 pytestmark = pytest.mark.slow  # every test here starts a real process
 
@@ -39,8 +39,7 @@ def test_detach_from_a_never_ending_self_loop_unloads_the_agent(build):
         _detach_leaves_it_running(target, 3)
         _detach_leaves_it_running(target, 3)  # and it can be traced again: the loop ran natively
     finally:
-        target.kill()
-        target.wait()
+        end_process(target)
 
 
 def test_detach_from_a_long_hot_loop_unloads_the_agent(build, tmp_path):
@@ -51,6 +50,5 @@ def test_detach_from_a_long_hot_loop_unloads_the_agent(build, tmp_path):
         # (seen once under heavy load: SIGSEGV after the detach; what phasescope said then)
         _detach_leaves_it_running(target, 8)
     finally:
-        target.kill()
-        target.wait()
+        end_process(target)
         out.close()

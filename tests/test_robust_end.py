@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import check_thread_streams, cli_command, log_lines, read_records, run_cli, wait_for
+from conftest import check_thread_streams, cli_command, end_process, log_lines, read_records, run_cli, wait_for
 
 pytestmark = pytest.mark.slow  # every test here starts a real process
 
@@ -47,7 +47,7 @@ def one_line_end(stderr: str) -> str:
 @pytest.mark.parametrize("code, expect_rc", [(0, 0), (3, 1)])
 def test_target_exits(build, tmp_path, code, expect_rc):
     exe = build("robust.c", "-pthread")
-    native = subprocess.run([exe, "exit", "40", str(code)], capture_output=True, text=True)
+    native = subprocess.run([exe, "exit", "40", str(code)], capture_output=True, text=True, timeout=300)
     assert native.returncode == code
     log, summary = tmp_path / "log.jsonl", tmp_path / "s.json"
     r = run_cli("--no-dashboard", "--interval", str(INTERVAL), "--log", str(log), "--summary", str(summary),
@@ -114,8 +114,7 @@ def test_target_killed(build, tmp_path, how):
         if mon.poll() is None:
             mon.kill()
         if target is not None:
-            target.kill()
-            target.wait()
+            end_process(target)
     assert mon.returncode == 3, stderr
     assert "killed" in one_line_end(stderr)
     s = json.loads(summary.read_text())
@@ -133,7 +132,7 @@ def test_a_slow_final_ack_leaves_the_exiting_thread_its_counters(build):
     from phasescope.sources.device import resolve_device, resolve_target
     from phasescope.sources.session import TraceSession
     exe = build("locality_phases.c", "-O2")
-    native = subprocess.run([exe, "1", "200000"], capture_output=True, check=True).stdout
+    native = subprocess.run([exe, "1", "200000"], capture_output=True, check=True, timeout=300).stdout
     device = resolve_device()
     session = TraceSession(device, resolve_target(device, argv=[exe, "1", "200000"]), interval=1_000_000,
                            stdio="pipe")

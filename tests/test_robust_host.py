@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from conftest import run_cli
+from conftest import end_process, run_cli
 
 pytestmark = pytest.mark.slow  # every test here starts a real process
 
@@ -27,8 +27,7 @@ def idle_target(build):
     proc = subprocess.Popen([exe, "churn", "1", "1", "1", "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert proc.stdout.readline().startswith(b"ready")
     yield proc
-    proc.kill()
-    proc.wait()
+    end_process(proc)
 
 
 @pytest.mark.parametrize("option, path", [
@@ -76,11 +75,12 @@ def tiny_fs(tmp_path):
     mnt.mkdir()
     if os.geteuid() != 0:
         pytest.skip("a full filesystem needs a tmpfs mount, which needs root")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", str(mnt)], capture_output=True, text=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", str(mnt)], capture_output=True, text=True,
+                       timeout=300)
     if r.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
     yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+    subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=300)
 
 
 def test_whole_disk_fills_summary_never_half_written(build, tiny_fs, tmp_path):

@@ -13,7 +13,7 @@ import json
 import subprocess
 import time
 
-from conftest import read_records, run_cli
+from conftest import end_process, read_records, run_cli
 from phasescope.sources.session import TraceSession
 from phasescope.sources.events import Ended, IntervalEvent, ThreadExited, ThreadStarted
 from phasescope.sources.device import resolve_device, resolve_target
@@ -31,7 +31,7 @@ def rss_kb(pid: int) -> int:
 def test_churn_no_leak_every_thread_counted(build):
     exe = build("robust.c", "-pthread")
     args = ["churn", str(ROUNDS), str(PER_ROUND), str(ITERATIONS)]
-    native = subprocess.run([exe, *args], capture_output=True, text=True, check=True).stdout
+    native = subprocess.run([exe, *args], capture_output=True, text=True, check=True, timeout=300).stdout
     proc = subprocess.Popen([exe, *args, "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     intervals = collections.defaultdict(list)
     started, exited = set(), set()
@@ -81,9 +81,7 @@ def test_churn_no_leak_every_thread_counted(build):
         session.stop()
         assert proc.wait(timeout=30) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        end_process(proc)
 
     workers = set(intervals) - main
     assert len(workers) == ROUNDS * PER_ROUND

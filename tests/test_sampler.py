@@ -18,6 +18,7 @@ from phasescope.sources.procfs import module_map_from_proc
 from phasescope.sources.sampler import Sampler
 
 from agent_support import functions
+from conftest import end_process
 
 
 def _perf_available() -> bool:
@@ -46,8 +47,7 @@ def _run_sampled(argv, go: bytes = b"go\n", **kw):
         windows = s.run_out()
         out = head + p.stdout.read()
     finally:
-        p.kill() if p.poll() is None else None
-        p.wait()
+        end_process(p)
     return out, windows, s, mods
 
 
@@ -68,7 +68,7 @@ def _function_of(binary):
 @pytest.mark.slow
 def test_two_phases_in_order_and_output_unchanged(build):
     exe = build("sampled_two.c")
-    native = subprocess.run([exe, "120000000"], capture_output=True, check=True).stdout
+    native = subprocess.run([exe, "120000000"], capture_output=True, check=True, timeout=300).stdout
     out, windows, s, mods = _run_sampled([exe, "120000000", "wait"], window_samples=100, period_ns=250_000)
     assert out == native  # the target's output is byte-identical
     assert windows and all(isinstance(w, Interval) and w.mode == "sampled" for w in windows)

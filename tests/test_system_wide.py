@@ -69,7 +69,7 @@ def test_a_sees_two_programs_started_after_it_and_tells_their_phases_apart(build
 @pytest.mark.slow
 def test_a_forked_child_is_followed_with_its_own_engine(build, tmp_path):
     exe = build("forks.c", name="forks_sampled")
-    native = subprocess.run([exe, "300000000"], capture_output=True, check=True).stdout
+    native = subprocess.run([exe, "300000000"], capture_output=True, check=True, timeout=300).stdout
     summary = tmp_path / "s.json"
     r = subprocess.run(cli_command("--mode", "sampled", "--no-dashboard", "--summary", str(summary),
                                    "-f", exe, "300000000"), capture_output=True, timeout=120)

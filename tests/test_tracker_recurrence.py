@@ -75,6 +75,32 @@ def test_calibrated_threshold_stays_within_its_bounds():
     assert t._threshold_units == pytest.approx(0.6 * 32)
 
 
+def test_threshold_calibrated_on_nearest_distances_keeps_alternating_neighbours_apart():
+    # Two phases 0.15 of an interval apart, alternating every interval (as cc1 moves between
+    # functions), each interval within ~0.02 of its phase: consecutive gaps measure the change
+    # rate (0.15), the distance to the nearest earlier interval measures the phase's own spread.
+    rng = np.random.default_rng(2)
+    a = np.full(32, 1.0)
+    b = a.copy()
+    b[1] += 2.4
+    b[2:10] -= 0.3  # 2.4 of 32 units moved: 4.8 units, 0.15 of an interval from a
+    truth = np.arange(400) % 2
+    stream = []
+    for t in truth:
+        f = np.clip((a, b)[t] + rng.normal(0, 0.02, 32), 0, None)
+        stream.append(f / f.sum() * 32)
+    over = dict(threshold=0.02, calibrate=2.0, calibrate_quantile=0.75, update_policy="mean", table_size=64)
+    gap = ids(cfg(**over), stream)
+    t = Tracker(cfg(calibrate_on="nearest", **over))
+    near = [m.phase for m in t.classify_many(np.array(stream))]
+    assert len(set(gap)) == 1  # 2 x the gap (0.3) holds both phases
+    late = near[10:]  # the first intervals have no near neighbour yet: the threshold starts wide
+    assert len(set(late)) == 2 and all((x == late[0]) == (k == truth[10]) for x, k in zip(late, truth[10:]))
+    seen = np.array(stream)
+    nearest = [np.abs(seen[max(0, i - 512):i] - seen[i]).sum(axis=1).min() for i in range(1, len(seen))]
+    assert t._threshold_units == pytest.approx(2.0 * np.quantile(nearest, 0.75))
+
+
 def test_unconfirmed_interval_takes_its_nearest_phase_when_asked():
     a, b = phase(0), phase(1)
     odd = 0.8 * a + 0.2 * phase(5)  # 0.4 of an interval from A: matches nothing, nearest A
@@ -87,7 +113,8 @@ def test_unconfirmed_interval_takes_its_nearest_phase_when_asked():
 
 
 def test_new_options_out_of_range_are_refused():
-    for bad in (dict(archive=-1), dict(calibrate=-1), dict(threshold_max=3), dict(transition_label="x")):
+    for bad in (dict(archive=-1), dict(calibrate=-1), dict(threshold_max=3), dict(transition_label="x"),
+                dict(calibrate_on="x"), dict(calibrate_quantile=1.5)):
         with pytest.raises(InputError):
             cfg(**bad)
 
@@ -137,6 +164,19 @@ def test_macro_phases_see_an_alternation_as_one_activity():
     assert len(set(got)) <= 4  # a window straddling a boundary may make one more
 
 
+def test_macro_change_point_cuts_the_lag_of_a_change():
+    # 100 intervals of X (micro 1, 2 in turn), then Y (3, 4 in turn): a 32-interval window leaves X
+    # once half of it is Y; the change point (last 12 intervals far from X) restarts it on Y.
+    x, y = [1, 2] * 50, [3, 4] * 50
+    late = macro_of(x + y, window=32, threshold=1.0, recent=0)
+    early = macro_of(x + y, window=32, threshold=1.0, recent=12, change=1.6)
+    lag = lambda got: next(i for i in range(100, 200) if got[i] != got[99]) - 100
+    assert lag(late) == 17  # 17 of 32 are Y: distance 17/32 x 2 over 1.0
+    assert lag(early) == 9  # the 10th Y: 10 of the last 12 are Y, distance 10/12 x 2 over 1.6
+    assert len(set(early[1:100])) == 1 and len(set(early[109:])) == 1  # no other change (the first
+    # interval, a window of one phase, is its own)
+
+
 def test_macro_windows_are_per_thread():
     m = MacroTracker(MacroConfig(window=4, threshold=0.5))
     a = [m.observe(1, 7) for _ in range(6)]
@@ -151,6 +191,7 @@ def test_histogram_distance():
 
 
 def test_macro_options_out_of_range_are_refused():
-    for bad in (dict(window=-1), dict(threshold=0), dict(threshold=3), dict(table_size=0)):
+    for bad in (dict(window=-1), dict(threshold=0), dict(threshold=3), dict(table_size=0),
+                dict(recent=-1), dict(change=0), dict(change=2.5)):
         with pytest.raises(InputError):
             MacroConfig(**bad)

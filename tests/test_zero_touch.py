@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import PROGRAMS, cli_command, run_cli
+from conftest import PROGRAMS, cli_command, end_process, run_cli
 
 pytestmark = pytest.mark.slow  # every test here starts a real process
 
@@ -42,16 +42,15 @@ def test_an_attached_target_has_no_agent_no_tracer_and_runs_on(tmp_path):
         s = json.loads(summary.read_text())
         assert s["session"]["zero_touch"] and s["whole"]["intervals"] >= 5
     finally:
-        target.kill()
-        target.wait()
+        end_process(target)
 
 
 def test_a_static_program_is_sampled_and_named_from_its_symbols(tmp_path):
     exe = tmp_path / "phased_static"
     if subprocess.run(["cc", "-O1", "-static", "-o", str(exe), str(PROGRAMS / "phased.c")],
-                      capture_output=True).returncode:
+                      capture_output=True, timeout=300).returncode:
         pytest.skip("no static C library to link with")
-    native = subprocess.run([str(exe), "6", "60"], capture_output=True, check=True).stdout
+    native = subprocess.run([str(exe), "6", "60"], capture_output=True, check=True, timeout=300).stdout
     summary = tmp_path / "s.json"
     r = subprocess.run(cli_command("--mode", "sampled", "--no-dashboard", "--summary", str(summary),
                                    "-f", str(exe), "6", "60"), capture_output=True, timeout=120)

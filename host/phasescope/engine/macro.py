@@ -8,6 +8,11 @@ phase while the window stays within ``threshold`` of its representative (hystere
 nearest representative under ``threshold``, else a new macro ID. A representative is the running
 mean of the windows it matched; a full table drops its least recently matched one. A thread's first
 windows are partial (fewer intervals than ``window``), so every interval has a macro phase.
+
+Change point (issue 28): a window changes its macro phase only once about half of it is the new
+activity, some ``window`` / 2 intervals late. When the thread's last ``recent`` micro phases are
+``change`` or more from its current macro phase's representative, the window drops everything
+older than them, and the new activity decides alone.
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ class MacroConfig:
     window: int = 32  # chosen on truth-A (bench/quality/generalize.py, macro truth ARI)
     threshold: float = 1.0
     table_size: int = 32
+    #: change point: intervals of the recent part (0: off) and its distance from the current macro
+    #: phase that restarts the window from it (chosen on truth-A with docs/quality.md's command)
+    recent: int = 12
+    change: float = 1.6
 
     def __post_init__(self):
         if not (isinstance(self.window, int) and 0 <= self.window <= 4096):
@@ -35,6 +44,10 @@ class MacroConfig:
             raise InputError(f"macro threshold must be a distance from 0 to 2 (got {self.threshold!r})")
         if not (isinstance(self.table_size, int) and 1 <= self.table_size <= 4096):
             raise InputError(f"macro table size must be from 1 to 4096 (got {self.table_size!r})")
+        if not (isinstance(self.recent, int) and 0 <= self.recent <= 4096):
+            raise InputError(f"macro recent part must be from 0 (off) to 4096 intervals (got {self.recent!r})")
+        if not (isinstance(self.change, (int, float)) and 0 < self.change <= 2):
+            raise InputError(f"macro change distance must be from 0 to 2 (got {self.change!r})")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -43,6 +56,12 @@ class MacroConfig:
 def histogram_distance(a: Dict[int, float], b: Dict[int, float]) -> float:
     """Manhattan distance between two histograms (phase -> fraction)."""
     return sum(abs(a.get(k, 0.0) - b.get(k, 0.0)) for k in a.keys() | b.keys())
+
+
+def fractions(counts: Counter) -> Dict[int, float]:
+    """A histogram (phase -> fraction) from counts."""
+    total = sum(counts.values())
+    return {k: v / total for k, v in counts.items()}
 
 
 class MacroTracker:
@@ -67,13 +86,20 @@ class MacroTracker:
         counts = self._counts.setdefault(thread, Counter())
         win.append(micro)
         counts[micro] += 1
+        current = self._current.get(thread)
+        if c.recent and len(win) > 2 * c.recent and current in self._reps:
+            recent = list(win)[-c.recent:]
+            if histogram_distance(fractions(Counter(recent)), self._reps[current]) >= c.change:
+                win.clear()
+                win.extend(recent)
+                counts.clear()
+                counts.update(recent)
         if len(win) > c.window:
             old = win.popleft()
             counts[old] -= 1
             if not counts[old]:
                 del counts[old]
-        hist = {k: v / len(win) for k, v in counts.items()}
-        current = self._current.get(thread)
+        hist = fractions(counts)
         if current in self._reps and histogram_distance(hist, self._reps[current]) < c.threshold:
             phase = current
         else:

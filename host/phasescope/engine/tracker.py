@@ -61,6 +61,9 @@ Issue 28 (the ``stable`` preset):
 - ``calibrate``: the threshold is ``calibrate`` x the median Manhattan distance between each
   thread's consecutive footprints (the last :data:`CALIBRATION_WINDOW`), clipped to
   [``threshold``, ``threshold_max``]: a program whose intervals all differ gets a wider one.
+  ``calibrate_on`` ``nearest``: the distances are each interval's to the nearest of the last
+  :data:`CALIBRATION_WINDOW` intervals, and ``calibrate_quantile`` picks the level (a program that
+  jumps between tight phases, as cc1 does, has wide gaps but near neighbours; docs/quality.md).
 
 Sampled windows (issue 9; ``PRESETS["sampled"]``), whose footprints carry sampling noise:
 
@@ -96,6 +99,7 @@ METHODS = ("table", "pages")
 TRANSITION = 0  # the transition phase's ID when ``transition`` is on
 TRANSITION_LABELS = ("transition", "nearest")
 CALIBRATION_WINDOW = 512  # interval-to-interval distances the calibrated threshold looks at
+CALIBRATE_ON = ("gap", "nearest")
 _TEMP_ELEMENTS = 1 << 21
 
 def bucket_index(keys: np.ndarray, buckets: int) -> np.ndarray:
@@ -162,6 +166,12 @@ class TrackerConfig:
     #: with ``transition``: an unconfirmed interval is labelled ``transition`` (the one ID 0) or
     #: ``nearest`` (its nearest stable phase, as k-means assigns every point; still ``transition``)
     transition_label: str = "transition"
+    #: what ``calibrate`` measures: ``gap``, each thread's distance to its previous interval, or
+    #: ``nearest``, an interval's distance to the nearest of the last :data:`CALIBRATION_WINDOW`
+    #: intervals (how tight the program's recurring behaviour is, not how often it changes)
+    calibrate_on: str = "gap"
+    #: the quantile of those distances that ``calibrate`` multiplies (0.5: the median)
+    calibrate_quantile: float = 0.5
 
     def __post_init__(self):
         _require(isinstance(self.buckets, int) and 1 <= self.buckets <= 1 << 20,
@@ -198,6 +208,10 @@ class TrackerConfig:
                  f"threshold max must be a fraction of the interval from 0 to 2 (got {self.threshold_max!r})")
         _require(self.transition_label in TRANSITION_LABELS,
                  f"transition label must be one of {', '.join(TRANSITION_LABELS)} (got {self.transition_label!r})")
+        _require(self.calibrate_on in CALIBRATE_ON,
+                 f"calibrate-on must be one of {', '.join(CALIBRATE_ON)} (got {self.calibrate_on!r})")
+        _require(isinstance(self.calibrate_quantile, (int, float)) and 0 <= self.calibrate_quantile <= 1,
+                 f"calibrate quantile must be from 0 to 1 (got {self.calibrate_quantile!r})")
         _require(self.method == "table" or not (self.archive or self.calibrate),
                  "archive and calibrate are options of the table tracker")
         _require(self.test in TESTS, f"test must be one of {', '.join(TESTS)} (got {self.test!r})")
@@ -358,7 +372,8 @@ class Tracker(BoundedTable):
         self._archive_ids = np.full(c.archive, -1, dtype=np.int64)
         self._archive_next = 0
         self.restored = 0  # recurrences that got their archived ID back
-        self._previous: dict = {}  # thread -> its last footprint (``calibrate``)
+        self._previous: dict = {}  # thread -> its last footprint (``calibrate`` on ``gap``)
+        self._recent = np.zeros((CALIBRATION_WINDOW, c.buckets)) if c.calibrate_on == "nearest" else None
         self._gaps = np.zeros(CALIBRATION_WINDOW)  # latest interval-to-interval distances, a ring
         self._gap_count = 0
 
@@ -424,17 +439,24 @@ class Tracker(BoundedTable):
         return out
 
     def _calibrate(self, fp: np.ndarray, thread: int) -> None:
-        """``calibrate``: add the distance from the thread's previous footprint to the window and
-        set the threshold to ``calibrate`` x the window's median, within [threshold, threshold_max]."""
-        c, prev = self.config, self._previous.get(thread)
-        self._previous[thread] = fp
-        if prev is None:
+        """``calibrate``: add this interval's distance (``calibrate_on``) to the window and set the
+        threshold to ``calibrate`` x the window's ``calibrate_quantile``, within [threshold, threshold_max]."""
+        c = self.config
+        if c.calibrate_on == "nearest":
+            seen = min(self._clock - 1, CALIBRATION_WINDOW)
+            gap = np.abs(self._recent[:seen] - fp).sum(axis=1).min() if seen else None
+            self._recent[(self._clock - 1) % CALIBRATION_WINDOW] = fp
+        else:
+            prev = self._previous.get(thread)
+            self._previous[thread] = fp
+            gap = None if prev is None else np.abs(fp - prev).sum()
+        if gap is None:
             return
-        self._gaps[self._gap_count % CALIBRATION_WINDOW] = np.abs(fp - prev).sum()
+        self._gaps[self._gap_count % CALIBRATION_WINDOW] = gap
         self._gap_count += 1
-        median = float(np.median(self._gaps[: min(self._gap_count, CALIBRATION_WINDOW)]))
+        level = float(np.quantile(self._gaps[: min(self._gap_count, CALIBRATION_WINDOW)], c.calibrate_quantile))
         low = c.threshold * self._scale  # the threshold wins over a lower cap
-        self._threshold_units = float(np.clip(c.calibrate * median, low, max(low, c.threshold_max * self._scale)))
+        self._threshold_units = float(np.clip(c.calibrate * level, low, max(low, c.threshold_max * self._scale)))
 
     def _thresholds(self, slots) -> np.ndarray:
         """Match threshold of stable slots, in footprint units."""

@@ -27,6 +27,7 @@ from phasescope.sources.events import (AgentError, BurstEvent, ChildEnded, Dropp
                                       ModulesChanged, Output, ThreadExited, ThreadStarted, Unfollowable)
 from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME
 from phasescope.sources.output import OutputRelay
+from phasescope.sources.stopped import is_stopped, wait_while_stopped
 from phasescope.sources.symbols import Symbolizer
 from phasescope.view.dashboard import render
 from phasescope.view.plain import PlainView
@@ -83,6 +84,7 @@ class LiveRun:
         self.started_wall = time.time()
         self.summary: Optional[dict] = None
         self.symbols: Optional[Symbolizer] = None
+        self.waited = 0.0  # seconds spent waiting for a stopped target to continue (part of --duration)
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -90,6 +92,8 @@ class LiveRun:
         """Trace until the target ends or ``stop.requested`` is set (a
         :class:`~phasescope.commands.runner.StopRequest`); the exit code."""
         try:
+            if self._stayed_stopped(stop):
+                return EXIT_OK
             self.session.start()
             self.symbols = Symbolizer(self.session)
             if self.agent is not None:
@@ -115,8 +119,34 @@ class LiveRun:
                 self.symbols.close()
         return self._exit_code()
 
+    def _stayed_stopped(self, stop) -> bool:
+        """A target to attach that the user stopped (SIGSTOP, Ctrl-Z) is traced once it runs, as
+        strace -p and perf -p do (attaching would resume it: sources/stopped.py). True if the run
+        ended first (Ctrl-C, --duration): nothing traced, said in one line."""
+        pid = self.target.pid
+        if self.target.spawn or pid is None or not is_stopped(pid):
+            return False
+        print(f"phasescope: pid {pid} is stopped; tracing starts when it continues (kill -CONT {pid})",
+              file=self.out, flush=True)
+        began = time.monotonic()
+
+        def give_up():
+            if stop.requested:
+                return f"stopped by {stop.requested}"
+            if self.duration is not None and time.monotonic() - began >= self.duration:
+                return f"--duration {self.duration:g}s reached"
+            return None
+
+        reason = wait_while_stopped(pid, give_up)
+        self.waited = time.monotonic() - began
+        if reason is None:
+            return False
+        _said(print, f"phasescope: target {self.target.describe()} stayed stopped; nothing traced ({reason})",
+              file=self.out, flush=True)
+        return True
+
     def _loop(self, stop) -> None:
-        deadline = None if self.duration is None else time.monotonic() + self.duration
+        deadline = None if self.duration is None else time.monotonic() + self.duration - self.waited
         next_checkpoint = time.monotonic() + CHECKPOINT_EVERY
         for event in self.session.events(timeout=0.05):
             if event is not None:
@@ -164,8 +194,10 @@ class LiveRun:
 
     def _insist(self, now: float) -> None:
         """The target did not end on the signal passed on: SIGTERM, as perf does; on SIGTERM too,
-        detach."""
-        if self.passed_on[0] != "SIGTERM":
+        detach. A target already gone (a loaded host may report its end late) is waited for."""
+        if process_state(self.session.pid) in (None, "Z", "X"):  # it did end: its end is on its way
+            self.passed_on = (self.passed_on[0], now + PASS_ON_GRACE)
+        elif self.passed_on[0] != "SIGTERM":
             self._pass_on("SIGTERM", now)
         else:
             self._request_stop(f"stopped by {self.passed_on[0]}; the target did not end on it")
@@ -275,9 +307,10 @@ class LiveRun:
                 self.ended = self.session.ended
         if self.passed_on is not None and self.stop_reason is None:
             self.stop_reason = f"{self.passed_on[0]} passed on to it"
-        if self.agent is not None and (self.agent.abandoned or self.agent.unload_stuck):
-            self.stop_reason = "; ".join(filter(None, (self.stop_reason, self.agent.abandoned,
-                                                       self.agent.unload_stuck)))
+        notes = ((self.agent.abandoned, self.agent.unload_stuck, self.agent.restopped)
+                 if self.agent is not None else ())
+        if any(notes):
+            self.stop_reason = "; ".join(filter(None, (self.stop_reason,) + notes))
         if (self.ended is not None and self.ended.how == "detached" and self.target.spawn
                 and (self.session.stdio == "pipe" or self.owns_target) and self._still_running()):
             # Piped: its stdout is a pipe to us, once we exit it would die of SIGPIPE at its next write.

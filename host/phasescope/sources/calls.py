@@ -4,6 +4,8 @@ run (SIGSTOP, a debugger, a starved machine) would hang phasescope forever."""
 from __future__ import annotations
 
 import threading
+import time
+from typing import Callable, Optional
 
 import frida
 
@@ -29,14 +31,20 @@ def first_line(e: BaseException) -> str:
 
 DETACH_TIMEOUT = 5.0
 STOP_TIMEOUT = 10.0  # stop(): the agent's stop RPC and the script's unload, together
+TICK = 0.05  # bounded(): seconds between calls of its tick
 
 
-def bounded(fn, timeout: float, name: str) -> bool:
+def bounded(fn, timeout: float, name: str, tick: Optional[Callable[[], None]] = None) -> bool:
     """Run ``fn`` on a daemon thread and wait at most ``timeout`` s; True if it finished. Frida's
-    blocking calls have no timeout of their own, and an abandoned one must not block exit."""
+    blocking calls have no timeout of their own, and an abandoned one must not block exit.
+    ``tick``: called every TICK s while it runs."""
     worker = threading.Thread(target=fn, name=name, daemon=True)
     worker.start()
-    worker.join(timeout)
+    end = time.monotonic() + timeout
+    while worker.is_alive() and time.monotonic() < end:
+        if tick is not None:
+            tick()
+        worker.join(min(TICK, max(0.0, end - time.monotonic())))
     return not worker.is_alive()
 
 

@@ -79,6 +79,7 @@ class Agent(Protocol):
 
     abandoned: Optional[str]  # why the last intervals could not be had (None: they were)
     unload_stuck: Optional[str]  # why the agent could not be unloaded (None: it was)
+    restopped: Optional[str]  # a stopped target was continued for its agent to unload, said in a line (None: not)
     before_final_ack: Optional[Callable[[], None]]  # last chance to ask the agent about an ending target
 
 

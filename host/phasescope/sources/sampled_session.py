@@ -58,6 +58,7 @@ class SampledSession(SampledSource):
     modules = property(lambda self: self.trace.modules)
     abandoned = property(lambda self: self.trace.abandoned)
     unload_stuck = property(lambda self: self.trace.unload_stuck)
+    restopped = property(lambda self: self.trace.restopped)
     ended = property(lambda self: self.trace.ended)
     final_at = property(lambda self: self.trace.final_at)
     final_cpu = property(lambda self: self.trace.final_cpu)

@@ -57,6 +57,7 @@ from phasescope.sources.modules import Module, ModuleMap, library_name
 from phasescope.sources.procfs import main_thread_cpu
 from phasescope.sources.protocol import Agent, Locality
 from phasescope.sources.stdio import PipedStdio
+from phasescope.sources.stopped import Continued, end_stuck_helpers
 
 
 @dataclass
@@ -152,6 +153,8 @@ class TraceSession(AgentQueries):
         self.abandoned: Optional[str] = None
         #: stop() got every interval but gave up on unloading the agent (None: it unloaded)
         self.unload_stuck: Optional[str] = None
+        #: stop() continued a stopped target for the agent to unload (the line that says so; None: it did not)
+        self.restopped: Optional[str] = None
         self._pending_end: Optional[Ended] = None  # the end, held back until piped output is done
         self._open_fds: set = {1, 2} if (stdio == "pipe" and target.spawn) else set()
         self._errors: list = []
@@ -287,9 +290,13 @@ class TraceSession(AgentQueries):
             stopped.set()
             unload(script)
 
-        # Neither Frida call has a timeout: a target that cannot run (SIGSTOP, a debugger, a
-        # starved machine) would hang phasescope forever. Give up after STOP_TIMEOUT, and say so.
-        finished = bounded(stop_agent, STOP_TIMEOUT, "phasescope-stop")
+        # Neither Frida call has a timeout: a target that cannot run (a debugger, a starved
+        # machine) would hang phasescope forever. Give up after STOP_TIMEOUT, and say so. One the
+        # user stopped (SIGSTOP, Ctrl-Z) runs until the agent is out, then is stopped again: an
+        # agent left half-way can leave Frida's helper behind (sources/stopped.py).
+        continued = Continued(self.pid)
+        finished = bounded(stop_agent, STOP_TIMEOUT, "phasescope-stop", tick=continued.poll)
+        self.restopped = continued.restore(finished)
         if not finished and not stopped.is_set():
             self.abandoned = (f"the agent in pid {self.pid} did not answer within {STOP_TIMEOUT:g} s "
                               "(is the target stopped?); its last partial intervals are lost")
@@ -314,6 +321,8 @@ class TraceSession(AgentQueries):
         unload(script)
         if session is not None:
             detach_session(session)
+        if self.pid is not None:
+            end_stuck_helpers(self.pid)  # the target died while the agent changed a thread
         if self._stdio is not None:
             self._stdio.close()
 

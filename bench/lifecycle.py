@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Stress loops for a target's life around phasescope (issue 26), too long for CI; each runs under
+CPU hogs (busy shells) on tests/programs/workers3.c, a 3-thread target:
+
+    python3 bench/lifecycle.py stopped [--tries 100] [--hogs 3]
+        attach, then SIGSTOP the target before (odd tries) or during (even tries) the detach, then
+        SIGKILL it while stopped: counts targets not reapable within 15 s and Frida helpers left
+        tracing them (goal: 0 leftovers), and targets not left stopped
+    python3 bench/lifecycle.py forks [--forks 500] [--hogs 3]
+        exact mode on ``workers3 fork N``: a forked child that hangs hangs the run (goal: 0 hangs)
+    python3 bench/lifecycle.py cycles [--cycles 300] [--mode exact|sampled] [--hogs 3]
+        attach for 0.5 s and detach, again and again, on one target (goal: 0 target deaths)
+
+Prints one line per failure and a last line with the counts; exit status 0 when there are none.
+Run as root (Frida and perf attach), from the repository with phasescope installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "host"))
+
+from phasescope.sources.stopped import is_stopped, stuck_helpers  # noqa: E402
+
+PHASESCOPE = [sys.executable, "-m", "phasescope.cli", "--no-dashboard"]
+
+
+def build(out_dir: str) -> str:
+    exe = os.path.join(out_dir, "workers3")
+    subprocess.run(["cc", "-O1", "-g", "-pthread", "-o", exe, str(ROOT / "tests/programs/workers3.c")], check=True)
+    return exe
+
+
+@contextmanager
+def hogs(n: int):
+    procs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(timeout=10)
+
+
+def start_target(exe: str, *args: str) -> subprocess.Popen:
+    proc = subprocess.Popen([exe, *args], stdout=subprocess.PIPE, text=True)
+    proc.stdout.readline()  # "ready PID"
+    return proc
+
+
+def wait_lines(path: str, n: int, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with open(path, "rb") as f:
+                if f.read().count(b"\n") >= n:
+                    return True
+        except FileNotFoundError:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+def finish(proc: subprocess.Popen, timeout: float) -> bool:
+    """Kill and reap ``proc``; False if it could not be reaped in time."""
+    if proc.poll() is None:
+        proc.kill()
+    try:
+        proc.wait(timeout=timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def stopped(exe: str, tries: int, tmp: str) -> int:
+    failures = running = 0
+    for i in range(tries):
+        if i % 10 == 0:
+            print(f"try {i}: {failures} leftovers so far", flush=True)
+        when = "before" if i % 2 else "during"
+        target = start_target(exe, "tick")
+        log = os.path.join(tmp, "log.jsonl")
+        if os.path.exists(log):
+            os.unlink(log)
+        mon = subprocess.Popen(PHASESCOPE + ["--interval", "1000000", "--log", log, "-p", str(target.pid)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        wait_lines(log, 3, 60)
+        if when == "before":
+            os.kill(target.pid, signal.SIGSTOP)
+            mon.send_signal(signal.SIGINT)
+        else:
+            mon.send_signal(signal.SIGINT)
+            time.sleep(0.01 * (i % 20))  # somewhere inside the detach
+            os.kill(target.pid, signal.SIGSTOP)
+        try:
+            _, err = mon.communicate(timeout=90)
+        except subprocess.TimeoutExpired:
+            err = "phasescope did not end in 90 s"
+            finish(mon, 10)
+        time.sleep(0.2)
+        state = "stopped" if is_stopped(target.pid) else "RUNNING"
+        helpers = stuck_helpers(target.pid)
+        reaped = finish(target, 15)
+        running += state != "stopped"
+        if not reaped or helpers or state != "stopped":
+            failures += not reaped or bool(helpers)
+            print(f"try {i} ({when}): target {state}, reaped={reaped}, helpers={helpers}; "
+                  f"phasescope: {err.strip().splitlines()[-1:] if err.strip() else ''}", flush=True)
+            for h in stuck_helpers(target.pid):
+                os.kill(h, signal.SIGKILL)
+            finish(target, 5)
+    print(f"stopped: {failures} leftovers in {tries} tries ({running} left running: the agent did not unload "
+          "in time, or the target was not seen stopped)")
+    return failures
+
+
+def forks(exe: str, n: int) -> int:
+    r = subprocess.run(PHASESCOPE + ["-f", exe, "fork", str(n)], capture_output=True, text=True,
+                       timeout=max(600, n))
+    ok = r.returncode == 0 and f"forks {n}" in r.stdout
+    print(f"forks: {'0 hangs' if ok else 'HANG or failure'} in {n} forks "
+          f"(exit {r.returncode}; {r.stderr.strip().splitlines()[-1:]})")
+    return 0 if ok else 1
+
+
+def cycles(exe: str, n: int, mode: str) -> int:
+    target = start_target(exe, "tick")
+    failures = 0
+    try:
+        for i in range(n):
+            if i % 10 == 0:
+                print(f"cycle {i}: {failures} failures so far", flush=True)
+            r = subprocess.run(PHASESCOPE + ["--mode", mode, "--duration", "0.5", "-p", str(target.pid)],
+                               capture_output=True, text=True, timeout=120)
+            if target.poll() is not None:
+                print(f"cycle {i}: target died ({target.returncode}); {r.stderr.strip().splitlines()[-1:]}")
+                return 1
+            if r.returncode != 0:
+                failures += 1
+                print(f"cycle {i}: exit {r.returncode}: {r.stderr.strip().splitlines()[-1:]}", flush=True)
+    finally:
+        finish(target, 15)
+    print(f"cycles ({mode}): 0 target deaths in {n} cycles, {failures} runs with a non-zero exit")
+    return failures
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("loop", choices=["stopped", "forks", "cycles"])
+    ap.add_argument("--tries", type=int, default=100)
+    ap.add_argument("--forks", type=int, default=500)
+    ap.add_argument("--cycles", type=int, default=300)
+    ap.add_argument("--mode", choices=["exact", "sampled"], default="exact")
+    ap.add_argument("--hogs", type=int, default=3)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, hogs(args.hogs):
+        exe = build(tmp)
+        if args.loop == "stopped":
+            return 1 if stopped(exe, args.tries, tmp) else 0
+        if args.loop == "forks":
+            return forks(exe, args.forks)
+        return 1 if cycles(exe, args.cycles, args.mode) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

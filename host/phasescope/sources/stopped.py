@@ -1,0 +1,114 @@
+"""Targets the user stopped (SIGSTOP, Ctrl-Z), and Frida's thread-modifying helpers.
+
+Frida changes another thread's registers (``Stalker.follow(tid)``, ``Stalker.invalidate(tid, ...)``)
+through a helper process that the agent clones from the target (``gum_linux_modify_thread``,
+frida-gum ``gum/backend-linux/gumprocess-linux.c``). The helper ptrace-attaches the thread, and
+its ptrace detach sends SIGCONT: so an agent that follows a stopped target's threads resumes it.
+The helper and the agent's thread step through a socketpair handshake; the helper holds both ends
+(it does not share the target's fd table), so if the agent's thread stops (SIGSTOP) or dies
+(SIGKILL) mid-handshake, the helper blocks in read() forever and stays the tracer of that thread:
+once killed, the target is a zombie its parent cannot reap. Hence: phasescope attaches only to a
+running target (:func:`wait_while_stopped`), lets a stopped target run while its agent unloads
+and then stops it again (:class:`Continued`), and ends a helper left blocked behind a dead target
+(:func:`end_stuck_helpers`).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import signal
+import time
+from typing import Callable, List, Optional
+
+POLL = 0.05  # seconds between looks at /proc
+
+
+def _state(stat_path: str) -> Optional[str]:
+    try:
+        with open(stat_path) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def is_stopped(pid: int) -> bool:
+    """True when ``pid`` sits in a job-control stop (state T: SIGSTOP, SIGTSTP, SIGTTIN/TTOU)."""
+    return _state(f"/proc/{pid}/stat") == "T"
+
+
+def wait_while_stopped(pid: int, give_up: Callable[[], Optional[str]]) -> Optional[str]:
+    """Wait until ``pid`` is no longer stopped; None then, else the reason ``give_up()`` returned
+    first (a stop request, ``--duration``)."""
+    while is_stopped(pid):
+        reason = give_up()
+        if reason:
+            return reason
+        time.sleep(POLL)
+    return None
+
+
+class Continued:
+    """A detach that needs the target to run: :meth:`poll` continues it (SIGCONT) whenever it is
+    found stopped; :meth:`restore` stops it again if it was (the user's stop is kept) and says so."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.since: Optional[float] = None  # time.monotonic() of the first SIGCONT
+
+    def poll(self) -> None:
+        if self.pid is not None and is_stopped(self.pid):
+            if self.since is None:
+                self.since = time.monotonic()
+            _signal(self.pid, signal.SIGCONT)
+
+    def restore(self, unloaded: bool) -> Optional[str]:
+        """Stop the target again if :meth:`poll` continued it and the agent is out (``unloaded``);
+        the line that says so, else None. An agent still at work may be half-way through changing
+        a thread: stopped there, it would leave its helper behind, so the target is left running."""
+        if self.since is None:
+            return None
+        ran = time.monotonic() - self.since
+        if not unloaded:
+            return f"pid {self.pid} was stopped: it was continued for the agent to unload, and is left running"
+        _signal(self.pid, signal.SIGSTOP)
+        return f"pid {self.pid} was stopped: it ran {ran * 1000:.0f} ms for the agent to unload, and is stopped again"
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stuck_helpers(pid: int) -> List[int]:
+    """Frida helpers tracing a thread of ``pid``: tracers other than us that map frida's agent
+    (a helper shares the target's memory)."""
+    found = set()
+    for status in glob.glob(f"/proc/{pid}/task/*/status"):
+        try:
+            with open(status) as f:
+                tracer = int(next(ln for ln in f if ln.startswith("TracerPid:")).split()[1])
+        except (OSError, StopIteration, ValueError):
+            continue
+        if tracer in (0, os.getpid()):
+            continue
+        try:
+            with open(f"/proc/{tracer}/maps") as f:
+                if "frida-agent" in f.read():
+                    found.add(tracer)
+        except OSError:
+            pass
+    return sorted(found)
+
+
+def end_stuck_helpers(pid: int) -> List[int]:
+    """Kill the helpers still tracing a thread of ``pid`` once ``pid`` is dead (a zombie, or gone):
+    nothing can ever answer them, and they keep the zombie from its parent. The pids killed."""
+    if _state(f"/proc/{pid}/stat") not in ("Z", "X", None):
+        return []
+    helpers = stuck_helpers(pid)
+    for h in helpers:
+        _signal(h, signal.SIGKILL)
+    return helpers

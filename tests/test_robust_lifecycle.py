@@ -1,0 +1,117 @@
+"""A target's life around phasescope: stopped (SIGSTOP) before the attach or during the detach,
+killed while stopped, forking while traced, attached and detached again and again. Short versions
+of bench/lifecycle.py's stress loops (which run them hundreds of times under CPU hogs)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from phasescope.sources.stopped import is_stopped, stuck_helpers
+
+from conftest import cli_command, end_process, log_lines, run_cli, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def start_workers(build, *args) -> subprocess.Popen:
+    proc = subprocess.Popen([build("workers3.c", "-pthread"), *args], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("ready")
+    return proc
+
+
+@pytest.mark.parametrize("mode", ["exact", "sampled"])
+def test_attach_to_a_stopped_target_leaves_it_stopped(build, mode):
+    """As strace -p and perf -p: nothing is traced while the target is stopped, and it stays so."""
+    target = start_workers(build, "tick")
+    try:
+        os.kill(target.pid, signal.SIGSTOP)
+        wait_for(lambda: is_stopped(target.pid), 10, "the target to stop")
+        r = run_cli("--mode", mode, "--no-dashboard", "--duration", "2", "-p", str(target.pid), timeout=90)
+        assert r.returncode == 0, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert f"pid {target.pid} is stopped; tracing starts when it continues" in lines[0], lines
+        assert "stayed stopped; nothing traced (--duration 2s reached)" in lines[-1], lines
+        assert is_stopped(target.pid)
+    finally:
+        end_process(target)
+
+
+def test_a_stopped_target_is_traced_once_continued(build, tmp_path):
+    target = start_workers(build, "tick")
+    log = tmp_path / "log.jsonl"
+    try:
+        os.kill(target.pid, signal.SIGSTOP)
+        wait_for(lambda: is_stopped(target.pid), 10, "the target to stop")
+        mon = subprocess.Popen(cli_command("--no-dashboard", "--interval", "1000000", "--log", str(log),
+                                           "--duration", "30", "-p", str(target.pid)),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            line = mon.stderr.readline()
+            assert "is stopped; tracing starts when it continues" in line, line
+            assert is_stopped(target.pid) and log_lines(log) == 0
+            os.kill(target.pid, signal.SIGCONT)
+            wait_for(lambda: log_lines(log) >= 5, 60, "intervals once the target runs")
+            mon.send_signal(signal.SIGINT)
+            _, stderr = mon.communicate(timeout=60)
+        finally:
+            end_process(mon)
+        assert mon.returncode == 0, stderr
+        assert not is_stopped(target.pid) and target.poll() is None
+    finally:
+        end_process(target)
+
+
+@pytest.mark.parametrize("when", ["before", "during"])
+def test_stopped_around_the_detach_then_killed_is_reaped(build, tmp_path, when):
+    """Stopped before or during the detach, then killed while stopped: no Frida helper is left
+    tracing it, and its parent (this test) reaps it."""
+    target = start_workers(build, "tick")
+    log = tmp_path / "log.jsonl"
+    try:
+        mon = subprocess.Popen(cli_command("--no-dashboard", "--interval", "1000000", "--log", str(log),
+                                           "-p", str(target.pid)),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for(lambda: log_lines(log) >= 5, 60, "the first intervals")
+            if when == "before":
+                os.kill(target.pid, signal.SIGSTOP)
+                mon.send_signal(signal.SIGINT)
+            else:
+                mon.send_signal(signal.SIGINT)
+                time.sleep(0.05)
+                os.kill(target.pid, signal.SIGSTOP)
+            _, stderr = mon.communicate(timeout=60)
+        finally:
+            end_process(mon)
+        assert mon.returncode == 0, stderr
+        wait_for(lambda: is_stopped(target.pid), 10, "the target to stay stopped")
+        assert stuck_helpers(target.pid) == []
+    finally:
+        end_process(target)  # fails the test if the killed target cannot be reaped
+
+
+def test_forks_of_a_threaded_target_never_hang(build):
+    """A forked child runs none of the agent's JavaScript: a lock another thread held at fork()
+    cannot hang it (the workers keep the agent busy)."""
+    r = run_cli("--no-dashboard", "-f", build("workers3.c", "-pthread"), "fork", "60", timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert "exited with code 0" in r.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("mode", ["exact", "sampled"])
+def test_attach_detach_cycles_leave_the_target_running(build, mode):
+    target = start_workers(build, "tick")
+    try:
+        for _ in range(3):
+            r = run_cli("--mode", mode, "--no-dashboard", "--duration", "1", "-p", str(target.pid), timeout=90)
+            assert r.returncode == 0, r.stderr
+            assert target.poll() is None, f"target ended ({target.returncode}):\n{r.stderr[-2000:]}"
+        seen = target.stdout.readline()
+        assert seen.startswith("tick"), seen
+    finally:
+        end_process(target)
