@@ -30,7 +30,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "host"))
-from phasescope.sources.sampler import DEFAULT_PERIOD_NS, Sampler  # noqa: E402
+from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS  # noqa: E402
+from phasescope.sources.sampler import Sampler  # noqa: E402
 
 PY_BENCH = r"""
 import json, random, re

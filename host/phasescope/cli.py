@@ -36,7 +36,8 @@ def _command(name, prog: str):
     """The Command object of subcommand ``name`` (None: the live monitor)."""
     if name is None:
         module, cls = DEFAULT
-        return getattr(importlib.import_module(module), cls)(prog, subcommands=SUMMARIES)
+        return getattr(importlib.import_module(module), cls)(prog, subcommands=SUMMARIES,
+                                                             dispatch=(tuple(SUBCOMMANDS), main))
     module, cls, _ = SUBCOMMANDS[name]
     return getattr(importlib.import_module(module), cls)(prog)
 

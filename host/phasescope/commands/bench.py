@@ -34,13 +34,14 @@ from typing import Optional
 
 from phasescope.commands.options import add_interval_option, add_source_options, validate_source_options
 from phasescope.commands.runner import Command
-from phasescope.engine import EngineConfig, PhaseEngine
-from phasescope.engine.bursts import BurstPlanner
+from phasescope.engine import EngineConfig
 from phasescope.engine.tracker import TrackerConfig, preset
 from phasescope.errors import InputError, PhasescopeError
+from phasescope.pipeline.flow import Flow
 from phasescope.sources.kernel_session import KernelSession
 from phasescope.sources.sampled_session import SampledSession
 from phasescope.sources.procfs import main_thread_cpu
+from phasescope.sources.protocol import Bursts, capability
 from phasescope.sources.session import TraceSession
 from phasescope.sources.events import BurstEvent, Ended, IntervalEvent
 from phasescope.sources.device import resolve_device, resolve_target
@@ -121,21 +122,20 @@ def _stdout_to_devnull():
         os.close(null)
 
 
-def _traced(session, what: str):
+def _traced(session, what: str, classify: bool = False):
     """(target wall seconds, end-to-end seconds, intervals, instructions, bursts, main thread CPU
     seconds or None) of one traced run: the target's from just before its resume to its exit() (as
     the agent reports it, holding the exiting thread: its CPU time is read then; else when the
     host learned that it ended); end to end from before the spawn to after the detach. (Not from
-    when start() returns: on a busy machine a short target may be done by then.) A sampled run's
-    windows go through the phase engine as in a live run, so that new phases ask for bursts when
-    enabled."""
+    when start() returns: on a busy machine a short target may be done by then.) ``classify``: the
+    windows go through the phase engine as in a live run (sampled mode), so that new phases ask
+    for bursts when the session offers them."""
     t0 = time.perf_counter()
     n = instructions = bursts = 0
     ended = None
-    engine = PhaseEngine(EngineConfig(tracker=preset("sampled"))) if session.mode == "sampled" else None
-    planner = BurstPlanner(session.burst) if session.bursts else None
-    if planner is not None:
-        engine.subscribe(planner.on_interval)
+    bursts = capability(session, Bursts)
+    flow = (Flow(EngineConfig(tracker=preset("sampled")), burst=bursts.burst if bursts is not None else None)
+            if classify else None)
     with _stdout_to_devnull():
         session.start()
         t1 = t_end = time.perf_counter()
@@ -144,8 +144,8 @@ def _traced(session, what: str):
                 if isinstance(event, IntervalEvent):
                     n += 1
                     instructions += event.interval.instructions or 0
-                    if engine is not None:
-                        engine.feed(event.interval)
+                    if flow is not None:
+                        flow.feed(event.interval)
                 elif isinstance(event, BurstEvent):
                     bursts += 1
                 elif isinstance(event, Ended):
@@ -211,12 +211,12 @@ def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = Tr
         if sampled is not None:
             options = {k: v for k, v in sampled.items() if k != "bursts"}  # as a live run: nothing injected
             wall, e2e, intervals, instructions, _, _ = _traced(KernelSession(target, stdio="inherit", **options),
-                                                               "sampled mode")
+                                                               "sampled mode", classify=True)
             times["sampled"].append(wall)
             times["end-to-end"].append(e2e)
             if "bursts" in times:
                 wall, _, _, _, bursts, _ = _traced(SampledSession(device, target, stdio="inherit", bursts=True, **options),
-                                                "sampled mode with bursts")
+                                                "sampled mode with bursts", classify=True)
                 times["bursts"].append(wall)
             continue
         wall, e2e, intervals, instructions, _, traced_cpu = _traced(

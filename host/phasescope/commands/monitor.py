@@ -11,7 +11,7 @@ import argparse
 import os
 import shutil
 import sys
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Collection, Dict, List, Optional, Tuple
 
 from phasescope import __version__
 from phasescope.pipeline.live import LiveRun
@@ -19,7 +19,7 @@ from phasescope.pipeline.system import SystemRun
 from phasescope.commands.options import (add_device_options, add_run_options, add_target_options,
                                          engine_config_from_args, locality_options, process_filter,
                                          validate_run_options)
-from phasescope.commands.outputs import open_sinks
+from phasescope.commands.outputs import OUTPUT_FILES, open_sinks
 from phasescope.commands.runner import Command, usage_error
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sinks
@@ -28,9 +28,6 @@ from phasescope.sources.executable import exact_mode_refusal
 from phasescope.sources.kernel_session import KernelSession
 from phasescope.sources.procfs import process_exe
 from phasescope.sources.system_sampler import SystemSampler
-from phasescope.view.plain import PlainView
-from phasescope.view.screen import DashboardScreen
-from phasescope.view.system_view import print_system_report, render as render_system
 
 
 BRIEF = {
@@ -104,15 +101,18 @@ class MonitorCommand(Command):
     #: ``phasescope help all`` (and the tracker's in ``phasescope help tracker``)
     brief = BRIEF
     intermixed = True
-    outputs = {"-o": "output", "--log": "log", "--summary": "summary", "--bbv": "bbv", "--phase-db": "phase_db",
-               "--events": "events", "--profile": "profile"}
+    outputs = {"-o": "output", **OUTPUT_FILES}
     unknown_hint = "put -- before a spawned program's arguments that start with a dash"
     #: a spawned target that ends with the run (the demo's workload), never left running
     owns_target = False
 
-    def __init__(self, prog: str, subcommands: Optional[Dict[str, str]] = None):
-        """``subcommands``: ``{name: what it does}``, for the usage and ``--help`` (from ``cli.py``)."""
+    def __init__(self, prog: str, subcommands: Optional[Dict[str, str]] = None,
+                 dispatch: Optional[Tuple[Collection[str], Callable[[List[str]], int]]] = None):
+        """``subcommands``: ``{name: what it does}``, for the usage and ``--help``; ``dispatch``:
+        ``(names, main)``, the subcommands that may follow the monitor's options and the entry point
+        that runs them (both from ``cli.py``, which no command imports)."""
         super().__init__(prog)
+        self.dispatch = dispatch
         self.usage = f"{prog} [options] (-p PID | -n NAME | -f PROGRAM [ARGS...] [-- ARGS...] | -a)"
         if subcommands:
             self.usage += f"\n       {prog} {{{','.join(subcommands)}}} ..."
@@ -138,22 +138,20 @@ class MonitorCommand(Command):
     def main(self, argv: List[str]) -> int:
         """As any command, but a subcommand after options (``phasescope --no-dashboard demo``) runs
         that subcommand with those options."""
-        sub = self._subcommand_at(split_dashdash(argv)[0]) if type(self) is MonitorCommand else None
+        sub = self._subcommand_at(split_dashdash(argv)[0]) if self.dispatch is not None else None
         if sub is not None:
-            from phasescope.cli import main
-            return main([argv[sub]] + argv[:sub] + argv[sub + 1:])
+            return self.dispatch[1]([argv[sub]] + argv[:sub] + argv[sub + 1:])
         return super().main(argv)
 
     def _subcommand_at(self, own: List[str]) -> Optional[int]:
         """Where the first positional of ``own`` is, if it names a subcommand and no -f came before."""
-        from phasescope.cli import SUBCOMMANDS
         takes_value = {opt for action in self.parser()._actions if action.nargs != 0
                        for opt in action.option_strings}
         i = 0
         while i < len(own):
             word = own[i]
             if not word.startswith("-") or word == "-":
-                return i if word in SUBCOMMANDS else None
+                return i if word in self.dispatch[0] else None
             if word in ("-f", "--file"):
                 return None
             i += 2 if word in takes_value else 1
@@ -258,20 +256,13 @@ class MonitorCommand(Command):
                 sinks = open_sinks(args, config)
                 sampler = SystemSampler(process_filter(args), period_ns=10**9 // args.rate,
                                         window_samples=args.window, kernel=args.kernel_samples)
-                run = SystemRun(sampler, config, sinks, out=out,
+                run = SystemRun(sampler, config, sinks, dashboard=not args.no_dashboard and sys.stdout.isatty(),
+                                out=out, refresh=args.refresh, status_every=args.status_every,
                                 duration=args.duration, phase_db_dir=db_dir, max_processes=args.max_processes)
             except BaseException:
                 Sinks(sinks).close()
                 raise
-            dashboard = not args.no_dashboard and sys.stdout.isatty()
-            view = (DashboardScreen(lambda w, h: render_system(run, w, h), args.refresh) if dashboard
-                    else PlainView(run, out, args.status_every))
-            code = run.run(self.stop, view)
-            for note in view.notes + run.notes:
-                print(note, file=out)
-            print_system_report(run.final, file=out)
-            print(f"phasescope: system-wide sampling stopped ({run.stop_reason})", file=out, flush=True)
-            return code
+            return run.run(self.stop)
         finally:
             if out is not sys.stderr:
                 out.close()

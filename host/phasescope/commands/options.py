@@ -11,7 +11,7 @@ from phasescope.commands.sizes import parse_size, size_option
 from phasescope.commands.outputs import add_output_options
 from phasescope.engine.phase_engine import EngineConfig
 from phasescope.errors import InputError
-from phasescope.sources.sampler import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES
+from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES
 from phasescope.engine.predict import PREDICTORS, PredictorConfig
 from phasescope.engine.segments import MODES as SEGMENT_MODES, SegmentConfig
 from phasescope.engine.macro import MacroConfig

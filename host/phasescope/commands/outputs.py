@@ -20,6 +20,12 @@ from phasescope.sinks.profile import ProfileWriter
 from phasescope.sinks.summary import SummaryWriter
 
 
+#: the output options that name a path (--bbv: live runs only), for the check that no output is
+#: also an input (:func:`phasescope.commands.files.check_files`; ``--events unix:PATH`` included)
+OUTPUT_FILES = {"--log": "log", "--summary": "summary", "--bbv": "bbv", "--phase-db": "phase_db", "--events": "events",
+                "--profile": "profile"}
+
+
 def add_output_options(o) -> None:
     """--log, --summary, --events, --metrics, --profile and --phase-db (read by :func:`open_sinks`)."""
     o.add_argument("--log", metavar="FILE", help="per-interval JSON Lines log, flushed every interval")

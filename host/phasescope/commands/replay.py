@@ -12,15 +12,16 @@ from itertools import chain, islice
 from typing import Iterator
 
 from phasescope.commands.runner import Command
-from phasescope.engine.phase_engine import BATCH, PhaseEngine
+from phasescope.engine.phase_engine import BATCH
 from phasescope.errors import InputError
 from phasescope.engine.interval import Interval
-from phasescope.engine.segments import merge_intervals, segment_stream
+from phasescope.engine.segments import merge_intervals
 from phasescope.commands.options import add_engine_options, engine_config_from_args
-from phasescope.commands.outputs import add_output_options, open_sinks
+from phasescope.commands.outputs import OUTPUT_FILES, add_output_options, open_sinks
 from phasescope.formats.log import read_log
 from phasescope.view.report import print_report
 from phasescope.formats.bbv import read_bb, read_pc_map
+from phasescope.pipeline.flow import Flow
 from phasescope.sinks.base import Sinks
 
 
@@ -58,8 +59,7 @@ class ReplayCommand(Command):
 
     description = "Replay a recorded interval stream through the phase tracker and predictors, with any tracker setting."
     inputs = {"FILE": "file", "--pc-out-file": "pc_out_file"}
-    outputs = {"--log": "log", "--summary": "summary", "--phase-db": "phase_db", "--events": "events",
-               "--profile": "profile"}
+    outputs = OUTPUT_FILES
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("file", metavar="FILE", help="phasescope interval log (.jsonl) or SimPoint/exp-bbv .bb file")
@@ -75,7 +75,7 @@ class ReplayCommand(Command):
         engine_config_from_args(args, interval_default=None)  # bad options fail before any file is touched
         if args.top < 0:
             raise InputError(f"--top must not be negative (got {args.top})")
-        sinks = Sinks()
+        sinks = []
         try:
             stream = open_input(args)
             first = next(stream, None)
@@ -85,25 +85,22 @@ class ReplayCommand(Command):
             stream = chain([first], stream)
             config = engine_config_from_args(args, interval_default=None,
                                              preset_default="sampled" if sampled else "default")
-            sinks = Sinks(open_sinks(args, config))
+            sinks = open_sinks(args, config)
+            flow = Flow(config, sinks)
             if args.interval is not None:
                 stream = merge_intervals(stream, args.interval)
-            if config.segments.mode != "fixed":
-                stream = segment_stream(stream, config.segments)
-            engine = PhaseEngine(config)
-            sinks.prepare(engine)
-            engine.subscribe(sinks.on_interval)
-            sinks.on_start({"target": args.file, "mode": "replay", "config": config.to_dict()})
+            units = flow.units(stream)
+            flow.start({"target": args.file, "mode": "replay", "config": config.to_dict()})
             while True:
-                batch = list(islice(stream, BATCH))
+                batch = list(islice(units, BATCH))
                 if not batch:
                     break
-                engine.feed_many(batch)
-            summary = engine.summary()
+                flow.feed_many(batch)
+            summary = flow.engine.summary()
             summary["input"] = {"path": args.file, "pc_out_file": args.pc_out_file}
             summary["end"] = {"how": "replayed", "code": None, "signal": None, "reason": None}
-            sinks.on_end(summary)
+            flow.end(summary)
         finally:
-            sinks.close()
+            Sinks(sinks).close()
         print_report(summary, args.top)
         return 0

@@ -15,15 +15,14 @@ from typing import List, Optional, TextIO
 
 
 from phasescope import __version__
-from phasescope.engine import EngineConfig, PhaseEngine
-from phasescope.engine.bursts import BurstPlanner
-from phasescope.engine.segments import Segmenter
+from phasescope.engine import EngineConfig
+from phasescope.pipeline.flow import Flow
 from phasescope.pipeline.processes import ProcessEngines
 from phasescope.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_KILLED, EXIT_OK, PhasescopeError
-from phasescope.sinks.base import Sink, Sinks
+from phasescope.sinks.base import Sink
 from phasescope.sources.device import is_local, process_state
 from phasescope.sources.procfs import process_comm
-from phasescope.sources.protocol import QUERY_TIMEOUT, Session
+from phasescope.sources.protocol import QUERY_TIMEOUT, Agent, Bursts, Locality, Session, capability
 from phasescope.sources.events import (AgentError, BurstEvent, ChildEnded, Dropped, Ended, Forked, IntervalEvent,
                                       ModulesChanged, Output, ThreadExited, ThreadStarted, Unfollowable)
 from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME
@@ -57,7 +56,6 @@ class LiveRun:
         self.locality_size = locality_size  # --locality: the dashboard's miss-rate column (bytes)
         self.target = session.target
         self.config = config
-        self.sinks = Sinks(sinks)
         self.dashboard = dashboard
         self.out = out
         self.title = title
@@ -65,17 +63,14 @@ class LiveRun:
         self.status_every = status_every
         self.duration = duration
         self.owns_target = owns_target  # the demo's workload: ended with the run, never left running
-        self.engine = PhaseEngine(config)
-        self.segmenter = Segmenter(config.segments)  # fixed: intervals pass through
-        self.sinks.prepare(self.engine)
-        self.engine.subscribe(self.sinks.on_interval)
+        bursts = capability(session, Bursts)  # new phases get one exact interval each
+        self.flow = Flow(config, sinks, burst=bursts.burst if bursts is not None else None)
+        self.agent = capability(session, Agent)  # an agent in the target: it may not answer, or not unload
+        self.locality = capability(session, Locality)
+        self.engine = self.flow.engine
         self.engine.subscribe(self._on_interval)
         #: --locality: phases for which a window was asked of the agent (one ask per phase)
         self.window_asked: set = set()
-        #: sampled mode with bursts: new phases get one exact interval each
-        self.bursts = BurstPlanner(session.burst) if session.bursts else None
-        if self.bursts is not None:
-            self.engine.subscribe(self.bursts.on_interval)
         self.terminated = False  # a piped spawned target was terminated when phasescope detached
         #: (signal, deadline): a stop signal was passed on to the spawned target, which should end by then
         self.passed_on: Optional[tuple] = None
@@ -84,7 +79,7 @@ class LiveRun:
         self.stop_reason: Optional[str] = None
         self.forked: List[int] = []  # children the target forked (not traced)
         #: children followed (sampled mode), each with its own engine, feeding the same sinks
-        self.children = ProcessEngines(config, [self.sinks.on_interval])
+        self.children = ProcessEngines(config, [self.flow.sinks.on_interval])
         self.agent_errors: List[str] = []
         self.started_wall = time.time()
         self.summary: Optional[dict] = None
@@ -101,12 +96,13 @@ class LiveRun:
                 return EXIT_OK
             self.session.start()
             self.symbols = Symbolizer(self.session)
-            self.session.before_final_ack = self._resolve_hot_code  # the process is about to go
+            if self.agent is not None:
+                self.agent.before_final_ack = self._resolve_hot_code  # the process is about to go
             self.state = LiveState(self.engine, self.title, self.session.pid, self.symbols.describe,
                                    self.session.describe_mode(), locality_size=self.locality_size)
             self.state.status = "tracing"
             self.state.threads_followed = len(self.session.threads)
-            self.sinks.on_start(self._start_info())
+            self.flow.start(self._start_info())
             self.view = (DashboardScreen(lambda w, h: render(self.state.snapshot(), w, h), self.refresh)
                          if self.dashboard else PlainView(self.state, self.out, self.status_every))
             try:
@@ -118,7 +114,7 @@ class LiveRun:
             finally:
                 self._finish()
         finally:
-            self.sinks.close()
+            self.flow.close()
             if self.symbols is not None:
                 self.symbols.close()
         return self._exit_code()
@@ -169,7 +165,7 @@ class LiveRun:
                     self._request_stop(f"--duration {self.duration:g}s reached")
             if now >= next_checkpoint:
                 self._request_hot_code()
-                self.sinks.on_checkpoint(self._summary())
+                self.flow.checkpoint(self._summary())
                 next_checkpoint = now + CHECKPOINT_EVERY
             self.view.tick(now)
 
@@ -209,11 +205,12 @@ class LiveRun:
     def _on_interval(self, r, iv) -> None:
         if r.new_phase:  # name its hot code soon, while the code is surely mapped
             self._request_hot_code([self.engine.stats.phases[r.phase]])
-        if self.locality_size is not None and iv.locality is None and r.phase not in self.window_asked:
+        if (self.locality is not None and self.locality_size is not None and iv.locality is None
+                and r.phase not in self.window_asked):
             loc = self.engine.stats.locality
             if loc is None or r.phase not in loc.phases():  # every phase gets at least one window
                 self.window_asked.add(r.phase)
-                self.session.request_window(iv.thread)
+                self.locality.request_window(iv.thread)
 
     def _hot_pcs(self, phases=None):
         """(top block pcs, hottest block pc of each phase) of the main phases, or of ``phases``."""
@@ -235,12 +232,10 @@ class LiveRun:
             if event.interval.pid is not None:  # a forked child's (sampled mode): its own engine
                 self.children.feed(event.interval)
                 return
-            for iv in self.segmenter.push(event.interval):
-                self.engine.feed(iv)
+            self.flow.feed(event.interval)
         elif isinstance(event, BurstEvent):
-            phase = self.bursts.finished(event.interval) if self.bursts is not None else None
+            phase = self.flow.burst(event.interval)
             if phase is not None:
-                self.engine.add_burst(phase, event.interval)
                 self._request_hot_code([self.engine.stats.phases[phase]])
         elif isinstance(event, (ThreadStarted, ThreadExited)):
             self.state.threads_followed = len(self.session.threads)
@@ -312,7 +307,8 @@ class LiveRun:
                 self.ended = self.session.ended
         if self.passed_on is not None and self.stop_reason is None:
             self.stop_reason = f"{self.passed_on[0]} passed on to it"
-        notes = (self.session.abandoned, self.session.unload_stuck, self.session.restopped)
+        notes = ((self.agent.abandoned, self.agent.unload_stuck, self.agent.restopped)
+                 if self.agent is not None else ())
         if any(notes):
             self.stop_reason = "; ".join(filter(None, (self.stop_reason,) + notes))
         if (self.ended is not None and self.ended.how == "detached" and self.target.spawn
@@ -322,10 +318,9 @@ class LiveRun:
             self.stop_reason = (self.stop_reason or "stopped") + f"; spawned target terminated, {why}"
             self.terminated = True
             self.session.kill()
-        for iv in self.segmenter.flush():  # threads whose last unit never came
-            self.engine.feed(iv)
+        self.flow.flush()  # threads whose last unit never came
         self.summary = self._summary(final=True)
-        self.sinks.on_end(self.summary)
+        self.flow.end(self.summary)
         # the terminal may be gone (SIGHUP): each write that fails is skipped, not the ones after it
         _said(self.output.release)
         for note in self.view.notes:
@@ -378,7 +373,7 @@ class LiveRun:
         if self.stop_reason:
             msg += f" ({self.stop_reason})"
         _said(print, msg, file=self.out, flush=True)
-        if self.session.abandoned:
+        if self.agent is not None and self.agent.abandoned:
             return EXIT_FAILED  # detached without the last intervals
         if end is None or end.how in ("detached", "exec"):  # exec: it runs on, as another program
             return EXIT_OK

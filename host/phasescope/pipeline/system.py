@@ -16,28 +16,36 @@ from phasescope import __version__
 from phasescope.engine import EngineConfig
 from phasescope.errors import EXIT_OK
 from phasescope.pipeline.processes import MAX_PROCESSES, RECENT_S, ProcessEngines
-from phasescope.sinks.base import Sink, Sinks
+from phasescope.pipeline.flow import Flow
+from phasescope.sinks.base import Sink
 from phasescope.sources.elf_symbols import ElfSymbols
 from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME
 from phasescope.sources.system_sampler import SystemSampler
+from phasescope.view.plain import PlainView
+from phasescope.view.screen import DashboardScreen
 from phasescope.view.snapshot import transition
+from phasescope.view.system_view import print_system_report, render
 
 CHECKPOINT_EVERY = 5.0
 
 
 class SystemRun:
-    """Sampler -> one engine per process -> shared sinks and view. ``phase_db_dir``: a directory
-    of per-program phase databases; ``max_processes``: engines alive at once."""
+    """Sampler -> one engine per process -> shared sinks and view. ``dashboard``: the rich
+    screen, else plain lines on ``out``; ``phase_db_dir``: a directory of per-program phase
+    databases; ``max_processes``: engines alive at once."""
 
-    def __init__(self, sampler: SystemSampler, config: EngineConfig, sinks: List[Sink], *, out: TextIO,
-                 duration: Optional[float] = None, phase_db_dir: Optional[str] = None,
-                 max_processes: int = MAX_PROCESSES):
+    def __init__(self, sampler: SystemSampler, config: EngineConfig, sinks: List[Sink], *, dashboard: bool,
+                 out: TextIO, refresh: float = 4.0, status_every: float = 5.0, duration: Optional[float] = None,
+                 phase_db_dir: Optional[str] = None, max_processes: int = MAX_PROCESSES):
         self.sampler = sampler
         self.config = config
-        self.sinks = Sinks(sinks)
+        self.flow = Flow(config, sinks, engine=False)  # the engines are the processes' own
+        self.dashboard = dashboard
         self.out = out
+        self.refresh = refresh
+        self.status_every = status_every
         self.duration = duration
-        self.processes = ProcessEngines(config, [self.sinks.on_interval], max_processes=max_processes,
+        self.processes = ProcessEngines(config, [self.flow.sinks.on_interval], max_processes=max_processes,
                                         phase_db_dir=phase_db_dir, exe_of=self._exe_of,
                                         note=lambda text: self.view.note(text), name_code=self._name_code)
         self.elf = ElfSymbols()
@@ -96,18 +104,18 @@ class SystemRun:
         return f"{iv.comm}[{iv.pid}] thread {r.thread}: {transition(r)}, predicted next P{r.prediction}"
 
     # -- the loop ---------------------------------------------------------------------------
-    def run(self, stop, view) -> int:
-        """Sample until ``stop.requested`` or ``--duration``; ``view`` is the dashboard or the
-        plain view (made on this run). The exit code."""
-        self.view = view
+    def run(self, stop) -> int:
+        """Sample until ``stop.requested`` or ``--duration``, then report on ``out``; the exit code."""
+        view = self.view = (DashboardScreen(lambda w, h: render(self, w, h), self.refresh) if self.dashboard
+                            else PlainView(self, self.out, self.status_every))
         try:
             self.sampler.start()
         except BaseException:
-            self.sinks.close()
+            self.flow.close()
             raise
         self.status = "sampling"
-        self.sinks.on_start({"target": f"system-wide ({self.sampler.filter.describe()})", "pid": None,
-                             "mode": "sampled", "config": self.config.to_dict()})
+        self.flow.start({"target": f"system-wide ({self.sampler.filter.describe()})", "pid": None,
+                         "mode": "sampled", "config": self.config.to_dict()})
         deadline = None if self.duration is None else time.monotonic() + self.duration
         next_checkpoint = time.monotonic() + CHECKPOINT_EVERY
         try:
@@ -122,7 +130,7 @@ class SystemRun:
                         self.stop_reason = f"--duration {self.duration:g}s reached"
                         break
                     if now >= next_checkpoint:
-                        self.sinks.on_checkpoint(self.summary())
+                        self.flow.checkpoint(self.summary())
                         next_checkpoint = now + CHECKPOINT_EVERY
                     view.tick(now)
                 self.status = "stopping"
@@ -130,6 +138,10 @@ class SystemRun:
                 self._feed(self.sampler.stop())
         finally:
             self._finish()
+        for note in view.notes + self.notes:
+            print(note, file=self.out)
+        print_system_report(self.final, file=self.out)
+        print(f"phasescope: system-wide sampling stopped ({self.stop_reason})", file=self.out, flush=True)
         return EXIT_OK
 
     def _feed(self, windows) -> None:
@@ -157,5 +169,5 @@ class SystemRun:
         """Every exit path: save the live programs' phase databases, the summary, close the sinks."""
         self.processes.close()
         self.final = self.summary()
-        self.sinks.on_end(self.final)
-        self.sinks.close()
+        self.flow.end(self.final)
+        self.flow.close()

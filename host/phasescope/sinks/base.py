@@ -3,7 +3,10 @@
 A sink is told, in order: :meth:`Sink.on_start` once the target runs (what is traced, how),
 :meth:`Sink.on_interval` for every classified interval, :meth:`Sink.on_checkpoint` with the
 run's summary every few seconds, :meth:`Sink.on_end` with the final summary on every exit path,
-then :meth:`Sink.close`. Each method may be left as the base's no-op. A file sink opens its file
+then :meth:`Sink.close`. Sinks read the summary and write only their own outputs: what a sink has
+to say in the final summary it returns from :meth:`Sink.summary_sections`, which the run adds
+before any sink's ``on_end`` (:meth:`phasescope.pipeline.flow.Flow.end`), so the sinks' order
+does not matter. Each method may be left as the base's no-op. A file sink opens its file
 in its constructor, so an unwritable path fails (InputError, exit 2) before the target is touched;
 a write that fails later raises PhasescopeError (exit 1).
 """
@@ -13,10 +16,39 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from typing import Iterable, List
+from typing import Any, Dict, Iterable, List, TypedDict
 
 from phasescope.engine import Interval, IntervalResult
 from phasescope.errors import InputError, PhasescopeError
+
+
+class Summary(TypedDict, total=False):
+    """A run's summary (the ``--summary`` file; docs/reference.md describes each field), and who
+    writes each key: the engine (:meth:`phasescope.engine.PhaseEngine.summary`), the run (live,
+    replay or ``-a``), or one sink (its :meth:`Sink.summary_sections`)."""
+
+    # the engine
+    version: int
+    config: Dict[str, Any]
+    whole: Dict[str, Any]
+    phases: List[Dict[str, Any]]
+    threads: List[Dict[str, Any]]
+    predictors: Dict[str, Any]
+    primary_predictor: str
+    table: Dict[str, Any]
+    skipped_empty: int
+    # the run
+    phasescope: str  # live runs, -a: the version
+    target: Dict[str, Any]  # live runs
+    session: Dict[str, Any]  # live runs, -a
+    children: List[Dict[str, Any]]  # live runs: forked children followed (sampled mode)
+    input: Dict[str, Any]  # replay
+    mode: str  # -a: "system"
+    processes: List[Dict[str, Any]]  # -a
+    end: Dict[str, Any]  # how the run ended
+    # one sink each
+    events: Dict[str, Any]  # --events: the stream's address, clients, events dropped
+    phase_db: Dict[str, Any]  # --phase-db: its path, whether this run saved to it
 
 
 class Sink:
@@ -32,11 +64,15 @@ class Sink:
     def on_interval(self, result: IntervalResult, interval: Interval) -> None:
         """One classified interval."""
 
-    def on_checkpoint(self, summary: dict) -> None:
-        """The summary so far (every few seconds of a live run)."""
+    def on_checkpoint(self, summary: Summary) -> None:
+        """The summary so far (every few seconds of a live run); read only."""
 
-    def on_end(self, summary: dict) -> None:
-        """The final summary, with ``summary["end"]`` saying how the target ended."""
+    def summary_sections(self) -> Summary:
+        """This sink's own keys of the final summary (asked once, before any sink's ``on_end``)."""
+        return {}
+
+    def on_end(self, summary: Summary) -> None:
+        """The final summary, with ``summary["end"]`` saying how the target ended; read only."""
 
     def close(self) -> None:
         """Release files and sockets; called once, on every exit path."""
@@ -60,11 +96,17 @@ class Sinks(Sink):
         for s in self.sinks:
             s.on_interval(result, interval)
 
-    def on_checkpoint(self, summary: dict) -> None:
+    def on_checkpoint(self, summary: Summary) -> None:
         for s in self.sinks:
             s.on_checkpoint(summary)
 
-    def on_end(self, summary: dict) -> None:
+    def summary_sections(self) -> Summary:
+        sections: Summary = {}
+        for s in self.sinks:
+            sections.update(s.summary_sections())
+        return sections
+
+    def on_end(self, summary: Summary) -> None:
         for s in self.sinks:
             s.on_end(summary)
 

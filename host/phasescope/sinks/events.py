@@ -304,8 +304,10 @@ class EventServer(Sink):
 
     def on_end(self, summary: dict) -> None:
         self._broadcast([{"event": "end", **(summary.get("end") or {})}], force=True)
-        # for the sinks after this one (the summary file): how the stream went
-        summary["events"] = {"address": self.address, "clients": self.served, "dropped": self.dropped}
+
+    def summary_sections(self) -> dict:
+        """How the stream went (the end event is never dropped: these do not change at the end)."""
+        return {"events": {"address": self.address, "clients": self.served, "dropped": self.dropped}}
 
     def close(self) -> None:
         with self._lock:

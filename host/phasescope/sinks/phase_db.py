@@ -160,8 +160,10 @@ class PhaseDb(Sink):
         pages = {"shift": self.db.get("code_shift")} if self.settings["method"] == "pages" else {}
         engine.tracker.preload([(r["phase"], r["footprint"]) for r in reps], self.db["next_id"], **pages)
 
+    def summary_sections(self) -> dict:
+        return {"phase_db": {"path": self.path, "saved": self.engine is not None and not self.read_only}}
+
     def on_end(self, summary: dict) -> None:
-        summary["phase_db"] = {"path": self.path, "saved": self.engine is not None and not self.read_only}
         if self.engine is None or self.read_only:
             return
         run = self.db["runs"] + 1

@@ -29,8 +29,8 @@ from phasescope.errors import InputError, PhasescopeError
 from phasescope.sources.device import Target, process_state
 from phasescope.sources.events import ChildEnded, Ended, IntervalEvent, Output, ThreadExited, ThreadStarted
 from phasescope.sources.modules import ModuleMap
-from phasescope.sources.sampler import (DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler, SampledSource,
-                                        check_sampling)
+from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, SampledSource, check_sampling
+from phasescope.sources.sampler import Sampler
 from phasescope.sources.stdio import PipedStdio
 
 POLL = 0.02  # seconds between reads of the sample rings
@@ -39,10 +39,7 @@ POLL = 0.02  # seconds between reads of the sample rings
 class KernelSession(SampledSource):
     """One process, sampled with nothing in it (see the module docstring)."""
 
-    bursts = False
-    abandoned: Optional[str] = None  # the session never gives up on an agent: there is none
-    unload_stuck: Optional[str] = None
-    restopped: Optional[str] = None
+    capabilities = ()  # no agent: no bursts, no locality windows
     final_at: Optional[float] = None
     final_cpu: Optional[float] = None
 
@@ -59,7 +56,6 @@ class KernelSession(SampledSource):
         self.sampler: Optional[Sampler] = None
         self.ended: Optional[Ended] = None
         self.resumed_at: Optional[float] = None
-        self.before_final_ack = None  # called by the trace session before an agent lets go: no agent here
         self._queue: "queue.Queue" = queue.Queue()
         self._stdio: Optional[PipedStdio] = None
         self._stopping = False
@@ -182,10 +178,6 @@ class KernelSession(SampledSource):
         if self.ended is None and not self._stopping:
             self._stopping = True
             self._queue.put(Ended("detached"))
-
-    def burst(self, tid: int) -> bool:
-        """Exact bursts need the agent (SampledSession): never here."""
-        return False
 
     def kill(self) -> None:
         """Terminate a target this session spawned (unless it has already been reaped)."""

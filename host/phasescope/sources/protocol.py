@@ -1,12 +1,16 @@
-"""The one interface of a signal source, as the live loop (:mod:`phasescope.pipeline.live`) and
-the symbolizer use it. Three sources implement it: :class:`~phasescope.sources.session.TraceSession`
-(exact mode: the agent), :class:`~phasescope.sources.kernel_session.KernelSession` (sampled mode,
-nothing injected) and :class:`~phasescope.sources.sampled_session.SampledSession` (sampled mode with
-exact bursts: the watching agent)."""
+"""The interface of a signal source, as the live loop (:mod:`phasescope.pipeline.live`), bench and
+the symbolizer use it: a small core every source has (:class:`Session`), plus optional
+capabilities (:class:`Bursts`, :class:`Locality`, :class:`Agent`) that a source lists in its
+``capabilities`` and the pipeline asks for with :func:`capability`, instead of testing which
+source or mode it has. Three sources implement it:
+:class:`~phasescope.sources.session.TraceSession` (exact mode: the agent),
+:class:`~phasescope.sources.kernel_session.KernelSession` (sampled mode, nothing injected) and
+:class:`~phasescope.sources.sampled_session.SampledSession` (sampled mode with exact bursts: the
+watching agent)."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, List, Optional, Protocol, Set
+from typing import Callable, Collection, Iterator, List, Optional, Protocol, Set, TypeVar
 
 from phasescope.sources.device import Target
 from phasescope.sources.events import Dropped, Ended
@@ -16,21 +20,19 @@ QUERY_TIMEOUT = 5.0  # seconds a session's symbolize / read_code may take
 
 
 class Session(Protocol):
-    mode: str  # "exact" or "sampled"
-    bursts: bool  # :meth:`burst` can follow a thread for one exact interval
+    """The core: every source has it."""
+
+    mode: str  # "exact" or "sampled": what its intervals are (the log's and the summary's word)
+    capabilities: Collection[type]  # the optional capabilities below that it offers
     target: Target
     stdio: str  # a spawned target's stdio: "inherit" or "pipe"
     pid: Optional[int]
     threads: Set[int]  # the program's threads followed now
     modules: ModuleMap
     ended: Optional[Ended]
-    abandoned: Optional[str]  # why the last intervals could not be had (None: they were)
-    unload_stuck: Optional[str]  # why an agent could not be unloaded (None: it was, or there is none)
-    restopped: Optional[str]  # a stopped target was continued for its agent to unload, said in a line (None: not)
-    final_at: Optional[float]  # time.perf_counter() when the target said it ends
-    final_cpu: Optional[float]  # CPU seconds of its main thread then (None: not known)
     resumed_at: Optional[float]  # time.perf_counter() when a spawned target started running
-    before_final_ack: Optional[Callable[[], None]]  # last chance to ask an agent about an ending target
+    final_at: Optional[float]  # time.perf_counter() when the target said it ends (None: not said)
+    final_cpu: Optional[float]  # CPU seconds of its main thread then (None: not known)
 
     @property
     def dropped(self) -> Dropped: ...
@@ -47,11 +49,6 @@ class Session(Protocol):
     def kill(self) -> None:
         """Terminate the target (gone already is no error)."""
 
-    def burst(self, tid: int) -> bool: ...
-
-    def request_window(self, tid: int) -> bool:
-        """--locality: a locality window on thread ``tid`` at its next interval (False: none here)."""
-
     def describe_mode(self) -> str: ...
 
     def info(self) -> dict:
@@ -61,3 +58,34 @@ class Session(Protocol):
         """``(module, symbol)`` or None per address."""
 
     def read_code(self, address: int, size: int) -> Optional[bytes]: ...
+
+
+class Bursts(Protocol):
+    """Sampled mode's exact bursts: follow one thread for one exact interval (a BurstEvent)."""
+
+    def burst(self, tid: int) -> bool:
+        """False when refused (another burst runs, the thread is not the program's)."""
+
+
+class Locality(Protocol):
+    """--locality: locality windows asked for on demand."""
+
+    def request_window(self, tid: int) -> bool:
+        """A locality window on thread ``tid`` at its next interval (False: refused)."""
+
+
+class Agent(Protocol):
+    """An agent injected in the target, which may fail to answer or to unload."""
+
+    abandoned: Optional[str]  # why the last intervals could not be had (None: they were)
+    unload_stuck: Optional[str]  # why the agent could not be unloaded (None: it was)
+    restopped: Optional[str]  # a stopped target was continued for its agent to unload, said in a line (None: not)
+    before_final_ack: Optional[Callable[[], None]]  # last chance to ask the agent about an ending target
+
+
+C = TypeVar("C")
+
+
+def capability(source: Session, cap: "type[C]") -> Optional[C]:
+    """``source`` as capability ``cap`` when it offers it, else None."""
+    return source if cap in source.capabilities else None  # type: ignore[return-value]

@@ -17,8 +17,9 @@ from typing import Dict, Iterator, List, Optional
 from phasescope.engine.interval import Interval
 from phasescope.sources.device import Target, require_local
 from phasescope.sources.events import BurstEvent, Ended, IntervalEvent, ThreadStarted
-from phasescope.sources.sampler import (DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, Sampler, SampledSource,
-                                        check_sampling)
+from phasescope.sources.protocol import Agent, Bursts
+from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, SampledSource, check_sampling
+from phasescope.sources.sampler import Sampler
 from phasescope.sources.session import TraceSession
 
 POLL = 0.02  # seconds between reads of the sample rings while the agent is quiet
@@ -45,6 +46,7 @@ class SampledSession(SampledSource):
         self._held: Dict[int, List[Interval]] = {}  # windows of threads not (yet) known to be the program's
         self.foreign_windows = 0  # windows of threads that never turned out to be the program's (Frida's)
         self.bursts = bursts
+        self.capabilities = (Bursts, Agent) if bursts else (Agent,)
         self.bursts_started = self.bursts_done = 0
 
     # the parts of a trace session the live loop reads

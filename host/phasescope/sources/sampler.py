@@ -70,7 +70,6 @@ import numpy as np
 from phasescope.engine.interval import Interval
 from phasescope.errors import InputError
 from phasescope.sources.elf_symbols import ElfSymbols
-from phasescope.sources.events import Dropped
 from phasescope.sources.modules import KERNEL_KEY, ModuleMap
 from phasescope.sources.perf_map import PerfMap
 from phasescope.sources.perf_event import (CLOCK_REALTIME, LOST_RECORD, PERF_COUNT_SW_CPU_CLOCK, PERF_RECORD_EXIT,
@@ -81,85 +80,11 @@ from phasescope.sources.perf_event import (CLOCK_REALTIME, LOST_RECORD, PERF_COU
                                           PerfEventAttr, Ring, comm_record, event_id, online_cpus, perf_event_open,
                                           records, refusal, set_output, user_chain)
 from phasescope.sources.procfs import module_map_from_proc, process_comm, thread_ids
+from phasescope.sources.sample_code import SampleCode
+from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, check_sampling
 from phasescope.sources.stacks import window_stacks
 
-#: 1000 Hz of CPU time. perf's default is 4000 Hz, but each sample costs the target ~15 us on this
-#: (virtualised) machine, measured with perf itself too: 4000 Hz cost 3-28%, 1000 Hz <= ~3%
-#: (bench/sampled_overhead.py). On bare metal (~1-3 us a sample) 4000 Hz fits the 3% budget.
-DEFAULT_PERIOD_NS = 1_000_000
-#: 100 samples (0.1 s of CPU at 1000 Hz): fine enough to see phases of a few tenths of a second;
-#: the sampling noise between two windows of one phase (~0.2-0.5 of the interval at 100 samples,
-#: bench/sampled_noise.py) is what the ``sampled`` tracker preset's noise term absorbs.
-DEFAULT_WINDOW_SAMPLES = 100
 DEFAULT_RING_PAGES = 128
-MAX_RATE_HZ = 100_000
-MIN_WINDOW_SAMPLES = 10
-#: The module name of code a perf map names (JIT code in anonymous memory).
-JIT_MODULE = "[jit]"
-
-
-class SampledSource:
-    """What every sampled session says the same way; it has ``sampler`` (None until started),
-    ``rate_hz``, ``window_samples`` and ``kernel``."""
-
-    mode = "sampled"
-
-    @property
-    def dropped(self) -> Dropped:
-        """Sample records the kernel lost (its ring was full); no instruction count is known."""
-        return Dropped(self.sampler.lost if self.sampler else 0, 0)
-
-    def describe_mode(self) -> str:
-        return f"sampled {self.rate_hz} Hz"
-
-    def request_window(self, tid: int) -> bool:
-        """Locality windows are exact mode's (--locality): never here."""
-        return False
-
-    def sampled_info(self) -> dict:
-        """The sampling part of what the summary records of how the program was seen."""
-        s = self.sampler
-        return {"mode": "sampled", "rate_hz": self.rate_hz, "period_ns": 10**9 // self.rate_hz,
-                "window_samples": self.window_samples, "interval": None, "samples": s.samples if s else 0,
-                "lost_samples": s.lost if s else 0, "kernel": self.kernel,
-                "kernel_samples": s.kernel_samples if s else 0, "stacks": bool(s and s.stacks),
-                "leaf_only_samples": s.leaf_only if s else 0}
-
-
-def refreshed_modules(pid: int, ips, modules: Optional[ModuleMap], looked_up: Set[int]):
-    """``(modules, looked_up)``: ``modules`` re-read from /proc/PID/maps when some user IP falls
-    outside every module and its page was not looked for before (once per page: the vDSO never
-    maps). An exited process's maps are empty: then what was seen is kept."""
-    ips = np.asarray(ips, dtype=np.uint64)
-    user = ips[ips != np.uint64(KERNEL_KEY)]
-    mm = modules if modules is not None else ModuleMap()
-    pages = set((user[mm._index(user) < 0] >> np.uint64(12)).tolist()) - looked_up
-    if pages:
-        looked_up = looked_up | pages
-        try:
-            fresh = module_map_from_proc(pid)
-        except OSError:
-            fresh = ModuleMap()
-        if len(fresh):
-            mm = fresh
-    return mm, looked_up
-
-
-def stable_keys(modules: Optional[ModuleMap], ips) -> np.ndarray:
-    """Stable keys of raw IPs in ``modules``; kernel samples keep :data:`KERNEL_KEY`."""
-    ips = np.asarray(ips, dtype=np.uint64)
-    keys = (modules if modules is not None else ModuleMap()).keys(ips)
-    keys[ips == np.uint64(KERNEL_KEY)] = np.uint64(KERNEL_KEY)
-    return keys
-
-
-def check_sampling(rate_hz: float, window_samples: int) -> None:
-    """The one check of the sampling options (``--rate``, ``--window``): InputError, one line."""
-    if not 1 <= rate_hz <= MAX_RATE_HZ:
-        raise InputError(f"--rate must be from 1 to {MAX_RATE_HZ} samples per second (got {rate_hz:g})")
-    if window_samples < MIN_WINDOW_SAMPLES:
-        raise InputError(f"--window must be at least {MIN_WINDOW_SAMPLES} samples (got {window_samples})")
-
 
 #: An accepted sample: its IP (or KERNEL_KEY), thread, time and user return addresses (a tuple,
 #: innermost first; empty without ``stacks``).
@@ -182,7 +107,7 @@ class _Thread:
         self.heirs = 0  # live threads (other than itself) sampled through this thread's events
 
 
-class Sampler:
+class Sampler(SampleCode):
     """Sample every thread of process ``pid`` by CPU time and cut per-thread windows.
 
     ``start()`` opens the events (raises :class:`InputError` with one line if the kernel refuses);
@@ -512,45 +437,6 @@ class Sampler:
             self.leaf_only += leaf_only
         th.seq += 1
         return iv
-
-    def perf_map(self, pid: int) -> PerfMap:
-        """Process ``pid``'s perf map (JIT code's names), read when first needed."""
-        pm = self._perf_maps.get(pid)
-        if pm is None:
-            pm = self._perf_maps[pid] = PerfMap(pid)
-        return pm
-
-    def names(self, pcs, pid: Optional[int] = None) -> List[Optional[tuple]]:
-        """``(module, function)`` or None of each address of process ``pid`` (default the
-        target): from its ELF files on disk, and for code outside them from its perf map, as
-        ``("[jit]", name)``."""
-        pid = self.pid if pid is None else pid
-        pcs = list(pcs)
-        out = self._names.names(self.modules_of(pid), pcs)
-        jit = self.perf_map(pid)
-        for i, pc in enumerate(pcs):
-            if out[i] is None:
-                name = jit.name(pc)
-                if name is not None:
-                    out[i] = (JIT_MODULE, name)
-        return out
-
-    def modules_of(self, pid: int) -> ModuleMap:
-        """The module map of process ``pid`` (a followed child's own, else the target's)."""
-        kid = self._kids.get(pid)
-        mm = kid[1] if kid is not None else self.modules
-        return mm if mm is not None else ModuleMap()
-
-    def keys_for(self, ips: np.ndarray, pid: Optional[int] = None) -> np.ndarray:
-        """Stable keys of raw IPs (kernel samples keep :data:`KERNEL_KEY`), in ``pid``'s modules
-        (a followed child's own, else the target's; the target's JIT code by its perf map, if any)."""
-        kid = self._kids.get(pid)
-        if kid is not None:
-            kid[1], kid[2] = refreshed_modules(pid, ips, kid[1], kid[2])
-            return stable_keys(kid[1], ips)
-        if self._own_modules:
-            self.modules, self._looked_up = refreshed_modules(self.pid, ips, self.modules, self._looked_up)
-        return self.perf_map(self.pid).keys(np.asarray(ips, dtype=np.uint64), stable_keys(self.modules, ips))
 
     # -- thread lifetimes and teardown ----------------------------------------------------
     def _retire(self, th: _Thread) -> None:

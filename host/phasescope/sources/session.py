@@ -47,6 +47,7 @@ from phasescope.errors import InputError, PhasescopeError
 from phasescope.resources import read_text
 from phasescope.sources import wire
 from phasescope.sources.agent import REP_COUNTS, agent_options
+from phasescope.sources.agent_queries import AgentQueries
 from phasescope.sources.calls import (GONE, STOP_TIMEOUT, BoundedRpc, bounded, detach_session, first_line,
                                      kill_quietly, unload)
 from phasescope.sources.device import Target, resolve_target
@@ -54,6 +55,7 @@ from phasescope.sources.events import (AgentError, Dropped, Ended, Forked, Inter
                                       ThreadExited, ThreadStarted, Unfollowable)
 from phasescope.sources.modules import Module, ModuleMap, library_name
 from phasescope.sources.procfs import main_thread_cpu
+from phasescope.sources.protocol import Agent, Locality
 from phasescope.sources.stdio import PipedStdio
 from phasescope.sources.stopped import Continued, end_stuck_helpers
 
@@ -76,7 +78,7 @@ FINAL_ACK_GRACE = 15.0
 OUTPUT_GRACE = 5.0
 
 
-class TraceSession:
+class TraceSession(AgentQueries):
     """One traced process. Thread-safe: Frida callbacks feed a queue that :meth:`events` drains.
 
     ``interval``: instructions per interval and thread. ``stdio``: a spawned target's stdio is
@@ -171,7 +173,7 @@ class TraceSession:
     # -- lifecycle -------------------------------------------------------------------------------
 
     mode = "exact"
-    bursts = False  # exact mode follows every interval already
+    capabilities = (Locality, Agent)  # no Bursts: exact mode follows every interval already
 
     def describe_mode(self) -> str:
         return "exact"
@@ -358,52 +360,6 @@ class TraceSession:
             script.post({"type": "ack", "bytes": nbytes})
         except (frida.InvalidOperationError, frida.TransportError):
             pass
-
-    def symbolize(self, pcs) -> list:
-        """``(module, symbol)`` or None per address, from the target's debug symbols; all None once
-        the session is gone."""
-        script = self._script
-        if script is None or not pcs:
-            return [None] * len(pcs)
-        try:
-            found = self._query(script.exports_sync.symbolize, [hex(p) for p in pcs])
-            return [None if s is None else tuple(s) for s in found]
-        except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException, TimeoutError):
-            return [None] * len(pcs)
-
-    def burst(self, tid: int) -> bool:
-        """Watch mode: have the agent follow thread ``tid`` for one exact interval (its record arrives
-        as an :class:`IntervalEvent`). False when it cannot: not the program's thread, a burst already
-        running, or the session gone."""
-        script = self._script
-        if script is None:
-            return False
-        try:
-            return bool(self._query(script.exports_sync.burst, tid))
-        except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException, TimeoutError):
-            return False
-
-    def request_window(self, tid: int) -> bool:
-        """--locality: have thread ``tid`` open a locality window at its next interval (a phase the host
-        saw with none yet; the agent opens them on a schedule and when new code runs). Never waits."""
-        script = self._script
-        if script is None or not self._options["locality"]:
-            return False
-        try:
-            script.post({"type": "window", "tid": int(tid)})
-            return True
-        except (frida.InvalidOperationError, frida.TransportError):
-            return False
-
-    def read_code(self, address: int, size: int) -> Optional[bytes]:
-        """``size`` bytes of the target's memory at ``address``, None if unreadable or detached."""
-        script = self._script
-        if script is None:
-            return None
-        try:
-            return self._query(script.exports_sync.read_code, hex(address), size)
-        except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException, TimeoutError):
-            return None
 
     @property
     def ended(self) -> Optional[Ended]:

@@ -32,8 +32,9 @@ from phasescope.sources.perf_event import (LOST_RECORD, PERF_RECORD_COMM, PERF_R
                                           SAMPLE_RECORD, TASK_RECORD, Ring, comm_record, online_cpus, paranoid_level,
                                           perf_event_open, records, user_chain)
 from phasescope.sources.procfs import module_map_from_proc, process_comm, process_exe
-from phasescope.sources.sampler import (DEFAULT_PERIOD_NS, DEFAULT_RING_PAGES, DEFAULT_WINDOW_SAMPLES, Sampler,
-                                        _Thread, refreshed_modules, stable_keys)
+from phasescope.sources.sample_code import refreshed_modules, stable_keys
+from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES
+from phasescope.sources.sampler import DEFAULT_RING_PAGES, Sampler, _Thread
 
 
 @dataclass(frozen=True)

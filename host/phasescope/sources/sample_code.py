@@ -1,0 +1,89 @@
+"""What a sampler's samples hit, keyed and named: stable keys of raw IPs in the process's modules
+(its maps re-read when an IP falls outside every known one), JIT code by the process's perf map,
+names from the ELF files on disk. :class:`SampleCode` is mixed into
+:class:`~phasescope.sources.sampler.Sampler`, whose target and followed children it reads."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Set
+
+import numpy as np
+
+from phasescope.sources.modules import KERNEL_KEY, ModuleMap
+from phasescope.sources.perf_map import PerfMap
+from phasescope.sources.procfs import module_map_from_proc
+
+#: The module name of code a perf map names (JIT code in anonymous memory).
+JIT_MODULE = "[jit]"
+
+
+def refreshed_modules(pid: int, ips, modules: Optional[ModuleMap], looked_up: Set[int]):
+    """``(modules, looked_up)``: ``modules`` re-read from /proc/PID/maps when some user IP falls
+    outside every module and its page was not looked for before (once per page: the vDSO never
+    maps). An exited process's maps are empty: then what was seen is kept."""
+    ips = np.asarray(ips, dtype=np.uint64)
+    user = ips[ips != np.uint64(KERNEL_KEY)]
+    mm = modules if modules is not None else ModuleMap()
+    pages = set((user[mm._index(user) < 0] >> np.uint64(12)).tolist()) - looked_up
+    if pages:
+        looked_up = looked_up | pages
+        try:
+            fresh = module_map_from_proc(pid)
+        except OSError:
+            fresh = ModuleMap()
+        if len(fresh):
+            mm = fresh
+    return mm, looked_up
+
+
+def stable_keys(modules: Optional[ModuleMap], ips) -> np.ndarray:
+    """Stable keys of raw IPs in ``modules``; kernel samples keep :data:`KERNEL_KEY`."""
+    ips = np.asarray(ips, dtype=np.uint64)
+    keys = (modules if modules is not None else ModuleMap()).keys(ips)
+    keys[ips == np.uint64(KERNEL_KEY)] = np.uint64(KERNEL_KEY)
+    return keys
+
+
+class SampleCode:
+    """Keys and names of sampled code, for a sampler with ``pid``, ``modules`` (None: read from
+    /proc), ``_own_modules``, ``_looked_up``, ``_kids`` (followed children: pid -> [comm, module
+    map, pages looked up]), ``_perf_maps`` and ``_names`` (an ElfSymbols)."""
+
+    def perf_map(self, pid: int) -> PerfMap:
+        """Process ``pid``'s perf map (JIT code's names), read when first needed."""
+        pm = self._perf_maps.get(pid)
+        if pm is None:
+            pm = self._perf_maps[pid] = PerfMap(pid)
+        return pm
+
+    def names(self, pcs, pid: Optional[int] = None) -> List[Optional[tuple]]:
+        """``(module, function)`` or None of each address of process ``pid`` (default the
+        target): from its ELF files on disk, and for code outside them from its perf map, as
+        ``("[jit]", name)``."""
+        pid = self.pid if pid is None else pid
+        pcs = list(pcs)
+        out = self._names.names(self.modules_of(pid), pcs)
+        jit = self.perf_map(pid)
+        for i, pc in enumerate(pcs):
+            if out[i] is None:
+                name = jit.name(pc)
+                if name is not None:
+                    out[i] = (JIT_MODULE, name)
+        return out
+
+    def modules_of(self, pid: int) -> ModuleMap:
+        """The module map of process ``pid`` (a followed child's own, else the target's)."""
+        kid = self._kids.get(pid)
+        mm = kid[1] if kid is not None else self.modules
+        return mm if mm is not None else ModuleMap()
+
+    def keys_for(self, ips: np.ndarray, pid: Optional[int] = None) -> np.ndarray:
+        """Stable keys of raw IPs (kernel samples keep :data:`KERNEL_KEY`), in ``pid``'s modules
+        (a followed child's own, else the target's; the target's JIT code by its perf map, if any)."""
+        kid = self._kids.get(pid)
+        if kid is not None:
+            kid[1], kid[2] = refreshed_modules(pid, ips, kid[1], kid[2])
+            return stable_keys(kid[1], ips)
+        if self._own_modules:
+            self.modules, self._looked_up = refreshed_modules(self.pid, ips, self.modules, self._looked_up)
+        return self.perf_map(self.pid).keys(np.asarray(ips, dtype=np.uint64), stable_keys(self.modules, ips))
