@@ -46,6 +46,9 @@ sys.path.insert(0, HERE)
 from sampled_overhead import make_data, workloads  # noqa: E402  (the same system programs and inputs)
 
 
+STEADY = "steady state"
+
+
 def build_cpu_bound(tmp: str) -> str:
     exe = os.path.join(tmp, "cpu_bound")
     subprocess.run(["cc", "-O2", "-fno-omit-frame-pointer", "-o", exe, os.path.join(HERE, "cpu_bound.c")], check=True)
@@ -129,7 +132,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--rates", default="1000,97", help="sample rates in Hz for sampled mode and perf record")
-    ap.add_argument("--only", help="run only programs whose label contains this")
+    ap.add_argument("--only", help=f"run only programs whose label contains this ('steady': only the {STEADY!r})")
     ap.add_argument("--no-exact", action="store_true", help="skip exact mode and bare Stalker")
     ap.add_argument("--bbv-runs", type=int, default=1, help="runs of valgrind exp-bbv (default 1)")
     ap.add_argument("--rounds", type=int, default=25, help="rounds of bench/cpu_bound.c in the table (~3 s)")
@@ -179,12 +182,12 @@ def main() -> None:
                           f"traced/bare {ratios['traced/bare']:.3f}x", flush=True)
                 elif "exact" in row:
                     print(f"  exact mode: {row['exact']['error']}", flush=True)
-        if a.steady and (not a.only or a.only in "cpu_bound"):
+        if a.steady and (not a.only or a.only in STEADY):
             rounds = tuple(int(x) for x in a.steady.split(","))
             steady = steady_state({k: v for k, v in obs.items() if k != "exp-bbv"}, exe, rounds, tmp, a.runs)
             results.append({"steady_state": steady, "rounds": rounds})
             if not a.json:
-                print(f"\nsteady state (cpu_bound.c, {rounds[0]} vs {rounds[1]} rounds): observer CPU per second "
+                print(f"\n{STEADY} (cpu_bound.c, {rounds[0]} vs {rounds[1]} rounds): observer CPU per second "
                       "of the target, and its fixed cost")
                 for name, r in steady.items():
                     print(f"  {name:22s} {r['per_second_pct']:5.2f}% of a core  fixed {r['fixed_s']:.3f} s CPU  "
