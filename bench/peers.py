@@ -7,18 +7,23 @@ rounds (every configuration sees the same machine load), the minimum over ``--ru
 * the target's own wall and CPU time, measured by ``/usr/bin/time`` wrapped directly around the
   program (so it is the program's time, whatever the observer does before or after it);
 * the whole command's wall time and CPU (the observer's and the target's, from RUSAGE_CHILDREN);
-* the observer's own CPU: the whole command's CPU minus the target's.
+* the observer's own CPU: the whole command's CPU minus the target's. It includes the observer's
+  fixed start-up cost (phasescope's Python imports, perf's set-up), so the CPU-bound program is also
+  run short and long (``--steady``): the difference of the two, per second of the target, is the
+  observer's steady-state cost, the figure the goals (1% / 3% of a core) are about.
 
 Observers:
   native                       the program alone
   sampled N Hz                 ``phasescope --mode sampled --rate N --no-dashboard -o /dev/null -f ...``
-  perf record -F N [-g]        ``perf record -F N [-g] -o TMP -- ...`` (perf's own data file, no report)
-  exp-bbv                      ``valgrind --tool=exp-bbv`` (10M-instruction intervals)
+  perf record -F N [-g]        ``perf record -e cpu-clock -F N [-g] -o TMP -- ...`` (the event sampled mode
+                               uses; perf's own data file, no report)
+  exp-bbv                      ``valgrind --tool=exp-bbv`` (10M-instruction intervals; ``--bbv-runs``
+                               runs, default 1: its slowdown is far above the machine's noise)
 Exact mode and bare Stalker are timed by ``phasescope bench --json --no-valgrind`` (the target from
 its resume to its exit, the same way for both): ``/usr/bin/time`` cannot sit between Frida and the
 program, because exact mode follows the spawned process only, not a wrapper's child.
 
-    python3 bench/peers.py [--runs 3] [--rates 1000,97] [--only NAME] [--no-exact] [--json]
+    python3 bench/peers.py [--runs 3] [--rates 1000,97] [--only NAME] [--no-exact] [--steady SHORT,LONG] [--json]
 
 Needs perf (linux-perf), valgrind and root (or perf_event_paranoid <= 1) for perf record's and
 sampled mode's CPU-clock events.
@@ -41,10 +46,13 @@ sys.path.insert(0, HERE)
 from sampled_overhead import make_data, workloads  # noqa: E402  (the same system programs and inputs)
 
 
-def build_cpu_bound(tmp: str) -> list:
+STEADY = "steady state"
+
+
+def build_cpu_bound(tmp: str) -> str:
     exe = os.path.join(tmp, "cpu_bound")
     subprocess.run(["cc", "-O2", "-fno-omit-frame-pointer", "-o", exe, os.path.join(HERE, "cpu_bound.c")], check=True)
-    return [exe, "3"]
+    return exe
 
 
 def observers(rates, tmp: str) -> dict:
@@ -55,10 +63,10 @@ def observers(rates, tmp: str) -> dict:
     for hz in rates:
         out[f"sampled {hz} Hz"] = (lambda h: lambda argv: ps + ["--mode", "sampled", "--rate", str(h), "--no-dashboard",
                                                               "-o", os.devnull, "-f", argv[0], "--", *argv[1:]])(hz)
-        out[f"perf record -F {hz}"] = (lambda h: lambda argv: ["perf", "record", "-q", "-F", str(h), "-o", data,
-                                                               "--", *argv])(hz)
-        out[f"perf record -F {hz} -g"] = (lambda h: lambda argv: ["perf", "record", "-q", "-g", "-F", str(h), "-o",
-                                                                  data, "--", *argv])(hz)
+        for g in ([], ["-g"]):
+            out[" ".join(["perf record -F", str(hz), *g])] = (
+                lambda h, g: lambda argv: ["perf", "record", "-q", "-e", "cpu-clock", *g, "-F", str(h), "-o", data,
+                                           "--", *argv])(hz, g)
     # valgrind runs the program on its own CPU: /usr/bin/time must wrap valgrind, not sit under it
     out["exp-bbv"] = lambda argv: argv[:5] + ["valgrind", "-q", "--tool=exp-bbv", "--interval-size=10000000",
                                               f"--bb-out-file={tmp}/bb.out", "--pc-out-file=/dev/null", *argv[5:]]
@@ -82,6 +90,36 @@ def run_once(make, target: list, tmp: str) -> dict:
     return {"target_wall": e, "target_cpu": u + s, "wall": wall, "cpu": total, "observer_cpu": max(0.0, total - u - s)}
 
 
+def measure(obs: dict, target: list, tmp: str, runs: int, bbv_runs: int) -> dict:
+    """Observer name -> its runs, in interleaved rounds (exp-bbv only in the first ``bbv_runs``)."""
+    out = {name: [] for name in obs}
+    for i in range(runs):
+        for name, make in obs.items():
+            if name != "exp-bbv" or i < bbv_runs:
+                out[name].append(run_once(make, target, tmp))
+    return out
+
+
+def best(runs: list) -> dict:
+    return {k: min(r[k] for r in runs) for k in runs[0]}
+
+
+def steady_state(obs: dict, exe: str, rounds: tuple, tmp: str, runs: int) -> dict:
+    """Observer name -> its CPU per second of the target once started, in % of a core: the
+    difference between a long and a short run of the CPU-bound program (the fixed start-up cost
+    cancels), and the fixed cost itself in seconds."""
+    short, long = (measure(obs, [exe, str(n)], tmp, runs, 0) for n in rounds)
+    out = {}
+    for name in obs:
+        if name in ("native", "exp-bbv"):
+            continue
+        s, l = best(short[name]), best(long[name])
+        per_s = (l["observer_cpu"] - s["observer_cpu"]) / (l["target_wall"] - s["target_wall"])
+        out[name] = {"per_second_pct": 100.0 * per_s, "fixed_s": s["observer_cpu"] - per_s * s["target_wall"],
+                     "short_wall": s["target_wall"], "long_wall": l["target_wall"]}
+    return out
+
+
 def exact_and_bare(target: list, runs: int) -> dict:
     p = subprocess.run([sys.executable, "-m", "phasescope.cli", "bench", "--json", "--no-valgrind", "-r", str(runs),
                         "--", *target], stdin=subprocess.DEVNULL, capture_output=True, text=True)
@@ -94,8 +132,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--rates", default="1000,97", help="sample rates in Hz for sampled mode and perf record")
-    ap.add_argument("--only", help="run only programs whose label contains this")
+    ap.add_argument("--only", help=f"run only programs whose label contains this ('steady': only the {STEADY!r})")
     ap.add_argument("--no-exact", action="store_true", help="skip exact mode and bare Stalker")
+    ap.add_argument("--bbv-runs", type=int, default=1, help="runs of valgrind exp-bbv (default 1)")
+    ap.add_argument("--rounds", type=int, default=25, help="rounds of bench/cpu_bound.c in the table (~3 s)")
+    ap.add_argument("--steady", default="8,40", help="rounds of the short and long CPU-bound runs that give the "
+                                                   "observers' steady-state CPU ('' to skip)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     for tool in ("perf", "valgrind"):
@@ -105,27 +147,25 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         files = make_data(tmp)
-        programs = [("cpu_bound.c -O2", build_cpu_bound(tmp))] + [
+        exe = build_cpu_bound(tmp)
+        programs = [(f"cpu_bound.c -O2 ({a.rounds} rounds)", [exe, str(a.rounds)])] + [
             w for w in workloads(files, tmp) if not w[0].startswith(("bzip2", "xz"))]
         obs = observers(rates, tmp)
         for label, target in programs:
             if a.only and a.only not in label:
                 continue
-            runs = {name: [] for name in obs}
-            for _ in range(a.runs):
-                for name, make in obs.items():
-                    runs[name].append(run_once(make, target, tmp))
+            runs = measure(obs, target, tmp, a.runs, a.bbv_runs)
             native = {k: min(r[k] for r in runs["native"]) for k in ("target_wall", "target_cpu", "wall", "cpu")}
             row = {"program": label, "native": native, "observers": {}}
             for name in obs:
                 if name == "native":
                     continue
-                best = {k: min(r[k] for r in runs[name]) for k in runs[name][0]}
+                b = best(runs[name])
                 row["observers"][name] = {
-                    "target_slowdown": best["target_wall"] / native["target_wall"],
-                    "target_cpu_ratio": best["target_cpu"] / native["target_cpu"],
-                    "end_to_end": best["wall"] / native["wall"],
-                    "observer_cpu_pct": 100.0 * best["observer_cpu"] / best["target_wall"]}
+                    "target_slowdown": b["target_wall"] / native["target_wall"],
+                    "target_cpu_ratio": b["target_cpu"] / native["target_cpu"],
+                    "end_to_end": b["wall"] / native["wall"],
+                    "observer_cpu_pct": 100.0 * b["observer_cpu"] / b["target_wall"]}
             if not a.no_exact:
                 row["exact"] = exact_and_bare(target, a.runs)
             results.append(row)
@@ -142,6 +182,16 @@ def main() -> None:
                           f"traced/bare {ratios['traced/bare']:.3f}x", flush=True)
                 elif "exact" in row:
                     print(f"  exact mode: {row['exact']['error']}", flush=True)
+        if a.steady and (not a.only or a.only in STEADY):
+            rounds = tuple(int(x) for x in a.steady.split(","))
+            steady = steady_state({k: v for k, v in obs.items() if k != "exp-bbv"}, exe, rounds, tmp, a.runs)
+            results.append({"steady_state": steady, "rounds": rounds})
+            if not a.json:
+                print(f"\n{STEADY} (cpu_bound.c, {rounds[0]} vs {rounds[1]} rounds): observer CPU per second "
+                      "of the target, and its fixed cost")
+                for name, r in steady.items():
+                    print(f"  {name:22s} {r['per_second_pct']:5.2f}% of a core  fixed {r['fixed_s']:.3f} s CPU  "
+                          f"(target {r['short_wall']:.2f} s and {r['long_wall']:.2f} s)", flush=True)
     if a.json:
         print(json.dumps(results, indent=1))
 

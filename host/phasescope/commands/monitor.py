@@ -3,6 +3,11 @@
 Options may come anywhere on the line, as in frida-tools; the spawned program's arguments are the
 positionals, with ``--`` before any that start with a dash. An option phasescope does not know is
 an error, never handed to the target.
+
+A sampled run that spawns its program starts it (events open, nothing injected) as soon as the
+whole command line has been checked and every output opened, and only then loads the engine,
+the pipeline and the view (numpy, rich): their import time runs beside the program instead of
+before it (issue 31). Everything those checks need is light (:mod:`phasescope.engine.config`).
 """
 
 from __future__ import annotations
@@ -14,8 +19,6 @@ import sys
 from typing import Callable, Collection, Dict, List, Optional, Tuple
 
 from phasescope import __version__
-from phasescope.pipeline.live import LiveRun
-from phasescope.pipeline.system import SystemRun
 from phasescope.commands.options import (add_device_options, add_run_options, add_target_options,
                                          engine_config_from_args, locality_options, process_filter,
                                          validate_run_options)
@@ -25,9 +28,7 @@ from phasescope.errors import InputError
 from phasescope.sinks.base import Sinks
 from phasescope.sources.device import Target, is_local, require_local, resolve_device, resolve_target
 from phasescope.sources.executable import exact_mode_refusal
-from phasescope.sources.kernel_session import KernelSession
 from phasescope.sources.procfs import process_exe
-from phasescope.sources.system_sampler import SystemSampler
 
 
 BRIEF = {
@@ -192,6 +193,7 @@ class MonitorCommand(Command):
         # Open every output first: an unwritable path fails before we touch the target.
         out = _open_output(args.output)
         sinks = []
+        started = None  # the session, once started here (sampled mode)
         try:
             try:
                 sinks = open_sinks(args, config)
@@ -206,11 +208,13 @@ class MonitorCommand(Command):
                 if not zero_touch and is_local(device):  # Frida injects an agent: only into what it can
                     _check_injectable(target)
                 stdio = args.stdio or ("pipe" if dashboard else "inherit")
-                if zero_touch:  # nothing injected
+                if zero_touch:  # nothing injected: the target starts now, the engine loads while it runs
+                    from phasescope.sources.kernel_session import KernelSession
                     if not local:
                         require_local(device)
                     session = KernelSession(target, stdio=stdio, rate_hz=args.rate, window_samples=args.window,
                                             kernel=args.kernel_samples)
+                    started = session.start()
                 elif args.mode == "sampled":  # bursts need Stalker: the watching agent
                     from phasescope.sources.sampled_session import SampledSession
                     session = SampledSession(device, target, stdio=stdio, rate_hz=args.rate,
@@ -219,11 +223,14 @@ class MonitorCommand(Command):
                     from phasescope.sources.session import TraceSession
                     session = TraceSession(device, target, interval=config.tracker.interval, stdio=stdio,
                                            locality=locality_options(args), rep_count=args.rep_count)
+                from phasescope.pipeline.live import LiveRun
                 run = LiveRun(session, config, sinks, dashboard=dashboard, out=out, title=short_title(target),
                               refresh=args.refresh, status_every=args.status_every, duration=args.duration,
                               locality_size=args.locality_size if args.locality else None,
                               owns_target=self.owns_target)
             except BaseException:
+                if started is not None:  # a program spawned for a run that could not begin: not left behind
+                    started.kill()
                 Sinks(sinks).close()  # e.g. remove the event socket: the run never started
                 raise
             return run.run(self.stop)
@@ -233,6 +240,11 @@ class MonitorCommand(Command):
 
     def run_system(self, args) -> int:
         """``-a``: every process on every CPU, one engine each (:mod:`phasescope.pipeline.system`)."""
+        from phasescope.pipeline.system import SystemRun
+        from phasescope.sources.system_sampler import SystemSampler
+        from phasescope.view.plain import PlainView
+        from phasescope.view.screen import DashboardScreen
+        from phasescope.view.system_view import print_system_report, render as render_system
         config = engine_config_from_args(args, preset_default="sampled")
         db_dir = args.phase_db
         if db_dir is not None:

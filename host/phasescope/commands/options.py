@@ -9,14 +9,12 @@ from typing import Optional
 
 from phasescope.commands.sizes import parse_size, size_option
 from phasescope.commands.outputs import add_output_options
-from phasescope.engine.phase_engine import EngineConfig
+from phasescope.engine.config import (EVICT_POLICIES, FULL_POLICIES, MODES as SEGMENT_MODES, PREDICTORS, PRESETS,
+                                      TESTS, TRANSITION_LABELS, UPDATE_POLICIES, EngineConfig, PredictorConfig,
+                                      SegmentConfig, TrackerConfig)
 from phasescope.errors import InputError
 from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES
-from phasescope.engine.predict import PREDICTORS, PredictorConfig
-from phasescope.engine.segments import MODES as SEGMENT_MODES, SegmentConfig
 from phasescope.engine.macro import MacroConfig
-from phasescope.engine.tracker import (EVICT_POLICIES, FULL_POLICIES, PRESETS, TESTS, TRANSITION_LABELS,
-                                       UPDATE_POLICIES, TrackerConfig)
 from phasescope.sources.agent import REP_COUNTS
 
 _T = TrackerConfig(**PRESETS["default"])

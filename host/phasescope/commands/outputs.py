@@ -8,16 +8,8 @@ import sys
 from typing import List
 
 from phasescope.commands.sizes import parse_size
-from phasescope.engine.phase_engine import EngineConfig
+from phasescope.engine.config import EngineConfig
 from phasescope.errors import InputError
-from phasescope.sinks.base import Sink, Sinks
-from phasescope.sinks.bbv import BbvWriter
-from phasescope.sinks.events import EventServer
-from phasescope.sinks.log import JsonlLog
-from phasescope.sinks.metrics import MetricsServer
-from phasescope.sinks.phase_db import PhaseDb
-from phasescope.sinks.profile import ProfileWriter
-from phasescope.sinks.summary import SummaryWriter
 
 
 #: the output options that name a path (--bbv: live runs only), for the check that no output is
@@ -54,17 +46,22 @@ def add_output_options(o) -> None:
                         "save this run's at the end")
 
 
-def open_sinks(args: argparse.Namespace, config: EngineConfig) -> List[Sink]:
+def open_sinks(args: argparse.Namespace, config: EngineConfig) -> List:
     """The sinks the options ask for, each file and socket opened and checked now, before the target
     is touched: --phase-db, --events, --metrics, --log, --profile, --bbv (live runs only) and --summary, in
-    that order. Should one fail, those already opened are closed before the error propagates."""
-    sinks: List[Sink] = []
+    that order. Should one fail, those already opened are closed before the error propagates.
+    Each sink's module loads only when it is asked for (most load numpy and the engine: a live run
+    without them starts its target sooner)."""
+    from phasescope.sinks.base import Sinks
+    sinks: List = []
     try:
         if args.phase_db:
+            from phasescope.sinks.phase_db import PhaseDb
             size = getattr(args, "input_size", None)  # --locality runs of seed 004's model
             sinks.append(PhaseDb(args.phase_db, config,
                                  input_size=None if size is None else parse_size(size, "--input-size")))
         if args.events:
+            from phasescope.sinks.events import EventServer
             if args.events_queue < 1:
                 raise InputError(f"--events-queue must be at least 1 (got {args.events_queue})")
             server = EventServer(args.events, allow_remote=args.events_allow_remote, queue_events=args.events_queue)
@@ -72,18 +69,23 @@ def open_sinks(args: argparse.Namespace, config: EngineConfig) -> List[Sink]:
             if server.address != args.events:  # tcp:HOST:0: say which port clients should use
                 print(f"phasescope: serving events on {server.address}", file=sys.stderr, flush=True)
         if args.metrics:
+            from phasescope.sinks.metrics import MetricsServer
             metrics = MetricsServer(args.metrics, allow_remote=args.metrics_allow_remote)
             sinks.append(metrics)
             if metrics.address != args.metrics:
                 print(f"phasescope: serving metrics on http://{metrics.address}/metrics", file=sys.stderr,
                       flush=True)
         if args.log:
+            from phasescope.sinks.log import JsonlLog
             sinks.append(JsonlLog(args.log))
         if args.profile:
+            from phasescope.sinks.profile import ProfileWriter
             sinks.append(ProfileWriter(args.profile))
         if getattr(args, "bbv", None):
+            from phasescope.sinks.bbv import BbvWriter
             sinks.append(BbvWriter(args.bbv))
         if args.summary:
+            from phasescope.sinks.summary import SummaryWriter
             sinks.append(SummaryWriter(args.summary))
     except BaseException:
         Sinks(sinks).close()  # e.g. remove an event socket already bound

@@ -10,37 +10,22 @@ callbacks run after the batch is classified.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
 from phasescope.engine.bursts import burst_summary
 from phasescope.engine.interval import Interval
-from phasescope.engine.macro import MacroConfig, MacroTracker
-from phasescope.engine.predict import PREDICTORS, PredictorConfig, Scoreboard, ThreadPredictors
-from phasescope.engine.segments import SegmentConfig
+from phasescope.engine.config import EngineConfig  # noqa: F401
+from phasescope.engine.macro import MacroTracker
+from phasescope.engine.predict import PREDICTORS, Scoreboard, ThreadPredictors
 from phasescope.engine.stats import Stats
 from phasescope.engine.page_tracker import PageTracker
-from phasescope.engine.tracker import Tracker, TrackerConfig, preset
+from phasescope.engine.tracker import Tracker, TrackerConfig
 
 BATCH = 1024
 SUMMARY_VERSION = 1
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    tracker: TrackerConfig = field(default_factory=preset)  # the "default" preset, as on the command line
-    predictors: PredictorConfig = field(default_factory=PredictorConfig)
-    #: what the tracker classifies (engine/segments.py): applied to the stream before the engine
-    #: (a :class:`~phasescope.engine.segments.Segmenter` in live runs, ``segment_stream`` in replay)
-    segments: SegmentConfig = field(default_factory=SegmentConfig)
-    #: the second time scale (engine/macro.py): macro phases over windows of these phases
-    macro: MacroConfig = field(default_factory=MacroConfig)
-
-    def to_dict(self) -> dict:
-        return {"tracker": self.tracker.to_dict(), "predictors": self.predictors.to_dict(),
-                "segments": self.segments.to_dict(), "macro": self.macro.to_dict()}
 
 
 @dataclass

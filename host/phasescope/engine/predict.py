@@ -24,45 +24,15 @@ the expected remaining run length of the current phase.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from typing import Dict, Optional, Tuple
 
 from phasescope.engine.hashing import M64, mix64_int
-from phasescope.errors import InputError
+from phasescope.engine.config import PREDICTORS, PRIMARY, PredictorConfig  # noqa: F401
 from phasescope.engine.predictors import (Confidence, DurationPredictor, Gated, Gpht, Hybrid, Measured, RleMarkovQ,
                                           context_of)
 
-PREDICTORS = ("rle_markov", "last_phase", "markov1", "markov2", "rle_markov_q", "duration", "gpht", "hybrid",
-              "gated", "measured")
-#: The prediction shown by default: ``measured``, which shows a change only where it has been
-#: right more often than "no change" (issue 27). The hybrid before it (74.6% overall against
-#: last-phase's 73.0% on bench/quality/run.py) lost 3-9 points to last-phase on sampled workloads.
-PRIMARY = "measured"
 HYBRID_MEMBERS = ("gpht", "rle_markov_q", "duration", "rle_markov", "last_phase")  # ties: the first
 GATED_MEMBER = "rle_markov"  # whose change predictions ``gated`` passes on once confirmed
-
-
-@dataclass(frozen=True)
-class PredictorConfig:
-    """Table sizes; the paper's Markov predictors all have 256 entries, the GPHT of Isci et al.
-    (MICRO 2006) 1024 entries indexed by the last 8 phases."""
-
-    rle_entries: int = 256
-    markov_entries: int = 256
-    gpht_depth: int = 8
-    gpht_entries: int = 1024
-    shown: str = PRIMARY  # the predictor whose prediction is shown
-
-    def __post_init__(self):
-        for name in ("rle_entries", "markov_entries", "gpht_depth", "gpht_entries"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise InputError(f"{name.replace('_', ' ')} must be at least 1 (got {v!r})")
-        if self.shown not in PREDICTORS:
-            raise InputError(f"shown prediction must be one of {', '.join(PREDICTORS)} (got {self.shown!r})")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _pack(history: Tuple[int, ...]) -> int:

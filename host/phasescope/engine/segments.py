@@ -27,43 +27,16 @@ Streams are per thread: a thread's pending units are flushed by its partial (las
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional
 
 import numpy as np
 
 from phasescope.engine.interval import OS_FIELDS, Interval
+from phasescope.engine.config import MODES, SegmentConfig  # noqa: F401
 from phasescope.errors import InputError
 from phasescope.engine.tracker import bucket_index
 
-MODES = ("fixed", "variable", "qphase")
 BUCKETS = 32  # dimensions of the unit footprints compared by the segmenter
-
-
-@dataclass(frozen=True)
-class SegmentConfig:
-    """``threshold``: Manhattan distance between two units' normalised footprints (0..2) above
-    which they are taken to be in different phases; ``min_units``/``max_units``: a piece's length
-    bounds, in units (``qphase``: ``max_units`` is the nominal interval)."""
-
-    mode: str = "fixed"
-    threshold: float = 0.5
-    min_units: int = 3
-    max_units: int = 100
-
-    def __post_init__(self):
-        if self.mode not in MODES:
-            raise InputError(f"segment mode must be one of {', '.join(MODES)} (got {self.mode!r})")
-        if not 0 < self.threshold <= 2:
-            raise InputError(f"segment threshold must be in (0, 2] (got {self.threshold!r})")
-        if not isinstance(self.min_units, int) or self.min_units < 1:
-            raise InputError(f"segment min must be at least 1 unit (got {self.min_units!r})")
-        if not isinstance(self.max_units, int) or self.max_units < self.min_units:
-            raise InputError(f"segment max must be at least segment min (got {self.max_units!r})")
-
-    def to_dict(self) -> dict:
-        return {"mode": self.mode, "threshold": self.threshold, "min_units": self.min_units,
-                "max_units": self.max_units}
 
 
 def unit_vector(iv: Interval, buckets: int = BUCKETS) -> np.ndarray:

@@ -79,27 +79,19 @@ Sampled windows (issue 9; ``PRESETS["sampled"]``), whose footprints carry sampli
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from phasescope.engine.hashing import GOLDEN, M64, mix64
 from phasescope.engine.multinomial import g_statistic, null_moments, smoothed
-from phasescope.errors import InputError
+from phasescope.engine.config import (EVICT_POLICIES, FULL_POLICIES, MAX_INTERVAL, MAX_TABLE_CELLS,  # noqa: F401
+                                      METHODS, MIN_INTERVAL, PRESETS, TESTS, TRANSITION_LABELS, UPDATE_POLICIES,
+                                      TrackerConfig, preset)
 
-UPDATE_POLICIES = ("none", "mean")
-MIN_INTERVAL = 1000
-MAX_INTERVAL = 1 << 40  # instructions: about 20 minutes of one core's work
-MAX_TABLE_CELLS = 1 << 24  # table_size x buckets: a 128 MiB table
-FULL_POLICIES = ("evict", "nearest", "merge")
-EVICT_POLICIES = ("lru", "lfu")
-TESTS = ("manhattan", "multinomial")
-METHODS = ("table", "pages")
 TRANSITION = 0  # the transition phase's ID when ``transition`` is on
-TRANSITION_LABELS = ("transition", "nearest")
 CALIBRATION_WINDOW = 512  # interval-to-interval distances the calibrated threshold looks at
-CALIBRATE_ON = ("gap", "nearest")
 _TEMP_ELEMENTS = 1 << 21
 
 def bucket_index(keys: np.ndarray, buckets: int) -> np.ndarray:
@@ -122,171 +114,6 @@ def projection_rows(keys: np.ndarray, dims: int, first: int = 0) -> np.ndarray:
         np.right_shift(z, np.uint64(11), out=z)
         out[:, j] = z * 2.0**-52 - 1.0
     return out
-
-
-@dataclass(frozen=True)
-class TrackerConfig:
-    """Tracker parameters; every default is the paper's, except ``table_size`` which it leaves open.
-
-    ``table_size`` 64: the paper's top 20 phases cover over 90% of execution on average (over 80%
-    in the worst program), so 64 entries (1.5 KB at 6 bits) leave room for rare phases.
-    ``interval`` is the nominal interval in instructions (the live agent cuts there; None in a
-    replay that keeps the recorded intervals); the tracker normalises by each interval's actual
-    count, so it only scales ``threshold`` to instructions. Live intervals are at least
-    :data:`MIN_INTERVAL` instructions, so that one interval is more than a few blocks.
-    """
-
-    buckets: int = 32
-    bits: Optional[int] = 6
-    interval: Optional[int] = 10_000_000
-    threshold: float = 0.10
-    table_size: int = 64
-    update_policy: str = "none"
-    full_policy: str = "evict"
-    evict_policy: str = "lru"
-    transition: bool = False
-    confirm: int = 2
-    candidates: int = 16
-    adaptive: bool = False
-    noise_z: float = 0.0
-    stay: float = 0.0
-    test: str = "manhattan"
-    #: footprints by random projection of each block (module docstring) instead of hashed buckets
-    projection: bool = False
-    #: ``table``: this module's tracker; ``pages``: :mod:`phasescope.engine.page_tracker` (page
-    #: vectors hashed into ``buckets``, per-thread hysteresis, self-calibrated thresholds capped
-    #: at ``threshold``; it uses ``table_size`` and ``evict_policy``, and no other option)
-    method: str = "table"
-    #: evicted phases kept (ID and representative) so that a recurrence gets its old ID back (0: off)
-    archive: int = 0
-    #: per-program threshold: ``calibrate`` x the median interval-to-interval distance seen so far
-    #: (its last :data:`CALIBRATION_WINDOW`), from ``threshold`` up to ``threshold_max`` (0: off)
-    calibrate: float = 0.0
-    threshold_max: float = 1.0
-    #: with ``transition``: an unconfirmed interval is labelled ``transition`` (the one ID 0) or
-    #: ``nearest`` (its nearest stable phase, as k-means assigns every point; still ``transition``)
-    transition_label: str = "transition"
-    #: what ``calibrate`` measures: ``gap``, each thread's distance to its previous interval, or
-    #: ``nearest``, an interval's distance to the nearest of the last :data:`CALIBRATION_WINDOW`
-    #: intervals (how tight the program's recurring behaviour is, not how often it changes)
-    calibrate_on: str = "gap"
-    #: the quantile of those distances that ``calibrate`` multiplies (0.5: the median)
-    calibrate_quantile: float = 0.5
-
-    def __post_init__(self):
-        _require(isinstance(self.buckets, int) and 1 <= self.buckets <= 1 << 20,
-                 f"buckets must be an integer from 1 to {1 << 20} (got {self.buckets!r})")
-        _require(self.bits is None or (isinstance(self.bits, int) and 1 <= self.bits <= 52),
-                 f"bits must be an integer from 1 to 52, or full precision (got {self.bits!r})")
-        _require(self.interval is None or (isinstance(self.interval, int)
-                                           and MIN_INTERVAL <= self.interval <= MAX_INTERVAL),
-                 f"interval must be from {MIN_INTERVAL} to {MAX_INTERVAL} instructions (got {self.interval!r})")
-        _require(isinstance(self.threshold, (int, float)) and 0 <= self.threshold <= 2,
-                 f"threshold must be a fraction of the interval from 0 to 2 (got {self.threshold!r})")
-        _require(isinstance(self.table_size, int) and 1 <= self.table_size <= MAX_TABLE_CELLS // self.buckets,
-                 f"table size must be from 1 to {MAX_TABLE_CELLS // self.buckets} with {self.buckets} buckets "
-                 f"(got {self.table_size!r})")
-        _require(self.update_policy in UPDATE_POLICIES,
-                 f"update policy must be one of {', '.join(UPDATE_POLICIES)} (got {self.update_policy!r})")
-        _require(self.full_policy in FULL_POLICIES,
-                 f"full-table policy must be one of {', '.join(FULL_POLICIES)} (got {self.full_policy!r})")
-        _require(self.evict_policy in EVICT_POLICIES,
-                 f"eviction policy must be one of {', '.join(EVICT_POLICIES)} (got {self.evict_policy!r})")
-        _require(isinstance(self.confirm, int) and self.confirm >= 1,
-                 f"confirm must be at least 1 interval (got {self.confirm!r})")
-        _require(isinstance(self.candidates, int) and self.candidates >= 1,
-                 f"candidates must be at least 1 (got {self.candidates!r})")
-        _require(isinstance(self.noise_z, (int, float)) and 0 <= self.noise_z <= 20,
-                 f"noise z must be from 0 to 20 (got {self.noise_z!r})")
-        _require(isinstance(self.stay, (int, float)) and (self.stay == 0 or 1 <= self.stay <= 10),
-                 f"stay must be 0 (off) or a factor from 1 to 10 (got {self.stay!r})")
-        _require(isinstance(self.archive, int) and 0 <= self.archive <= MAX_TABLE_CELLS // self.buckets,
-                 f"archive must be from 0 to {MAX_TABLE_CELLS // self.buckets} phases (got {self.archive!r})")
-        _require(isinstance(self.calibrate, (int, float)) and 0 <= self.calibrate <= 10,
-                 f"calibrate must be a factor from 0 (off) to 10 (got {self.calibrate!r})")
-        _require(isinstance(self.threshold_max, (int, float)) and 0 <= self.threshold_max <= 2,
-                 f"threshold max must be a fraction of the interval from 0 to 2 (got {self.threshold_max!r})")
-        _require(self.transition_label in TRANSITION_LABELS,
-                 f"transition label must be one of {', '.join(TRANSITION_LABELS)} (got {self.transition_label!r})")
-        _require(self.calibrate_on in CALIBRATE_ON,
-                 f"calibrate-on must be one of {', '.join(CALIBRATE_ON)} (got {self.calibrate_on!r})")
-        _require(isinstance(self.calibrate_quantile, (int, float)) and 0 <= self.calibrate_quantile <= 1,
-                 f"calibrate quantile must be from 0 to 1 (got {self.calibrate_quantile!r})")
-        _require(self.method == "table" or not (self.archive or self.calibrate),
-                 "archive and calibrate are options of the table tracker")
-        _require(self.test in TESTS, f"test must be one of {', '.join(TESTS)} (got {self.test!r})")
-        _require(self.method in METHODS, f"method must be one of {', '.join(METHODS)} (got {self.method!r})")
-        _require(self.method == "table" or (self.bits is None and self.buckets % 32 == 0),
-                 "the page tracker keeps full-precision vectors in a multiple of 32 buckets (no --bits)")
-        _require(not self.projection or (self.method == "table" and self.bits is None and self.test == "manhattan"
-                                         and not self.noise_z),
-                 "a projected footprint is full precision (no --bits) for the table tracker's Manhattan test")
-        _require(self.test == "manhattan" or self.bits is None,
-                 "the multinomial test needs full-precision footprints (counts), not --bits")
-
-    @property
-    def scale(self) -> float:
-        """M: footprint units per interval (sum of a full-precision footprint; 1 for page vectors)."""
-        if self.method == "pages":
-            return 1.0
-        if self.bits is None:  # projected too: mean distance 2 x buckets between disjoint code
-            return float(self.buckets)
-        k = int(np.floor(np.log2(((1 << self.bits) - 1) / self.buckets)))
-        return float(self.buckets * 2.0**k)
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["scale"] = self.scale
-        d["threshold_instructions"] = None if self.interval is None else self.threshold * self.interval
-        return d
-
-
-#: Named tracker settings: ``paper`` is ISCA 2003 exactly (plus the 64-entry table it leaves
-#: open; the dataclass defaults above), and exact mode's ``default``. Issue 17 widened bench/quality/ to 16 real programs
-#: (compilers, interpreters, databases, compressors, a query tool, an HTTP server, python3 driving
-#: libraries), split once into a tuning and a held-out half, scored against SimPoint 3.2 (-maxK 30)
-#: on the same vectors: the earlier default (``coarse``: full precision, threshold 0.3, 16 entries
-#: folded by merging, chosen against a max-k 10 reference on five programs) scored mean ARI 0.34
-#: (tuning) and 0.47 (held out) against the paper's 0.63 and 0.61, and no variant tried on the
-#: tuning half (buckets 32/128, threshold 0.05-0.2, 64/256 entries, LRU/LFU, mean or fixed
-#: representatives, merging) beat the paper there without losing more than 0.05 ARI on some program.
-#: Footprints past the hardware budget (docs/quality.md, "A better footprint"): 2048-16384 full-precision
-#: buckets at threshold 0.175-0.2 won the tuning half (the best 0.72 against 0.65) but the best
-#: lost 0.10 on one held-out program; random projection (``projection``) lost everywhere.
-PRESETS = {
-    "paper": dict(buckets=32, bits=6, threshold=0.10, table_size=64, update_policy="none", full_policy="evict",
-                  evict_policy="lru", transition=False, confirm=2, candidates=16, adaptive=False),
-    "coarse": dict(buckets=32, bits=None, threshold=0.30, table_size=16, update_policy="mean", full_policy="merge",
-                   evict_policy="lfu", transition=False, confirm=2, candidates=16, adaptive=False),
-    # Sampled mode: the page tracker (engine/page_tracker.py), chosen on bench/truth/run.py's
-    # tuning half against constructed truth; the table's thresholds saw one phase in long python3
-    # and sqlite3 runs (issue 15). 1024 buckets of code pages; 0.9 caps each phase's match threshold.
-    "sampled": dict(method="pages", buckets=1024, bits=None, threshold=0.9, table_size=128, update_policy="mean",
-                    full_policy="evict", evict_policy="lfu", transition=False, confirm=2, candidates=16,
-                    adaptive=False),
-}
-# Issue 28 (bench/quality/generalize.py against SimPoint 3.2 -maxK 30, chosen on the tuning half
-# cc1, python3, sqlite3, bzip2, truth-A; docs/quality.md): the paper's table with full-precision
-# footprints and mean representatives; an interval that matches nothing waits as a candidate until
-# a second one matches it, labelled with its nearest phase meanwhile (as k-means assigns every
-# point); evicted phases are archived so a recurrence gets its old ID back; the threshold is 2x the
-# program's median interval-to-interval distance, from 0.1 to 0.25 of the interval. Not the default:
-# it collapses cc1 (ARI 0.13 with 8 IDs, against the paper's 0.57) and gzip (held out).
-PRESETS["stable"] = dict(PRESETS["paper"], bits=None, update_policy="mean", transition=True,
-                         transition_label="nearest", archive=4096, calibrate=2.0, threshold_max=0.25)
-PRESETS["default"] = PRESETS["paper"]  # one definition: the default is the paper's tracker, bit for bit
-
-
-def preset(name: str = "default", **overrides) -> TrackerConfig:
-    """A named tracker setting (``PRESETS``), with some fields overridden."""
-    d = dict(PRESETS[name])
-    d.update(overrides)
-    return TrackerConfig(**d)
-
-
-def _require(ok: bool, message: str) -> None:
-    if not ok:
-        raise InputError(message)
 
 
 @dataclass(frozen=True)

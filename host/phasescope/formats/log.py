@@ -44,14 +44,16 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Iterator, Optional, Tuple
+from typing import TYPE_CHECKING, Iterator, Optional, Tuple
 
 import numpy as np
 
-from phasescope.engine.phase_engine import IntervalResult
 from phasescope.errors import InputError
 from phasescope.engine.interval import OS_FIELDS, Interval
 from phasescope.formats.lines import numbered_lines
+
+if TYPE_CHECKING:  # the engine loads after a live run's target has started (commands/monitor.py)
+    from phasescope.engine.phase_engine import IntervalResult
 
 
 def process_fields(iv: Interval) -> dict:

@@ -16,10 +16,12 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from typing import Any, Dict, Iterable, List, TypedDict
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, TypedDict
 
-from phasescope.engine import Interval, IntervalResult
 from phasescope.errors import InputError, PhasescopeError
+
+if TYPE_CHECKING:  # the engine loads after a live run's target has started (commands/monitor.py)
+    from phasescope.engine import Interval, IntervalResult
 
 
 class Summary(TypedDict, total=False):

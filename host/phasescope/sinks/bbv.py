@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from phasescope.engine import Interval, IntervalResult
 from phasescope.formats.bbv import BbvEncoder, pc_map_line
 from phasescope.sinks.base import Sink, close_file, open_write, write_failed
+
+if TYPE_CHECKING:  # the engine loads after a live run's target has started (commands/monitor.py)
+    from phasescope.engine import Interval, IntervalResult
+
 
 class BbvWriter(Sink):
     """A ``.bb`` file (and optionally its pc map), flushed after every interval."""

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from phasescope.engine import Interval, IntervalResult
+from typing import TYPE_CHECKING
+
 from phasescope.formats.log import dumps, to_record
 from phasescope.sinks.base import Sink, close_file, open_write, write_failed
+
+if TYPE_CHECKING:  # the engine loads after a live run's target has started (commands/monitor.py)
+    from phasescope.engine import Interval, IntervalResult
+
 
 class JsonlLog(Sink):
     """The interval log (:mod:`phasescope.formats.log`), flushed after every record."""

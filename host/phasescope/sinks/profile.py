@@ -4,10 +4,15 @@ FILE's extension (as ``phasescope profile LOG -o FILE`` writes it from a log).""
 
 from __future__ import annotations
 
-from phasescope.engine import Interval, IntervalResult
+from typing import TYPE_CHECKING
+
 from phasescope.profiles.model import Profile
 from phasescope.profiles.writers import WRITERS, format_of
 from phasescope.sinks.base import Sink, close_file, open_write, write_failed
+
+if TYPE_CHECKING:  # the engine loads after a live run's target has started (commands/monitor.py)
+    from phasescope.engine import Interval, IntervalResult
+
 
 
 class ProfileWriter(Sink):

@@ -90,6 +90,10 @@ class KernelSession(SampledSource):
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> "KernelSession":
+        """Spawn or attach and start sampling; once only (the live monitor starts a spawned target
+        before the live loop, which calls this again)."""
+        if self.sampler is not None:
+            return self
         if self.target.spawn:
             self._spawn()
         else:
@@ -100,7 +104,7 @@ class KernelSession(SampledSource):
 
     def _sampler(self) -> Sampler:
         return Sampler(self.pid, period_ns=self.period_ns, window_samples=self.window_samples,
-                       kernel=self.kernel, children=True).start()
+                       kernel=self.kernel, children=True, before_exec=self.target.spawn).start()
 
     def _spawn(self) -> None:
         """Fork, hold the child before exec until sampling covers it, then let it run."""

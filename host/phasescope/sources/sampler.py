@@ -126,7 +126,7 @@ class Sampler(SampleCode):
 
     def __init__(self, pid: int, period_ns: int = DEFAULT_PERIOD_NS, window_samples: int = DEFAULT_WINDOW_SAMPLES,
                  ring_pages: int = DEFAULT_RING_PAGES, kernel: bool = False, modules: Optional[ModuleMap] = None,
-                 children: bool = False, stacks: bool = True):
+                 children: bool = False, stacks: bool = True, before_exec: bool = False):
         check_sampling(10**9 / period_ns, window_samples)
         if ring_pages < 1 or ring_pages & (ring_pages - 1):
             raise InputError(f"ring pages must be a power of two, got {ring_pages}")
@@ -144,6 +144,9 @@ class Sampler(SampleCode):
         self._kids: Dict[int, list] = {}
         self._ended_kids: List[int] = []
         self._own_modules = modules is None
+        #: the process is held before its exec: its maps are still its parent's (phasescope's own
+        #: image, dozens of libraries), so the program's are read from its first samples instead
+        self._before_exec = before_exec
         self._looked_up: Set[int] = set()  # code pages already looked for in /proc/PID/maps
         self.samples = self.lost = self.duplicates = self.foreign = self.kernel_samples = self.leaf_only = 0
         self.threads: Set[int] = set()
@@ -204,7 +207,9 @@ class Sampler(SampleCode):
         except BaseException:
             self._close_all()
             raise
-        if self._own_modules:
+        if self._own_modules and self._before_exec:
+            self.modules = ModuleMap()
+        elif self._own_modules:
             try:
                 self.modules = module_map_from_proc(self.pid)
             except PermissionError as e:  # e.g. init, as root in a container: ptrace access is refused
