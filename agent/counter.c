@@ -93,6 +93,7 @@ struct _PsThread
   guint64 * win_ptr;         /* next free entry of the open window (written by the recorders) */
   gint64 win_left;           /* accesses left in the window: a recorder calls the stub at 0 */
   guint64 win_skipped;       /* fs/gs (and unencodable) accesses seen in the window */
+  guint64 win_opened;        /* the interval (seq) the window opened in */
   guint64 * win_buf;         /* win_size entries */
   guint64 win_size;          /* N accesses per window; 0: locality off */
   guint64 win_every;         /* one window every M intervals */
@@ -471,6 +472,7 @@ ps_win_ship (PsThread * t)
     ps_put64 (out + PS_LOC_SEQ, t->seq);
     ps_put64 (out + PS_LOC_NACCESSES, n);
     ps_put64 (out + PS_LOC_SKIPPED, t->win_skipped);
+    ps_put64 (out + PS_LOC_OPENED, t->win_opened);
     for (i = 0; i != n; i++)
       ps_put64 (out + PS_LOC_HEADER_SIZE + 8 * i, t->win_buf[i]);
   }
@@ -487,6 +489,7 @@ ps_win_reset (PsThread * t)
   t->win_ptr = t->win_buf;
   t->win_left = (gint64) t->win_size;
   t->win_skipped = 0;
+  t->win_opened = t->seq;
 }
 
 static void

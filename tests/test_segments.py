@@ -177,3 +177,17 @@ def test_live_segments_follow_the_programs_phases(build, tmp_path, mode):
 def test_segment_modes_without_fine_units_are_refused_live():
     r = run_cli("--no-dashboard", "--segment-mode", "qphase", "-f", "/bin/true")
     assert r.returncode == 2 and "--interval" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_merged_piece_keeps_how_far_back_its_window_began():
+    """The reach of a window is counted in the merged interval's own units: a window that began two
+    pieces back, in the last of three pieces, began inside the merged interval (reach 0); one that
+    began three back reaches one before it."""
+    from phasescope.engine.segments import merge
+    pieces = units([("A", 3)])
+    pieces[2].locality, pieces[2].locality_reach = np.array([64], np.uint64), 2
+    assert merge(pieces, 0).locality_reach == 0
+    pieces[2].locality_reach = 3
+    assert merge(pieces, 0).locality_reach == 1 and merge(pieces, 0).locality.tolist() == [64]
+    pieces[1].locality, pieces[2].locality = np.array([128], np.uint64), None
+    assert merge(pieces, 0).locality.tolist() == [128]

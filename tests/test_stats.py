@@ -101,3 +101,19 @@ def test_final_ids_follow_folds_to_their_end():
     from phasescope.engine.stats import final_ids
     assert final_ids({3: 5, 5: 7, 2: 7, 9: 1}) == {3: 7, 5: 7, 2: 7, 9: 1}
     assert final_ids({}) == {}
+
+
+def test_a_locality_window_that_began_before_a_phase_change_is_left_out():
+    """A window that spans a change measures two phases: it is counted as straddled, not added."""
+    s = Stats()
+    window = np.arange(0, 64 * 100, 64, dtype=np.uint64)  # 100 distinct blocks, no reuse
+    phases = [0, 0, 0, 1, 1, 1]
+    reach = {3: 1, 4: 1, 5: 2}  # seq 3: began in seq 2 (phase 0); 4: began in 3; 5: began in 3
+    for i, p in enumerate(phases):
+        x = iv(7, i, 100, 10)
+        if i in reach:
+            x.locality, x.locality_reach = window, reach[i]
+        s.add(x, p, i)
+    assert s.locality_straddled == 1
+    assert s.locality_of(1)["windows"] == 2 and s.locality_of(0)["windows"] == 0
+    assert s.to_dict()["whole"]["locality_straddled"] == 1

@@ -85,10 +85,11 @@ def _interval(thread, seq):
     return header.tobytes() + np.array([(0x1000, 10)], wire.PAIR).tobytes()
 
 
-def _window(thread, seq, addresses, skipped=0):
+def _window(thread, seq, addresses, skipped=0, opened=None):
     header = np.zeros(1, wire.LOC_HEADER)
     header["kind"], header["thread"], header["seq"], header["naccesses"], header["skipped"] = \
         wire.KIND_LOCALITY, thread, seq, len(addresses), skipped
+    header["opened"] = seq if opened is None else opened
     return header.tobytes() + np.array(addresses, "<u8").tobytes()
 
 
@@ -106,6 +107,10 @@ def test_locality_windows_attach_to_the_interval_they_ended_in():
     # a window whose interval was dropped is not attached to a later one
     ivs = wire.decode(_window(7, 3, [5]) + _interval(7, 4), ModuleMap(), pending)
     assert ivs[0].locality is None and pending == {}
+    # how far back the window began: 0 when it opened in its own interval
+    assert ivs[0].locality_reach == 0 and [iv.locality_reach for iv in ivs] == [0]
+    ivs = wire.decode(_window(7, 9, [5], opened=7) + _interval(7, 9), ModuleMap(), pending)
+    assert ivs[0].locality_reach == 2
 
 
 def test_agent_calls_into_c_through_signatures_read_from_counter_c():

@@ -37,9 +37,12 @@ class Interval:
     samples: int = 0
     period_ns: int = 0
     #: --locality: the window of sampled memory addresses (uint64, in access order) that ended in
-    #: this interval, None when none did; ``locality_skipped``: its accesses not recorded (fs/gs)
+    #: this interval, None when none did; ``locality_skipped``: its accesses not recorded (fs/gs);
+    #: ``locality_reach``: how many of the thread's intervals before this one the window began in
+    #: (0: it opened in this one)
     locality: Optional[np.ndarray] = None
     locality_skipped: int = 0
+    locality_reach: int = 0
     #: recorded units merged into this interval (engine/segments.py; 1 for a recorded interval)
     units: int = 1
     #: the process and its command name, where one stream carries several processes (system-wide

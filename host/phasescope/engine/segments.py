@@ -56,6 +56,7 @@ def merge(group: List[Interval], seq: int) -> Interval:
     if all(g.os for g in group):
         os_ = {f: sum(g.os.get(f, 0) for g in group) for f in OS_FIELDS}
     stacked = all(g.stacks is not None for g in group)  # sampled stacks: the pieces' own, side by side
+    window = next((i for i in reversed(range(len(group))) if group[i].locality is not None), None)
     return Interval(
         stacks=[s for g in group for s in g.stacks] if stacked else None,
         frames={k: v for g in group for k, v in g.frames.items()} if stacked else None,
@@ -65,7 +66,8 @@ def merge(group: List[Interval], seq: int) -> Interval:
         start_ns=first.start_ns, end_ns=last.end_ns, partial=last.partial, os=os_, mode=first.mode,
         samples=sum(g.samples for g in group), period_ns=first.period_ns,
         # --locality: one window per piece (the latest); windows are not concatenated (no false reuses)
-        locality=next((g.locality for g in reversed(group) if g.locality is not None), None),
+        locality=None if window is None else group[window].locality,
+        locality_reach=0 if window is None else max(0, group[window].locality_reach - window),
         locality_skipped=sum(g.locality_skipped for g in group), units=sum(g.units for g in group),
     )
 

@@ -197,6 +197,7 @@ class Stats:
         #: (created by the first window: None when the run has none, i.e. without --locality)
         self.locality: Optional[PhaseLocality] = None
         self.locality_skipped = 0
+        self.locality_straddled = 0  # windows left out: they span a phase change
 
     def add(self, iv: Interval, phase: int, seq: int) -> Optional[int]:
         """Account one classified interval; returns the thread's previous phase (None if first)."""
@@ -229,7 +230,10 @@ class Stats:
         if iv.locality is not None:
             if self.locality is None:
                 self.locality = PhaseLocality()
-            self.locality.add_window(phase, iv.locality)
+            if iv.locality_reach < ts.run_length:
+                self.locality.add_window(phase, iv.locality)
+            else:  # it began before the thread's phase changed: part of it is another phase's
+                self.locality_straddled += 1
             self.locality_skipped += iv.locality_skipped
         if not self.intervals:
             self.unit = iv.unit
@@ -272,6 +276,7 @@ class Stats:
             "metrics": self.metrics.to_dict(),
             "homogeneity": homogeneity,
             **({} if self.locality is None else {"locality_skipped": self.locality_skipped,
+                                                 "locality_straddled": self.locality_straddled,
                                                  "locality_touched_bytes": self.locality.touched_bytes()}),
         }
 

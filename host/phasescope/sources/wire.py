@@ -38,7 +38,8 @@ RECORD = (
 PAIR_FIELDS = (("pc", "<u8"), ("count", "<u8"))
 #: The locality record (--locality): one window of a thread's sampled memory accesses, then
 #: ``naccesses`` x u64 effective addresses, in access order. ``seq`` is the interval the window
-#: ended in; the record comes before that interval's record. C gets ``PS_LOC_<FIELD>``.
+#: ended in, ``opened`` the one it opened in; the record comes before the ``seq`` interval's record.
+#: C gets ``PS_LOC_<FIELD>``.
 LOCALITY = (
     ("kind", "<u4"),          # KIND_LOCALITY
     ("flags", "<u4"),         # 0
@@ -46,6 +47,7 @@ LOCALITY = (
     ("seq", "<u8"),
     ("naccesses", "<u8"),
     ("skipped", "<u8"),       # accesses not recorded: fs/gs-segment or unencodable operands
+    ("opened", "<u8"),        # the thread's interval (seq) the window opened in
 )
 KIND_INTERVAL = 1
 KIND_LOCALITY = 2
@@ -112,7 +114,8 @@ def decode(buffer, modules: ModuleMap, pending: Optional[dict] = None) -> list:
         pending = {}
     for header, pairs in records(buffer):
         if int(header["kind"]) == KIND_LOCALITY:
-            pending[int(header["thread"])] = (int(header["seq"]), pairs.copy(), int(header["skipped"]))
+            pending[int(header["thread"])] = (int(header["seq"]), pairs.copy(), int(header["skipped"]),
+                                              int(header["opened"]))
             continue
         window = pending.get(int(header["thread"]))
         if window is not None and window[0] <= int(header["seq"]):
@@ -134,6 +137,7 @@ def decode(buffer, modules: ModuleMap, pending: Optional[dict] = None) -> list:
                 os={name: int(header[name]) for name in OS_FIELDS},
                 locality=None if window is None else window[1],
                 locality_skipped=0 if window is None else window[2],
+                locality_reach=0 if window is None else window[0] - window[3],
             )
         )
     return intervals
