@@ -166,6 +166,12 @@ class Tmux:
         return subprocess.run(["tmux", "capture-pane", "-p", "-J", "-t", self.name], capture_output=True,
                               text=True, check=True, timeout=300).stdout
 
+    def history(self) -> str:
+        """Everything the pane printed, scrolled-off lines included (a long report pushes the
+        program's own output off a 40-line screen)."""
+        return subprocess.run(["tmux", "capture-pane", "-p", "-J", "-S", "-", "-t", self.name],
+                              capture_output=True, text=True, check=True, timeout=300).stdout
+
     def wait_for(self, pattern: str, timeout: float = 60.0) -> str:
         """The screen once ``pattern`` is on it."""
         def shown():
