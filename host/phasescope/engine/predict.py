@@ -172,7 +172,7 @@ class ThreadPredictors:
 
     def observe(self, phase: int, held: bool = False) -> Dict[str, int]:
         """Feed one phase; returns each predictor's prediction of the next one. ``held``: the
-        tracker held this interval (:class:`~phasescope.engine.tracker.Match`)."""
+        tracker held this interval (:class:`~phasescope.engine.phase_table.Match`)."""
         for ctx in self._contexts.values():
             self.confidences.update(ctx, ctx[2] == phase)
         if self._leaving is not None and phase != self._leaving[0]:  # the run ended: was it the succession?
