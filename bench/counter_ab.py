@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """Exact mode's hot path against an earlier one, on the same program in the same run: native, bare
-Stalker, then phasescope with each ``agent/counter.c`` given, interleaved, minimum of the runs.
+Stalker, then phasescope with each C hot path given (``agent/*.c`` joined), interleaved, minimum of the runs.
 
     python3 bench/counter_ab.py [--runs 3] [--ref REV] [--file PATH] [--json] -- PROGRAM [ARGS...]
     python3 bench/counter_ab.py [--runs 3] [--ref REV] [--file PATH] [--json] --programs
 
-``--ref REV`` adds counter.c as of that git revision (named REV) before the working tree's (``tree``);
-``--file PATH`` adds a counter.c variant not committed (named by its file name), for trying a change.
+``--ref REV`` adds the C source as of that git revision (named REV; its ``agent/counter.c``, or its parts
+joined as the tree joins them) before the working tree's (``tree``); ``--file PATH`` adds a whole C
+source not committed (named by its file name), for trying a change.
 ``--programs``: the system programs of bench/sampled_overhead.py (bzip2, xz, python3, cc1, sqlite3)
 one after the other. Besides wall time it reports the CPU time of the target's main thread (as
 ``phasescope bench`` does for traced/bare), which a machine shared with other work inflates less
-than wall time. The agent's JavaScript is the tree's for every variant, so a revision's counter.c
+than wall time. The agent's JavaScript is the tree's for every variant, so a revision's C source
 must export the C functions the tree's agent calls.
 """
 
@@ -27,6 +28,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(ROOT, "host"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from phasescope.commands.bench import _native, _traced  # noqa: E402
+from phasescope.resources import joined  # noqa: E402
 from phasescope.sources.device import resolve_device, resolve_target  # noqa: E402
 from phasescope.sources.session import TraceSession  # noqa: E402
 
@@ -41,24 +43,33 @@ def _run_traced(session, what):
     return run[0], run[5]
 
 
+def _git_show(ref: str, path: str):
+    run = subprocess.run(["git", "-C", ROOT, "show", f"{ref}:{path}"], capture_output=True, text=True)
+    return run.stdout if run.returncode == 0 else None
+
+
+def _c_source_at(ref: str) -> str:
+    """The C hot path at git revision ``ref``: one file before the split, else its parts joined."""
+    whole = _git_show(ref, "agent/counter.c")
+    return whole if whole is not None else joined("agent", lambda part: _git_show(ref, f"agent/{part}"))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--ref", action="append", default=[], help="a git revision whose counter.c to compare")
-    ap.add_argument("--file", action="append", default=[], help="a counter.c variant file to compare")
+    ap.add_argument("--ref", action="append", default=[], help="a git revision whose C hot path to compare")
+    ap.add_argument("--file", action="append", default=[], help="a whole C source file to compare")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--programs", action="store_true", help="bench/sampled_overhead.py's system programs")
     ap.add_argument("argv", nargs="*")
     args = ap.parse_args()
     if args.programs == bool(args.argv):
         ap.error("give either PROGRAM [ARGS...] or --programs")
-    variants = [(ref, subprocess.run(["git", "-C", ROOT, "show", f"{ref}:agent/counter.c"], check=True,
-                                     capture_output=True, text=True).stdout) for ref in args.ref]
+    variants = [(ref, _c_source_at(ref)) for ref in args.ref]
     for path in args.file:
         with open(path) as f:
             variants.append((os.path.basename(path), f.read()))
-    with open(os.path.join(ROOT, "agent", "counter.c")) as f:
-        variants.append(("tree", f.read()))
+    variants.append(("tree", joined("agent")))
     if not args.programs:
         _report(_compare(args.argv, variants, args.runs), variants, args.json)
         return 0

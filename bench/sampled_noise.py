@@ -33,7 +33,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "host"))
 from phasescope.sources.sampler import Sampler  # noqa: E402
-from phasescope.engine.tracker import Tracker, TrackerConfig, manhattan  # noqa: E402
+from phasescope.engine.footprint import manhattan  # noqa: E402
+from phasescope.engine.tracker import Tracker, TrackerConfig  # noqa: E402
 
 SIZES = (100, 400, 1000)
 

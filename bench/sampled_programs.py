@@ -38,7 +38,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="phasescope-programs-") as tmp:
         for name, argv in workloads(make_data(tmp), tmp):
             row = {"program": name}
-            s = measure(argv, runs=args.runs, sampled={"rate_hz": 1000, "window_samples": 100, "bursts": args.bursts})
+            s = measure(argv, runs=args.runs, mode="sampled", options={"rate": 1000, "window": 100, "bursts": args.bursts})
             row["native_s"] = s["seconds"]["native"]
             row["sampled"] = s["ratios"]["sampled"]
             row["sampled_end_to_end"] = s["ratios"]["end-to-end"]

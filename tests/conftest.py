@@ -132,7 +132,7 @@ def read_records(path) -> list:
 def check_thread_streams(records: list, skipped_empty: Optional[int]) -> None:
     """Each thread's records are numbered 0..n-1 without gaps, and only a thread's last record may be
     partial. The agent ships a thread's last interval as partial even when it is empty (the thread
-    had just cut a full one: agent/counter.c ps_thread_close), and the engine skips an empty
+    had just cut a full one: agent/threads.c ps_thread_close), and the engine skips an empty
     interval, logging nothing and counting it in the summary's ``skipped_empty``: so each thread's
     stream ends with a partial record, but for at most ``skipped_empty`` of them. None: the run could
     not ship its last intervals (the target was killed, or the agent did not answer its stop), so its

@@ -29,3 +29,16 @@ def test_bench_text_report(build):
     proc = run_cli("bench", "--runs", "1", "--no-valgrind", "--no-bare", "--", build("counted.c"), "100000")
     assert proc.returncode == 0, proc.stderr
     assert "traced" in proc.stdout and "x native" in proc.stdout and "bare" not in proc.stdout
+
+
+def test_bench_sampled_mode_with_bursts(build):
+    # the bursts run used to end in a TypeError (a name shadowed in the timed run): both sampled
+    # runs are timed, the bursts counted, and the report says so
+    proc = run_cli("bench", "--runs", "1", "--json", "--mode", "sampled", "--bursts", "--",
+                   build("phased.c", "-O2"), "6", "3", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert list(result["seconds"]) == ["native", "sampled", "end-to-end", "bursts"]
+    assert set(result["ratios"]) == {"sampled", "end-to-end", "bursts", "bursts/sampled"}
+    assert result["bursts"] >= 1 and result["intervals"] >= 1
+    assert result["sampled"] == {"rate_hz": 1000, "window_samples": 100, "bursts": True}

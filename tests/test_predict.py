@@ -3,8 +3,9 @@
 import pytest
 
 from phasescope.errors import InputError
-from phasescope.engine.predict import (PREDICTORS, LastPhase, Markov, PredictorConfig, RleMarkov, Scoreboard,
-                                ThreadPredictors)
+from phasescope.engine.markov import LastPhase, Markov, RleMarkov
+from phasescope.engine.predict import PREDICTORS, PredictorConfig, Scoreboard, ThreadPredictors
+from phasescope.engine.predictors import STREAM_PREDICTORS
 
 
 def run(stream, thread=1, config=PredictorConfig()):
@@ -102,3 +103,9 @@ def test_small_tables_alias_but_keep_working():
 def test_table_sizes_are_validated():
     with pytest.raises(InputError, match="rle entries"):
         PredictorConfig(rle_entries=0)
+
+
+def test_every_predictor_named_is_run_once():
+    # the names (engine/config.py, numpy-free) and the instances (predictors.STREAM_PREDICTORS) agree
+    assert tuple(STREAM_PREDICTORS) + ("hybrid", "gated", "measured") == PREDICTORS
+    assert list(ThreadPredictors(PredictorConfig()).observe(3)) == list(PREDICTORS)

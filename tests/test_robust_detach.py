@@ -2,8 +2,8 @@
 
 After a few seconds Stalker has linked every block of a hot loop to the next, so an unfollowed
 thread never re-enters Stalker's dispatcher and Frida's unload waits for it forever; phasescope
-invalidates the blocks the thread is running so it leaves (js/agent.js, releaseHotLoop). A
-self-looping block never passes its own start at all (agent/counter.c counts it in a register
+invalidates the blocks the thread is running so it leaves (js/threads.js, releaseHotLoop). A
+self-looping block never passes its own start at all (agent/x86_loop_emit.c counts it in a register
 and loops inside the block) until the release turns its loop branch into its exit.
 """
 

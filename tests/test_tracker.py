@@ -8,7 +8,9 @@ from phasescope.engine.phase_engine import EngineConfig, PhaseEngine
 from phasescope.errors import InputError
 from phasescope.engine.interval import Interval
 from phasescope.sources.modules import Module, ModuleMap
-from phasescope.engine.tracker import Tracker, TrackerConfig, bucket_index, mix64, projection_rows
+from phasescope.engine.footprint import bucket_index, projection_rows
+from phasescope.engine.hashing import mix64
+from phasescope.engine.tracker import Tracker, TrackerConfig
 
 
 def keys_in_buckets(buckets, wanted):

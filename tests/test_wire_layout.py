@@ -2,16 +2,14 @@
 JavaScript agent and the host decoder all follow it."""
 
 import re
-from pathlib import Path
-
 import numpy as np
 
 from phasescope.engine.interval import OS_FIELDS
+from phasescope.resources import joined
 from phasescope.sources import wire
 
-ROOT = Path(__file__).resolve().parent.parent
-COUNTER_C = (ROOT / "agent" / "counter.c").read_text()
-AGENT_JS = (ROOT / "js" / "agent.js").read_text()
+COUNTER_C = joined("agent")
+AGENT_JS = joined("js")
 
 
 def _defines():
@@ -38,7 +36,7 @@ def test_generated_defines_give_every_offset():
 
 def test_counter_c_uses_only_generated_layout_names():
     used = set(re.findall(r"\bPS_(?:REC_|STAT_|HEADER_|PAIR_|FLAG_|LOC_)\w+", COUNTER_C))
-    assert used, "counter.c writes no record?"
+    assert used, "the C source writes no record?"
     assert used <= set(_defines()), used - set(_defines())
     assert not re.search(r"#define PS_(REC|STAT|HEADER|PAIR|FLAG|LOC)_", COUNTER_C), "layout defined twice"
     # No literal offsets into a record: every write goes through a PS_REC_* name.

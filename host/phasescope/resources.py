@@ -1,10 +1,23 @@
-"""Locate the agent sources shipped with phasescope (wheel: ``phasescope/js``; source tree: ``js/``)."""
+"""Locate the agent sources shipped with phasescope (wheel: ``phasescope/js``, ``phasescope/agent``;
+source tree: ``js/``, ``agent/``) and join each language's parts into the one text Frida takes."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Callable, Optional
 
 _HERE = Path(__file__).resolve().parent
+
+#: The agent's parts, by concern, in the order they are joined: ``agent`` into the one C source
+#: Frida's CModule compiles (each part after a ``#line`` directive, so compiler errors name the
+#: part and its line), ``js`` into the one script Frida loads. The one list of them.
+PARTS = {
+    "agent": ("core.c", "intervals.c", "locality.c", "threads.c", "faults.c", "portable.c",
+              "x86_emit.c", "x86_memslots.c", "x86_loop_plan.c", "x86_loop_emit.c", "x86_rep.c",
+              "x86_transform.c"),
+    "js": ("state.js", "threads.js", "bursts.js", "drain.js", "faults.js", "hooks.js", "rpc.js"),
+}
 
 
 def data_dir(name: str) -> Path:
@@ -16,5 +29,31 @@ def data_dir(name: str) -> Path:
 
 
 def read_text(name: str, filename: str) -> str:
-    """Text of a shipped agent file, e.g. ``read_text("js", "agent.js")``."""
+    """Text of a shipped agent file, e.g. ``read_text("js", "rpc.js")``."""
     return (data_dir(name) / filename).read_text()
+
+
+def joined(name: str, read: Optional[Callable[[str], str]] = None) -> str:
+    """The agent's ``name`` (``agent`` or ``js``) as one source: its :data:`PARTS` in order, each
+    ending in a newline; C parts each after ``#line 1 "agent/PART"``. ``read(part)`` gives a
+    part's text (default: the shipped file; ``bench/counter_ab.py`` reads a git revision's)."""
+    read = read or (lambda part: read_text(name, part))
+    texts = [read(part) for part in PARTS[name]]
+    if name == "agent":
+        texts = [f'#line 1 "agent/{part}"\n{text}' for part, text in zip(PARTS[name], texts)]
+    return "".join(text if text.endswith("\n") else text + "\n" for text in texts)
+
+
+def js_place(line: int) -> str:
+    """Where line ``line`` (from 1) of the joined script comes from: ``js/PART:LINE``."""
+    for part in PARTS["js"]:
+        lines = read_text("js", part).count("\n")
+        if line <= lines:
+            return f"js/{part}:{line}"
+        line -= lines
+    return f"js:{line}"
+
+
+def with_js_places(text: str) -> str:
+    """``text``, a Frida error about the joined script, with its ``line N`` as ``js/PART:LINE``."""
+    return re.sub(r"\bline (\d+)", lambda m: js_place(int(m.group(1))), text)

@@ -32,15 +32,15 @@ import tempfile
 import time
 from typing import Optional
 
-from phasescope.commands.options import add_interval_option, add_source_options, validate_source_options
+from phasescope.commands.options import DEFAULT_RATE, add_interval_option, add_source_options, validate_source_options
 from phasescope.commands.runner import Command
+from phasescope.commands.sources import SOURCES
 from phasescope.engine import EngineConfig
 from phasescope.engine.tracker import TrackerConfig, preset
 from phasescope.errors import InputError, PhasescopeError
 from phasescope.pipeline.flow import Flow
-from phasescope.sources.kernel_session import KernelSession
-from phasescope.sources.sampled_session import SampledSession
 from phasescope.sources.procfs import main_thread_cpu
+from phasescope.sources.sampled_source import DEFAULT_WINDOW_SAMPLES
 from phasescope.sources.protocol import Bursts, capability
 from phasescope.sources.session import TraceSession
 from phasescope.sources.events import BurstEvent, Ended, IntervalEvent
@@ -76,10 +76,10 @@ class BenchCommand(Command):
         validate_source_options(args)
         given = TrackerConfig.interval if args.interval is None else args.interval
         interval = TrackerConfig(interval=given).interval  # the one check of an interval
-        sampled = None if args.mode == "exact" else {"rate_hz": args.rate, "window_samples": args.window,
-                                                     "bursts": args.bursts}
         result = measure(command, runs=args.runs, interval=interval, valgrind=not args.no_valgrind,
-                         bare=not args.no_bare, sampled=sampled, trust_threshold=args.trust_threshold)
+                         bare=not args.no_bare, mode=args.mode,
+                         options={"rate": args.rate, "window": args.window, "bursts": args.bursts},
+                         trust_threshold=args.trust_threshold)
         print(json.dumps(result) if args.json else format_report(result))
         sys.stdout.flush()
         return 0
@@ -122,19 +122,19 @@ def _stdout_to_devnull():
         os.close(null)
 
 
-def _traced(session, what: str, classify: bool = False):
+def _traced(session, what: str, classify: bool = False, preset_name: str = "sampled"):
     """(target wall seconds, end-to-end seconds, intervals, instructions, bursts, main thread CPU
     seconds or None) of one traced run: the target's from just before its resume to its exit() (as
     the agent reports it, holding the exiting thread: its CPU time is read then; else when the
     host learned that it ended); end to end from before the spawn to after the detach. (Not from
     when start() returns: on a busy machine a short target may be done by then.) ``classify``: the
-    windows go through the phase engine as in a live run (sampled mode), so that new phases ask
-    for bursts when the session offers them."""
+    windows go through the phase engine (tracker preset ``preset_name``) as in a live run, so that
+    new phases ask for bursts when the session offers them."""
     t0 = time.perf_counter()
     n = instructions = bursts = 0
     ended = None
-    bursts = capability(session, Bursts)
-    flow = (Flow(EngineConfig(tracker=preset("sampled")), burst=bursts.burst if bursts is not None else None)
+    burster = capability(session, Bursts)
+    flow = (Flow(EngineConfig(tracker=preset(preset_name)), burst=burster.burst if burster is not None else None)
             if classify else None)
     with _stdout_to_devnull():
         session.start()
@@ -179,28 +179,30 @@ def _valgrind(argv, interval: int) -> float:
 
 
 def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = True, bare: bool = True,
-            sampled: Optional[dict] = None, trust_threshold: Optional[int] = None) -> dict:
-    """Minimum wall seconds per configuration and the ratios to native. ``sampled``: measure
-    sampled mode instead (its sampling options); no bare or valgrind runs then.
-    ``trust_threshold``: Stalker's, for the bare and traced runs."""
+            mode: str = "exact", options: Optional[dict] = None, trust_threshold: Optional[int] = None) -> dict:
+    """Minimum wall seconds per configuration and the ratios to native. ``mode``: the source timed
+    (:data:`~phasescope.commands.sources.SOURCES`), built as a live run builds it from
+    ``options`` (its command-line options by dest: ``rate``, ``window``, ``bursts``); with
+    ``bursts`` also without them. Bare Stalker and valgrind exp-bbv only for a source that has
+    them as baselines (exact mode). ``trust_threshold``: Stalker's, for the bare and traced runs."""
     if runs < 1:
         raise InputError("--runs must be at least 1")
+    kind = SOURCES[mode]
+    args = argparse.Namespace(**{"rate": DEFAULT_RATE, "window": DEFAULT_WINDOW_SAMPLES, "bursts": False,
+                                 **(options or {}), "trust_threshold": trust_threshold})
+    timed = {kind.timed: args}
+    if args.bursts:  # the same source without bursts, to compare
+        timed = {kind.timed: argparse.Namespace(**{**vars(args), "bursts": False}), "bursts": args}
     device = resolve_device()
     target = resolve_target(device, argv=list(argv))
     argv = target.argv
+    bare = bare and kind.baselines
+    valgrind = valgrind and kind.baselines
     use_valgrind = valgrind and shutil.which("valgrind") is not None
-    times = {"native": [], "traced": [], "end-to-end": []}
-    if bare:
-        times["bare"] = []
-    if use_valgrind:
-        times["exp-bbv"] = []
+    times = {"native": [], kind.timed: [], "end-to-end": [], **{name: [] for name in timed},
+             **({"bare": []} if bare else {}), **({"exp-bbv": []} if use_valgrind else {})}
+    cpu = {"bare": [], kind.timed: []}  # main thread CPU seconds (exact mode reports them)
     intervals = instructions = bursts = 0
-    cpu = {"bare": [], "traced": []}  # exact mode: main thread CPU seconds
-    if sampled is not None:
-        use_valgrind = valgrind = bare = False
-        times = {"native": [], "sampled": [], "end-to-end": []}
-        if sampled.get("bursts"):
-            times["bursts"] = []
     for _ in range(runs):
         times["native"].append(_native(argv))
         if bare:
@@ -208,38 +210,34 @@ def measure(argv, runs: int = 3, interval: int = 10_000_000, valgrind: bool = Tr
                                        trust_threshold=trust_threshold), "bare Stalker")
             times["bare"].append(run[0])
             cpu["bare"].append(run[5])
-        if sampled is not None:
-            options = {k: v for k, v in sampled.items() if k != "bursts"}  # as a live run: nothing injected
-            wall, e2e, intervals, instructions, _, _ = _traced(KernelSession(target, stdio="inherit", **options),
-                                                               "sampled mode", classify=True)
-            times["sampled"].append(wall)
-            times["end-to-end"].append(e2e)
-            if "bursts" in times:
-                wall, _, _, _, bursts, _ = _traced(SampledSession(device, target, stdio="inherit", bursts=True, **options),
-                                                "sampled mode with bursts", classify=True)
-                times["bursts"].append(wall)
-            continue
-        wall, e2e, intervals, instructions, _, traced_cpu = _traced(
-            TraceSession(device, target, interval=interval, stdio="inherit", trust_threshold=trust_threshold),
-            "phasescope")
-        cpu["traced"].append(traced_cpu)
-        times["traced"].append(wall)
-        times["end-to-end"].append(e2e)
+        for name, opts in timed.items():
+            session = kind.build(opts, device, target, "inherit", interval)
+            what = f"phasescope --mode {mode}" + ("" if name == kind.timed else f" --{name}")
+            wall, e2e, n, count, burst_count, main_cpu = _traced(session, what, classify=not kind.baselines,
+                                                                 preset_name=kind.preset)
+            times[name].append(wall)
+            if name == kind.timed:
+                times["end-to-end"].append(e2e)
+                cpu[name].append(main_cpu)
+                intervals, instructions = n, count
+            else:
+                bursts = burst_count
         if use_valgrind:
             times["exp-bbv"].append(_valgrind(argv, interval))
     best = {k: min(v) for k, v in times.items()}
     ratios = {k: best[k] / best["native"] for k in best if k != "native"}
     if bare:
-        ratios["traced/bare"] = best["traced"] / best["bare"]
+        ratios[f"{kind.timed}/bare"] = best[kind.timed] / best["bare"]
         if all(None not in cpu[k] for k in cpu):
-            ratios["traced/bare cpu"] = min(cpu["traced"]) / min(cpu["bare"])
+            ratios[f"{kind.timed}/bare cpu"] = min(cpu[kind.timed]) / min(cpu["bare"])
     if "bursts" in best:
-        ratios["bursts/sampled"] = best["bursts"] / best["sampled"]
+        ratios[f"bursts/{kind.timed}"] = best["bursts"] / best[kind.timed]
     return {
         "command": argv,
-        "mode": "exact" if sampled is None else "sampled",
+        "mode": mode,
         "trust_threshold": trust_threshold,
-        "sampled": sampled,
+        "sampled": None if kind.baselines else {"rate_hz": args.rate, "window_samples": args.window,
+                                                "bursts": args.bursts},  # the sampling options
         "valgrind": "used" if use_valgrind else ("not installed" if valgrind else "skipped"),
         "runs": runs,
         "interval": interval,
@@ -256,9 +254,9 @@ def format_report(result: dict) -> str:
         f"program     {' '.join(result['command'])}",
         f"runs        {result['runs']} per configuration (minimum wall time shown)",
     ]
-    if result["mode"] == "sampled":
-        s = result["sampled"]
-        lines.append(f"sampled     {s['rate_hz']} Hz, {result['intervals']} intervals of {s['window_samples']} samples"
+    s = result["sampled"]
+    if s is not None:
+        lines.append(f"{result['mode']:<11} {s['rate_hz']} Hz, {result['intervals']} intervals of {s['window_samples']} samples"
                      + (f", {result['bursts']} exact bursts" if s.get("bursts") else ""))
     else:
         lines.append(f"traced      {result['instructions']:,} instructions in {result['intervals']} intervals "
@@ -266,12 +264,12 @@ def format_report(result: dict) -> str:
     for name, secs in result["seconds"].items():
         ratio = "" if name == "native" else f"  {result['ratios'][name]:6.2f}x native"
         lines.append(f"{name:<11} {secs:8.3f} s{ratio}")
-    if "bursts/sampled" in result["ratios"]:
-        lines.append(f"bursts/sampled {result['ratios']['bursts/sampled']:5.3f}x")
-    if "traced/bare" in result["ratios"]:
-        lines.append(f"traced/bare {result['ratios']['traced/bare']:8.2f}x"
-                     + (f"  (main thread CPU: {result['ratios']['traced/bare cpu']:.2f}x)"
-                        if "traced/bare cpu" in result["ratios"] else ""))
+    for name, ratio in result["ratios"].items():
+        if name.startswith("bursts/"):
+            lines.append(f"{name} {ratio:5.3f}x")
+        elif name.endswith("/bare"):
+            cpu = result["ratios"].get(f"{name} cpu")
+            lines.append(f"{name} {ratio:8.2f}x" + (f"  (main thread CPU: {cpu:.2f}x)" if cpu is not None else ""))
     if result["valgrind"] == "not installed":
         lines.append("exp-bbv     (valgrind is not installed)")
     return "\n".join(lines)

@@ -20,10 +20,11 @@ from typing import Callable, Collection, Dict, List, Optional, Tuple
 
 from phasescope import __version__
 from phasescope.commands.options import (add_device_options, add_run_options, add_target_options,
-                                         engine_config_from_args, locality_options, process_filter,
+                                         engine_config_from_args, process_filter,
                                          validate_run_options)
 from phasescope.commands.outputs import OUTPUT_FILES, open_sinks
 from phasescope.commands.runner import Command, usage_error
+from phasescope.commands.sources import SOURCES, mode_help
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sinks
 from phasescope.sources.device import Target, is_local, require_local, resolve_device, resolve_target
@@ -36,8 +37,7 @@ BRIEF = {
     "device": None, "usb": None, "host": None,
     "pid": None, "name": None, "program": None, "args": None,
     "system_wide": "every process on every CPU, as perf -a (sampled mode; see phasescope help all for its filters)",
-    "mode": "exact (default): Stalker counts every block, a multiple of native; sampled: the kernel's CPU-clock "
-            "samples, about native speed (needs root or perf_event_paranoid <= 1)",
+    "mode": mode_help(brief=True),
     "output": "phasescope's own lines (changes, status, report) to FILE, not stderr",
     "log": None,
     "summary": "JSON summary (per phase, per thread, predictors), replaced atomically every 5 s and at the end",
@@ -189,16 +189,17 @@ class MonitorCommand(Command):
         argv = self.target_argv(args)
         if argv is None and args.pid is None and args.name is None:
             raise InputError("give a target: -p PID, -n NAME or -f PROGRAM [ARGS...] (or try: phasescope demo)")
-        config = engine_config_from_args(args, preset_default="sampled" if args.mode == "sampled" else "default")
+        kind = SOURCES[args.mode]
+        config = engine_config_from_args(args, preset_default=kind.preset)
         # Open every output first: an unwritable path fails before we touch the target.
         out = _open_output(args.output)
         sinks = []
-        started = None  # the session, once started here (sampled mode)
+        started = None  # the session, once started here (zero-touch)
         try:
             try:
                 sinks = open_sinks(args, config)
                 dashboard = not args.no_dashboard and sys.stdout.isatty()
-                zero_touch = args.mode == "sampled" and not args.bursts
+                zero_touch = not kind.injects(args)
                 # zero-touch on this machine: /proc, not Frida (never imported, so the target starts sooner)
                 local = zero_touch and not (args.device or args.usb or args.host)
                 if zero_touch and args.host:
@@ -208,21 +209,11 @@ class MonitorCommand(Command):
                 if not zero_touch and is_local(device):  # Frida injects an agent: only into what it can
                     _check_injectable(target)
                 stdio = args.stdio or ("pipe" if dashboard else "inherit")
+                if zero_touch and not local:
+                    require_local(device)
+                session = kind.build(args, device, target, stdio, config.tracker.interval)
                 if zero_touch:  # nothing injected: the target starts now, the engine loads while it runs
-                    from phasescope.sources.kernel_session import KernelSession
-                    if not local:
-                        require_local(device)
-                    session = KernelSession(target, stdio=stdio, rate_hz=args.rate, window_samples=args.window,
-                                            kernel=args.kernel_samples)
                     started = session.start()
-                elif args.mode == "sampled":  # bursts need Stalker: the watching agent
-                    from phasescope.sources.sampled_session import SampledSession
-                    session = SampledSession(device, target, stdio=stdio, rate_hz=args.rate,
-                                             window_samples=args.window, bursts=True, kernel=args.kernel_samples)
-                else:
-                    from phasescope.sources.session import TraceSession
-                    session = TraceSession(device, target, interval=config.tracker.interval, stdio=stdio,
-                                           locality=locality_options(args), rep_count=args.rep_count)
                 from phasescope.pipeline.live import LiveRun
                 run = LiveRun(session, config, sinks, dashboard=dashboard, out=out, title=short_title(target),
                               refresh=args.refresh, status_every=args.status_every, duration=args.duration,
@@ -245,7 +236,7 @@ class MonitorCommand(Command):
         from phasescope.view.plain import PlainView
         from phasescope.view.screen import DashboardScreen
         from phasescope.view.system_view import print_system_report, render as render_system
-        config = engine_config_from_args(args, preset_default="sampled")
+        config = engine_config_from_args(args, preset_default=SOURCES[args.mode].preset)
         db_dir = args.phase_db
         if db_dir is not None:
             if os.path.exists(db_dir) and not os.path.isdir(db_dir):

@@ -9,6 +9,7 @@ from typing import Optional
 
 from phasescope.commands.sizes import parse_size, size_option
 from phasescope.commands.outputs import add_output_options
+from phasescope.commands.sources import DEFAULT_MODE, SOURCES, mode_help
 from phasescope.engine.config import (EVICT_POLICIES, FULL_POLICIES, MODES as SEGMENT_MODES, PREDICTORS, PRESETS,
                                       TESTS, TRANSITION_LABELS, UPDATE_POLICIES, EngineConfig, PredictorConfig,
                                       SegmentConfig, TrackerConfig)
@@ -205,10 +206,7 @@ def add_source_options(p: argparse.ArgumentParser):
     """The signal source's group, --mode, --rate, --window and --bursts (live runs and bench; check
     them with :func:`validate_source_options`); returned for a command's own source options."""
     s = p.add_argument_group("signal source")
-    s.add_argument("--mode", choices=("exact", "sampled"), default=None,
-                   help="(default exact; sampled with -a) exact: Stalker counts every block's instructions (costs a multiple of native); sampled: "
-                        "the kernel's CPU-clock samples (perf_event_open, no code on the target's hot path; "
-                        "local device, needs root or perf_event_paranoid <= 1)")
+    s.add_argument("--mode", choices=tuple(SOURCES), default=None, help=mode_help())
     s.add_argument("--rate", type=int, default=DEFAULT_RATE, metavar="HZ",
                    help=f"sampled mode: samples per second of each thread's CPU time (default {DEFAULT_RATE})")
     s.add_argument("--window", type=int, default=DEFAULT_WINDOW_SAMPLES, metavar="SAMPLES",
@@ -225,7 +223,7 @@ def validate_source_options(args: argparse.Namespace) -> None:
     """Settle --mode (sampled with -a, else exact); one-line InputErrors for source options that
     the chosen --mode has no use for."""
     if args.mode is None:
-        args.mode = "sampled" if getattr(args, "system_wide", False) else "exact"
+        args.mode = "sampled" if getattr(args, "system_wide", False) else DEFAULT_MODE
     if args.bursts and args.mode != "sampled":
         raise InputError("--bursts needs --mode sampled (exact mode follows every interval already)")
 
@@ -347,10 +345,3 @@ def process_filter(args: argparse.Namespace):
         raise InputError(f"--cgroup {args.cgroup}: no such cgroup (no directory of that path in a cgroup "
                          "hierarchy, and no process in it)")
     return chosen
-
-
-def locality_options(args: argparse.Namespace):
-    """The TraceSession ``locality`` option of --locality (None without it)."""
-    if not getattr(args, "locality", False):
-        return None
-    return {"window": args.locality_window, "every": args.locality_every}

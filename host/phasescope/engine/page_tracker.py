@@ -45,7 +45,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from phasescope.engine.tracker import BoundedTable, Match, bucket_index
+from phasescope.engine.footprint import bucket_index
+from phasescope.engine.phase_table import BoundedTable, Match
 
 PAGE_SHIFT = 12
 LINE_SHIFT = 6

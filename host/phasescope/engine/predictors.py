@@ -36,6 +36,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Dict, Hashable, Optional, Sequence, Tuple
 
+from phasescope.engine.markov import LastPhase, Markov, RleMarkov
+
 
 class LruTable:
     """Fully associative table of ``entries`` with least-recently-used replacement."""
@@ -288,3 +290,18 @@ class Measured:
         if candidate is not None and (hits > stays or hits == stays >= self.TIE):
             return candidate, hits / n
         return phase, stays / n
+
+
+#: name -> one thread's instance from the :class:`~phasescope.engine.config.PredictorConfig`: every
+#: predictor that predicts from the phase stream alone, in the order of ``PREDICTORS`` (``hybrid``,
+#: ``gated`` and ``measured`` combine them: :class:`~phasescope.engine.predict.ThreadPredictors`).
+#: A new predictor: its class and its entry here, its name in ``engine/config.py`` ``PREDICTORS``.
+STREAM_PREDICTORS = {
+    "rle_markov": lambda c: RleMarkov(c.rle_entries),
+    "last_phase": lambda c: LastPhase(),
+    "markov1": lambda c: Markov(1, c.markov_entries),
+    "markov2": lambda c: Markov(2, c.markov_entries),
+    "rle_markov_q": lambda c: RleMarkovQ(c.rle_entries),
+    "duration": lambda c: DurationPredictor(c.rle_entries),
+    "gpht": lambda c: Gpht(c.gpht_depth, c.gpht_entries),
+}

@@ -34,7 +34,7 @@ import numpy as np
 from phasescope.engine.interval import OS_FIELDS, Interval
 from phasescope.engine.config import MODES, SegmentConfig  # noqa: F401
 from phasescope.errors import InputError
-from phasescope.engine.tracker import bucket_index
+from phasescope.engine.footprint import bucket_index
 
 BUCKETS = 32  # dimensions of the unit footprints compared by the segmenter
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from phasescope.resources import read_text
+from phasescope.resources import joined
 from phasescope.sources import wire
 
 
@@ -47,7 +47,7 @@ def agent_options(*, interval: int, slots: int, buffer_bytes: int, window: int, 
                   trust_threshold: Optional[int], portable: bool, locality: Optional[dict],
                   counter_source: Optional[str], rep_count: str = "iterations") -> dict:
     """The agent's ``init`` options (see :class:`~phasescope.sources.session.TraceSession`)."""
-    source = counter_source or read_text("agent", "counter.c")
+    source = counter_source or joined("agent")
     return {
         "interval": int(interval),
         "slots": int(slots),

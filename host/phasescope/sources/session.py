@@ -44,7 +44,7 @@ from typing import Callable, Iterator, Optional
 import frida
 
 from phasescope.errors import InputError, PhasescopeError
-from phasescope.resources import read_text
+from phasescope.resources import joined, js_place, with_js_places
 from phasescope.sources import wire
 from phasescope.sources.agent import REP_COUNTS, agent_options
 from phasescope.sources.agent_queries import AgentQueries
@@ -88,7 +88,7 @@ class TraceSession(AgentQueries):
     ``Stalker.follow`` without counters (benchmark baseline; no intervals). ``watch``: no Stalker
     at all; the agent only reports modules, threads and the end (sampled mode). ``trust_threshold``:
     ``Stalker.trustThreshold`` (None: Frida's default). ``counter_source``:
-    C source of the hot path instead of the shipped ``agent/counter.c``. ``portable``: count with
+    C source of the hot path instead of the shipped ``agent/*.c``. ``portable``: count with
     a C callout per block (the path used where no inline fast path exists, e.g. arm64) on x86-64 too.
     ``locality``: sample windows of memory addresses (``{"window": N, "every": M}``; inline path
     only), attached to intervals as ``Interval.locality``. ``rep_count``: a rep string instruction
@@ -258,13 +258,13 @@ class TraceSession(AgentQueries):
 
     def _load(self) -> None:
         try:
-            self._script = self._session.create_script(read_text("js", "agent.js"), name="phasescope")
+            self._script = self._session.create_script(joined("js"), name="phasescope")
             self._script.on("message", self._on_message)
             self._script.load()
             info = self._script.exports_sync.init(self._options)
             self.fast_path = bool(info["fast"])
         except (frida.InvalidArgumentError, frida.InvalidOperationError, frida.TransportError, frida.core.RPCException) as e:
-            raise PhasescopeError(f"agent failed to load into pid {self.pid}: {first_line(e)}") from None
+            raise PhasescopeError(f"agent failed to load into pid {self.pid}: {with_js_places(first_line(e))}") from None
         if self._errors:
             raise PhasescopeError(f"agent failed to load into pid {self.pid}: {self._errors[0]}")
 
@@ -411,6 +411,8 @@ class TraceSession(AgentQueries):
     def _on_message(self, message, data) -> None:
         if message["type"] == "error":
             text = first_line(message.get("description", "agent error"))
+            if message.get("fileName") == "/phasescope.js" and "lineNumber" in message:
+                text += f" ({js_place(message['lineNumber'])})"
             self._errors.append(text)
             self._queue.put(AgentError(text))
             return

@@ -1,10 +1,10 @@
 """The agent's binary interval records: one layout, defined here, that all three languages follow.
 
 :data:`RECORD` is the single definition. The host decodes with the numpy dtype built from it;
-the agent's C hot path (agent/counter.c) is compiled with the ``#define``s that :func:`c_defines`
+the agent's C hot path (agent/*.c) is compiled with the ``#define``s that :func:`c_defines`
 generates from it (``PS_REC_<FIELD>`` offsets, ``PS_HEADER_SIZE``, ``PS_PAIR_SIZE``, the record
 kind and flags, and the ``PS_STAT_<NAME>`` indices of the agent's counters); the JavaScript agent
-gets :data:`STATS` in its init options. ``tests/test_wire_layout.py`` checks that counter.c writes
+gets :data:`STATS` in its init options. ``tests/test_wire_layout.py`` checks that the C source writes
 no offset of its own.
 
 Each ``data`` message from the agent carries a buffer of back-to-back little-endian records: the
@@ -65,7 +65,7 @@ _BODIES = {KIND_INTERVAL: (HEADER, "npairs", PAIR), KIND_LOCALITY: (LOC_HEADER, 
 
 
 def c_defines() -> str:
-    """The C preprocessor definitions of the layout, prepended to agent/counter.c when it is compiled."""
+    """The C preprocessor definitions of the layout, prepended to the agent's C source when it is compiled."""
     lines = [f"#define PS_REC_{name.upper()} {HEADER.fields[name][1]}" for name, _ in RECORD]
     lines += [f"#define PS_HEADER_SIZE {HEADER.itemsize}", f"#define PS_PAIR_SIZE {PAIR.itemsize}",
               f"#define PS_REC_OS_FIELDS {len(OS_FIELDS)}",

@@ -1,0 +1,121 @@
+// Faults in followed code (issue 32). Runtimes fault on purpose (HotSpot: its CPU probe, safepoint
+// polls and implicit null checks in compiled code) and their handler resumes the thread where the
+// faulting PC says. Under Stalker that PC is in the thread's code cache: the program's handler is
+// hooked to see the real instruction instead, and the thread goes on, still followed, where the
+// handler decided (through Stalker's code for a `ret`, ps_ret_site, with that address pushed).
+const SIGNALS_OF = { 'access-violation': [11, 7], 'arithmetic': [8], 'illegal-instruction': [4] };
+const UC_RSP = 160; // ucontext_t (x86-64 Linux): uc_mcontext.gregs[REG_RSP], gregs[REG_RIP]
+const UC_RIP = 168;
+const hookedHandlers = new Set();
+let sigaction = null;
+const unfollowableSaid = new Set();
+
+// Tells the host (once per reason) that exact counts may be wrong from here, before it happens.
+function sayUnfollowable(reason) {
+  if (!unfollowableSaid.has(reason)) {
+    unfollowableSaid.add(reason);
+    send({ type: 'unfollowable', reason });
+  }
+}
+const faultScratch = Memory.alloc(8);
+const MAX_SCAN = 1 << 12; // instructions of compiled code searched for a fault's real instruction
+
+// The program's own handler of signal `sig` (null: none, or SIG_DFL / SIG_IGN).
+function programHandler(sig) {
+  if (sigaction === null)
+    sigaction = new NativeFunction(Module.getGlobalExportByName('sigaction'), 'int', ['int', 'pointer', 'pointer']);
+  const sa = Memory.alloc(152); // struct sigaction
+  if (sigaction(sig, NULL, sa) !== 0)
+    return null;
+  const h = sa.readPointer();
+  return h.compare(ptr(1)) > 0 ? h : null;
+}
+
+// Whether the program handles this kind of fault itself; hooks its handlers (once each).
+function programHandles(type) {
+  if (Process.arch !== 'x64' || Process.platform !== 'linux' || config.watch || config.bare ||
+      transformFn !== cm.transform)
+    return false;
+  let handles = false;
+  for (const sig of SIGNALS_OF[type] || []) {
+    const h = programHandler(sig);
+    if (h === null)
+      continue;
+    handles = true;
+    if (!hookedHandlers.has(h.toString())) {
+      hookedHandlers.add(h.toString());
+      Interceptor.attach(h, { onEnter: onFaultEnter, onLeave: onFaultLeave });
+    }
+  }
+  return handles;
+}
+
+function codeBytes(p, size) {
+  return Array.from(new Uint8Array(p.readByteArray(size))).join(',');
+}
+
+// The real instruction of compiled code at `pc` of the thread with state `region`, or null: the
+// same bytes (relocation keeps a memory access as it is), as many times earlier in the block.
+function realPc(region, pc) {
+  const start = faultScratch;
+  const real = ptr(api.fault_block(region, uint64(pc.toString()), start).toString());
+  if (real.isNull())
+    return null;
+  const want = Instruction.parse(pc);
+  const bytes = codeBytes(pc, want.size);
+  let k = 0;
+  for (let p = start.readPointer(); p.compare(pc) < 0;) {
+    const insn = Instruction.parse(p);
+    if (insn.size === want.size && codeBytes(p, insn.size) === bytes)
+      k++;
+    p = insn.next;
+  }
+  for (let p = real, i = 0; i < MAX_SCAN; i++) {
+    const insn = Instruction.parse(p);
+    if (insn.size === want.size && codeBytes(p, insn.size) === bytes && k-- === 0)
+      return p;
+    p = insn.next;
+  }
+  return null;
+}
+
+function onFaultEnter(args) {
+  this.fault = null;
+  const region = threads.get(Process.getCurrentThreadId());
+  if (!region)
+    return;
+  const uc = args[2];
+  const pc = uc.add(UC_RIP).readPointer();
+  if (Process.findModuleByAddress(pc) !== null)
+    return; // the program's own code, run natively: nothing to translate
+  let real = null;
+  try {
+    real = realPc(region, pc);
+  } catch (e) {
+    real = null;
+  }
+  if (real === null) {
+    sayUnfollowable(`a fault its own signal handler resumes, at ${pc}, outside the code Stalker compiled`);
+    return;
+  }
+  uc.add(UC_RIP).writePointer(real);
+  this.fault = { uc, pc, real, region };
+}
+
+function onFaultLeave() {
+  const f = this.fault;
+  if (f === null)
+    return;
+  const resume = f.uc.add(UC_RIP).readPointer();
+  if (resume.equals(f.real)) { // retry the same instruction (a stack page it made accessible)
+    f.uc.add(UC_RIP).writePointer(f.pc);
+    return;
+  }
+  const site = ptr(api.ret_site(f.region).toString());
+  if (site.isNull())
+    return; // no `ret` compiled yet: the thread goes on natively, uncounted
+  const sp = f.uc.add(UC_RSP).readPointer().sub(8); // one word of the red zone
+  sp.writePointer(resume);
+  f.uc.add(UC_RSP).writePointer(sp);
+  f.uc.add(UC_RIP).writePointer(site);
+}

@@ -1,0 +1,214 @@
+// Hooks: threads the program creates (JVM threads followed later), fork, exec, exit, crashes, and the
+// spawned main thread before main.
+
+// A JVM thread followed from its first instruction (while its creator, itself followed, is still
+// in the clone path) makes Java code compute wrong values later (java -version: 3 runs of 3 with
+// bare Stalker); followed 20 ms after it appears, 3 of 3 ran right. Threads created once libjvm.so
+// is loaded are followed that much later: what they run meanwhile is not counted.
+const JVM_THREAD_DELAY_MS = 20;
+let jvmLoaded = false;
+const lateThreads = new Set();
+
+function followLater(tid) {
+  lateThreads.add(tid);
+  setTimeout(() => {
+    if (!lateThreads.delete(tid))
+      return; // gone meanwhile
+    try {
+      follow(tid);
+    } catch (e) {
+      // the thread ended before it could be followed
+    }
+  }, JVM_THREAD_DELAY_MS);
+}
+
+// A forked child inherits every hook but has no host, and must run no JavaScript: a lock that
+// another thread of the parent held at fork() (the JS runtime's, for one) stays held in the child
+// forever, and the child hung on it. So each hook is native: it calls `fn` (a NativeCallback,
+// JavaScript) only in the traced process, with the hooked call's first argument (on_enter) or its
+// return value (on_leave).
+const PARENT_ONLY = `
+#include <gum/guminterceptor.h>
+extern int ps_pid;
+extern int getpid (void);
+typedef void (* PsHook) (gpointer value);
+void on_enter (GumInvocationContext * ic) {
+  if (getpid () == ps_pid)
+    ((PsHook) gum_invocation_context_get_listener_function_data (ic)) (gum_invocation_context_get_nth_argument (ic, 0));
+}
+void on_leave (GumInvocationContext * ic) {
+  if (getpid () == ps_pid)
+    ((PsHook) gum_invocation_context_get_listener_function_data (ic)) (gum_invocation_context_get_return_value (ic));
+}
+`;
+let parentOnly = null;
+const hookCallbacks = []; // NativeCallbacks the hooks call: kept alive while the hooks are
+
+function onlyInParent(name, when, fn) {
+  if (parentOnly === null) {
+    const pid = Memory.alloc(4);
+    pid.writeS32(Process.id);
+    parentOnly = new CModule(PARENT_ONLY, { ps_pid: pid, getpid: Module.getGlobalExportByName('getpid') });
+  }
+  const cb = new NativeCallback(fn, 'void', ['pointer']);
+  hookCallbacks.push(cb);
+  const callbacks = {};
+  callbacks[when === 'on_enter' ? 'onEnter' : 'onLeave'] = parentOnly[when];
+  observers.push(Interceptor.attach(Module.getGlobalExportByName(name), callbacks, cb));
+}
+
+function installHooks() {
+  observers.push(Process.attachThreadObserver({
+    onAdded(thread) {
+      if (jvmLoaded && !config.watch)
+        followLater(thread.id);
+      else
+        follow(thread.id);
+    },
+    onRemoved(thread) {
+      lateThreads.delete(thread.id);
+      const b = bursts.get(thread.id);
+      if (b !== undefined) {
+        unfollowBurst(thread.id, b);
+        retireBurst(thread.id, b);
+      }
+      const self = thread.id === Process.getCurrentThreadId();
+      close(thread.id, !self);
+      if (self)
+        Stalker.unfollow();
+    },
+  }));
+  observers.push(Process.attachModuleObserver({
+    onAdded(m) { // also called for the modules already loaded, which init() shipped
+      if (m.name === 'libjvm.so' && !config.watch) {
+        jvmLoaded = true;
+        sayUnfollowable('the JVM (libjvm.so) exactly: what its threads run in their first ' +
+            `${JVM_THREAD_DELAY_MS} ms is not counted, and Java code can still go wrong (issue 32)`);
+      }
+      const base = m.base.toString();
+      if (!knownModules.has(base)) {
+        knownModules.add(base);
+        send({ type: 'module-added', module: moduleTuple(m) });
+      }
+    },
+    onRemoved(m) {
+      const base = m.base.toString();
+      knownModules.delete(base);
+      send({ type: 'module-removed', base });
+    },
+  }));
+  // A thread that forks while followed leaves Stalker's code in the child, which crashes there
+  // (Frida 17.26); so fork() runs unfollowed and the parent thread is followed again after it.
+  onlyInParent('fork', 'on_enter', () => {
+    const tid = Process.getCurrentThreadId();
+    if (config.watch) { // watch mode follows only bursting threads: a burst ends here for good
+      const b = bursts.get(tid);
+      if (b !== undefined)
+        unfollowBurst(tid, b);
+      return;
+    }
+    const region = threads.get(tid);
+    if (region !== undefined) {
+      forking.set(tid, region);
+      Stalker.unfollow();
+    }
+  });
+  onlyInParent('fork', 'on_leave', retval => {
+    const pid = retval.toInt32();
+    if (pid > 0)
+      forked.push(pid);
+    const tid = Process.getCurrentThreadId();
+    const region = forking.get(tid);
+    if (region !== undefined) {
+      forking.delete(tid);
+      Stalker.follow(region === null ? {} : { transform: transformFn, data: region });
+    }
+  });
+  // exec replaces the program: ship every thread's interval so far (partial) first. Should the
+  // exec fail, counting simply goes on.
+  onlyInParent('execve', 'on_enter', path => {
+    if (finished)
+      return;
+    for (const region of threads.values()) {
+      if (region !== null)
+        api.thread_flush(region);
+    }
+    flushToHost({ type: 'exec', path: path.readUtf8String() });
+  });
+  for (const name of ['exit', '_exit'])
+    onlyInParent(name, 'on_enter', status => finish({ type: 'exit', status: status.toInt32() }));
+  Process.setExceptionHandler(details => {
+    if (programHandles(details.type))
+      return false; // its own handler decides (a runtime's planned fault): see hookFaultHandler
+    const signals = {
+      'access-violation': 'SIGSEGV', 'abort': 'SIGABRT', 'illegal-instruction': 'SIGILL',
+      'arithmetic': 'SIGFPE', 'breakpoint': 'SIGTRAP', 'system': 'SIGBUS',
+    };
+    finish({ type: 'crash', signal: signals[details.type] || details.type, address: details.address.toString() });
+    return false;
+  });
+}
+
+// Code the main thread of a freshly spawned (still suspended) process runs before main: the
+// executable's DT_INIT and first DT_INIT_ARRAY entry, from its dynamic section. Works stripped.
+function initFunctions() {
+  const m = Process.mainModule;
+  const base = m.base;
+  const phoff = base.add(0x20).readU64().toNumber();
+  const phnum = base.add(0x38).readU16();
+  let bias = null;
+  let dynamic = null;
+  for (let i = 0; i < phnum; i++) {
+    const ph = base.add(phoff + i * 56);
+    const type = ph.readU32();
+    const vaddr = ph.add(16).readU64();
+    if (type === 1 && bias === null) // PT_LOAD
+      bias = base.sub(vaddr.and(uint64(PAGE - 1).not()));
+    else if (type === 2) // PT_DYNAMIC
+      dynamic = vaddr;
+  }
+  if (dynamic === null || bias === null)
+    return [];
+  const inside = p => p.compare(base) >= 0 && p.compare(base.add(m.size)) < 0;
+  const at = v => (inside(ptr(v)) ? ptr(v) : bias.add(v));
+  const found = [];
+  for (let p = at(dynamic); ; p = p.add(16)) {
+    const tag = p.readU64().toNumber();
+    const val = p.add(8).readU64();
+    if (tag === 0)
+      break;
+    if (tag === 12) // DT_INIT
+      found.push(at(val));
+    else if (tag === 25) // DT_INIT_ARRAY
+      found.push(at(val).readPointer());
+  }
+  return found.filter(p => !p.isNull() && inside(p));
+}
+
+let adoptMain = null; // follows the deferred main thread (see followMainEarly)
+let earlyHooks = false; // whether init code of the executable is hooked for that
+
+function followMainEarly(mainTid) {
+  const hooks = [];
+  deferredMain = mainTid;
+  adoptMain = () => {
+    if (deferredMain === null)
+      return;
+    deferredMain = null;
+    for (const h of hooks)
+      h.detach();
+    follow(mainTid);
+  };
+  const onEnter = () => {
+    if (Process.getCurrentThreadId() === mainTid)
+      adoptMain();
+  };
+  for (const fn of initFunctions()) {
+    try {
+      hooks.push(Interceptor.attach(fn, { onEnter }));
+    } catch (e) {
+      // not hookable: resumed() follows the thread by id instead
+    }
+  }
+  return hooks.length > 0;
+}

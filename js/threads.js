@@ -1,0 +1,98 @@
+// Following threads: each one's region, following and closing it, releasing a hot loop.
+
+// One thread's counting state, as the transform's `data`: one mapping laid out by the C side
+// (ps_region_size, ps_thread_init): its PsThread, counters, cold code and, with --locality
+// (inline path only), its memory slots and window.
+function newRegion(tid) {
+  const loc = config.locality && transformFn === cm.transform ? config.locality : null;
+  const slots = uint64(config.slots), mslots = uint64(loc === null ? 0 : loc.slots);
+  const window = uint64(loc === null ? 0 : loc.window), every = uint64(loc === null ? 0 : loc.every);
+  const region = Memory.alloc(api.region_size(slots, mslots, window).toNumber());
+  if (api.thread_init(region, uint64(tid), slots, mslots, window, every) !== 0)
+    throw new Error('agent: cannot make the cold code area executable');
+  return region;
+}
+
+function follow(tid) {
+  if (stopping || threads.has(tid) || tid === deferredMain)
+    return;
+  if (config.watch) { // sampled mode: the kernel samples the thread; the agent only reports it
+    threads.set(tid, null);
+    started.push(tid);
+    return;
+  }
+  let options = {};
+  if (config.bare) { // baseline for the benchmark: Stalker without phasescope's counters
+    threads.set(tid, null);
+  } else {
+    const region = newRegion(tid);
+    threads.set(tid, region);
+    options = { transform: transformFn, data: region };
+  }
+  if (tid === Process.getCurrentThreadId())
+    Stalker.follow(options);
+  else
+    Stalker.follow(tid, options);
+  started.push(tid);
+}
+
+// An unfollowed thread leaves instrumented code only when it next enters Stalker's dispatcher,
+// which a hot loop whose blocks Stalker has linked together never does: the unload would wait for
+// it forever. Invalidating the blocks its current code branches to sends it through the
+// dispatcher, which sees the pending unfollow. Blocks start at the targets and fall-throughs of
+// the branches (block ends) that ran in the thread's current interval.
+const HOT_MAX = 1024;
+
+function releaseHotLoop(tid, region) {
+  if (region === null)
+    return;
+  api.thread_release(region); // its register loops (agent/x86_loop_emit.c) leave through their block's start
+  const out = Memory.alloc(HOT_MAX * 8);
+  invalidateAfter(tid, out, api.thread_hot(region, out, uint64(HOT_MAX)).toNumber());
+}
+
+// Invalidates, for thread `tid`, the blocks after the `n` branch PCs at `out` (up to a 0).
+function invalidateAfter(tid, out, n) {
+  if (Process.arch !== 'x64')
+    return;
+  const starts = new Set();
+  for (let i = 0; i < n; i++) {
+    const pc = out.add(i * 8).readPointer();
+    if (pc.isNull())
+      break;
+    try {
+      const insn = Instruction.parse(pc);
+      starts.add(insn.next.toString());
+      const op = insn.operands[0];
+      if (op !== undefined && op.type === 'imm' && insn.groups.some(g => g === 'jump' || g === 'call'))
+        starts.add(ptr(op.value).toString());
+    } catch (e) {
+      // unreadable code (unmapped meanwhile): nothing to invalidate there
+    }
+  }
+  for (const start of starts) {
+    try {
+      Stalker.invalidate(tid, ptr(start));
+    } catch (e) {
+      // the thread is gone or the block was never compiled
+    }
+  }
+}
+
+function close(tid, unfollow, forever = false) {
+  const region = threads.get(tid);
+  if (region === undefined)
+    return;
+  threads.delete(tid);
+  if (unfollow && !config.watch)
+    Stalker.unfollow(tid);
+  if (region !== null) {
+    api.thread_close(region);
+    if (forever)
+      ending.push(region);
+    else
+      retired.push([Date.now(), region]);
+  }
+  exited.push(tid);
+  gcUntil = Date.now() + 2000;
+}

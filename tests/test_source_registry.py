@@ -1,0 +1,72 @@
+"""One builder of sources (phasescope.commands.sources): --mode offers what SOURCES lists, and the
+live monitor's options and bench's build the same source. Pure: sessions are built, never started."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from phasescope.commands.bench import BenchCommand
+from phasescope.commands.monitor import MonitorCommand
+from phasescope.commands.options import validate_source_options
+from phasescope.commands.sources import DEFAULT_MODE, SOURCES
+from phasescope.sources.device import Target
+from phasescope.sources.kernel_session import KernelSession
+from phasescope.sources.protocol import Bursts, capability
+from phasescope.sources.sampled_session import SampledSession
+from phasescope.sources.session import TraceSession
+
+TARGET = Target(argv=["/bin/true"])
+
+
+def _monitor_args(*argv: str) -> argparse.Namespace:
+    args = MonitorCommand("phasescope").parser(full=True).parse_args([*argv, "-f", "/bin/true"])
+    validate_source_options(args)
+    return args
+
+
+def _build(args) -> object:
+    kind = SOURCES[args.mode]
+    return kind.build(args, None, TARGET, "inherit", 1_000_000)
+
+
+@pytest.mark.parametrize("parser", [MonitorCommand("phasescope").parser(full=True), BenchCommand("bench").parser()])
+def test_mode_choices_are_the_registry(parser):
+    (mode,) = [a for a in parser._actions if "--mode" in a.option_strings]
+    assert tuple(mode.choices) == tuple(SOURCES)
+    assert all(f"{m}: {kind.help}" in mode.help for m, kind in SOURCES.items())
+
+
+def test_no_mode_given_is_the_default_source():
+    assert _monitor_args().mode == DEFAULT_MODE == "exact"
+    assert isinstance(_build(_monitor_args()), TraceSession)
+
+
+def test_each_option_reaches_the_source_it_shapes():
+    exact = _build(_monitor_args("--locality", "--locality-every", "3", "--rep-count", "once"))
+    assert exact._options["locality"]["every"] == 3 and exact._options["repCount"] == "once"
+    kernel = _build(_monitor_args("--mode", "sampled", "--rate", "250", "--window", "40", "--kernel-samples"))
+    assert isinstance(kernel, KernelSession) and capability(kernel, Bursts) is None
+    assert (kernel.rate_hz, kernel.window_samples, kernel.kernel) == (250, 40, True)
+    bursts = _build(_monitor_args("--mode", "sampled", "--bursts", "--rate", "250"))
+    assert isinstance(bursts, SampledSession) and capability(bursts, Bursts) is bursts
+    assert bursts.rate_hz == 250
+
+
+def test_bench_builds_what_the_monitor_builds():
+    # bench's options (its parser has no --kernel-samples, --locality, --rep-count) give the same
+    # source, with the same sampling, as the live monitor's
+    for argv in (["--mode", "sampled", "--rate", "300", "--window", "50"], ["--mode", "sampled", "--bursts"], []):
+        bench = BenchCommand("bench").parser().parse_args([*argv, "--", "/bin/true"])
+        validate_source_options(bench)
+        live, built = _build(_monitor_args(*argv)), _build(bench)
+        assert type(built) is type(live)
+        assert getattr(built, "rate_hz", None) == getattr(live, "rate_hz", None)
+        assert getattr(built, "window_samples", None) == getattr(live, "window_samples", None)
+
+
+def test_injecting_sources_are_the_ones_frida_needs():
+    assert SOURCES["exact"].injects(_monitor_args())
+    assert not SOURCES["sampled"].injects(_monitor_args("--mode", "sampled"))
+    assert SOURCES["sampled"].injects(_monitor_args("--mode", "sampled", "--bursts"))
