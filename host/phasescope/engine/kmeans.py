@@ -1,5 +1,5 @@
 """SimPoint 3.2's clustering, small enough to run online (issue 28): random projection to 15
-dimensions, Lloyd's k-means from sampled points, its BIC, and its binary search for the smallest k
+dimensions, Lloyd's k-means (k-means++ starts), its BIC, and its binary search for the smallest k
 whose BIC reaches 90% of the range seen (KMeans::bicScore, Simpoint::doClustering/findBestRun).
 Used by the k-means tracker (:mod:`.kmeans_tracker`) and by the table tracker's threshold
 calibrated on the program's own clusters (``calibrate_on="kmeans"``, :func:`cluster_spread`).
@@ -15,6 +15,7 @@ DIMS = 15  # SimPoint's projection
 STARTS = 3  # random starts per k (SimPoint: 5); the best BIC wins
 ITERATIONS = 50  # Lloyd iterations at most (SimPoint: 100); they stop when no label moves
 BIC_SHARE = 0.9  # SimPoint's -bicThreshold
+MIN_SIZE = 4  # points per cluster at least, on average (choose_k)
 MAX_K = 30  # SimPoint's -maxK as people run it
 SEED = 2042712918  # SimPoint's default projection seed, for the record
 
@@ -48,16 +49,36 @@ def nearest(x: np.ndarray, centers: np.ndarray) -> np.ndarray:
     return d.argmin(axis=1)
 
 
+def seeds(x: np.ndarray, k: int, rng: np.random.Generator, first: Optional[np.ndarray] = None) -> np.ndarray:
+    """k-means++ starting centers (Arthur & Vassilvitskii 2007): after ``first`` (or one point at
+    random), each next one a point drawn with probability proportional to its squared distance to
+    the nearest center so far."""
+    centers = np.empty((k, x.shape[1]))
+    m = 0
+    if first is not None and len(first):
+        m = len(first)
+        centers[:m] = first
+    else:
+        centers[0] = x[rng.integers(len(x))]
+        m = 1
+    d2 = ((x[:, None, :] - centers[None, :m, :]) ** 2).sum(axis=2).min(axis=1)
+    for j in range(m, k):
+        total = d2.sum()
+        i = int(rng.choice(len(x), p=d2 / total)) if total > 0 else int(rng.integers(len(x)))
+        centers[j] = x[i]
+        d2 = np.minimum(d2, ((x - x[i]) ** 2).sum(axis=1))
+    return centers
+
+
 def kmeans(x: np.ndarray, k: int, rng: np.random.Generator, warm: Optional[np.ndarray] = None):
-    """Lloyd's k-means from ``k`` distinct sampled points (SimPoint's ``samp`` start), best of
-    :data:`STARTS` by BIC: (BIC, labels, centers). ``warm``: earlier centers, most important
-    first; the first start takes the first ``k`` of them (sampled points for the rest)."""
+    """Lloyd's k-means, best of :data:`STARTS` by BIC: (BIC, labels, centers). Each start is
+    k-means++ (SimPoint samples k points at random, which often leaves two starts in one of
+    several well separated clusters and none in another: tests/test_kmeans.py). ``warm``: earlier
+    centers, most important first; the first start takes the first ``k`` of them and seeds the rest."""
     best = None
     for start in range(STARTS if k > 1 else 1):
-        centers = x[rng.choice(len(x), size=k, replace=False)].copy()
-        if start == 0 and warm is not None:
-            m = min(k, len(warm))
-            centers[:m] = warm[:m]
+        first = warm[:k] if start == 0 and warm is not None else None
+        centers = seeds(x, k, rng, first)
         labels = nearest(x, centers)
         for _ in range(ITERATIONS):
             sums = np.zeros_like(centers)
@@ -77,8 +98,10 @@ def kmeans(x: np.ndarray, k: int, rng: np.random.Generator, warm: Optional[np.nd
 
 def choose_k(x: np.ndarray, max_k: int, rng: np.random.Generator, warm: Optional[np.ndarray] = None):
     """SimPoint's search: k = 1, max_k, their middle, then halving towards where the BIC reaches
-    90% of its range; the smallest k tried that reaches it wins. Returns (labels, centers)."""
-    max_k = max(1, min(max_k, len(np.unique(x, axis=0))))
+    90% of its range; the smallest k tried that reaches it wins. Returns (labels, centers). At
+    most one cluster per :data:`MIN_SIZE` points: on a few points, k near their number has next to
+    no variance and an unbounded BIC (SimPoint never runs on so few)."""
+    max_k = max(1, min(max_k, len(x) // MIN_SIZE, len(np.unique(x, axis=0))))
     runs = {}
     lo, hi = 1, max_k
     todo = [1, max_k, (1 + max_k) // 2]

@@ -4,7 +4,7 @@ recent intervals as the program runs, with phase IDs kept across re-clusterings 
 SimPoint 3.2 clusters a whole run offline: each basic-block vector, normalised, is randomly
 projected to 15 dimensions; k-means runs for k from 1 to ``-maxK`` (a binary search over k), the
 best of 5 random starts kept for each k by its BIC; the smallest k whose BIC reaches 90% of the
-range of the BICs seen is chosen. This tracker does the same online:
+range of the BICs seen is chosen. This tracker does the same online (:mod:`.kmeans`):
 
 - **Vectors.** The table tracker's full-precision hashed footprint (``buckets`` counters, each
   block's instructions in its bucket), normalised to sum 1 and projected to :data:`DIMS`
@@ -12,10 +12,13 @@ range of the BICs seen is chosen. This tracker does the same online:
 - **Window.** The last ``kmeans_window`` projected vectors (a ring buffer), and their IDs.
 - **Re-clustering.** At the 1st, 2nd, 4th, 8th ... interval, then every ``kmeans_every`` intervals,
   k-means runs on the window for k up to ``table_size`` by SimPoint's binary search, BIC and 90%
-  rule (:func:`choose_k`), with :data:`STARTS` random starts per k.
+  rule (:func:`.kmeans.choose_k`), the previous centers as one start. Earlier when a second
+  interval since the last one lies further than :data:`FAR` x the clustering's variance (per
+  dimension, x 15) from every center (new behaviour), at most once per :data:`GAP` intervals.
 - **Stable IDs.** A new cluster takes the ID its window members carried most, unless a larger new
   cluster has taken it already (greedy on the overlap, largest first); otherwise it gets a new ID.
-  The window's IDs are then rewritten to the new clustering's. IDs are never reused.
+  The window keeps the IDs its intervals were given (not the latest clustering's), so a phase
+  that two clusterings cut differently is voted back to the ID it was shown under. IDs are never reused.
 - **Labels.** Each interval gets the ID of its nearest centroid (Euclidean, in the projection),
   as k-means assigns every point; a re-clustering due at this interval runs first.
 
@@ -112,7 +115,10 @@ class KMeansTracker:
         return Match(phase, distance, new)
 
     def _due(self) -> bool:
-        return due(self._count, self.config.kmeans_every)
+        """Re-clustering time (:func:`.kmeans.due`); after a preload, not before ``kmeans_every``
+        intervals (a window of a few intervals would forget the preloaded phases)."""
+        every = self.config.kmeans_every
+        return due(self._count, every) and not (self.known and self._count < every)
 
     def _recluster(self) -> None:
         """k-means on the window; IDs carried over by overlap (module docstring)."""
