@@ -73,9 +73,11 @@ class TrackerConfig:
     #: (its last :data:`CALIBRATION_WINDOW`), from ``threshold`` up to ``threshold_max`` (0: off)
     calibrate: float = 0.0
     threshold_max: float = 1.0
-    #: what ``calibrate`` measures: ``gap``, each thread's distance to its previous interval, or
+    #: what ``calibrate`` measures: ``gap``, each thread's distance to its previous interval,
     #: ``nearest``, an interval's distance to the nearest of the last ``CALIBRATION_WINDOW``
-    #: intervals (engine/tracker.py; how tight the program's recurring behaviour is, not how often it changes)
+    #: intervals (engine/tracker.py; how tight the program's recurring behaviour is, not how often
+    #: it changes), or ``kmeans``, an interval's distance to its cluster's mean when SimPoint's
+    #: k-means clusters the last ``CALIBRATION_WINDOW`` (engine/kmeans.py; every ``kmeans_every``)
     calibrate_on: str = "gap"
     #: the quantile of those distances that ``calibrate`` multiplies (0.5: the median)
     calibrate_quantile: float = 0.5
