@@ -90,7 +90,8 @@ class Program:
 
     def phases(self, config) -> np.ndarray:
         tracker = make_tracker(config)
-        form = (config.method, config.buckets, config.bits, config.projection)
+        method = "table" if config.method == "kmeans" else config.method  # k-means projects the table's footprints
+        form = (method, config.buckets, config.bits, config.projection)
         if form not in self._footprints:  # settings that share a footprint (thresholds, tables) reuse it
             self._footprints[form] = tracker.footprints([iv.keys for iv in self.intervals],
                                                         [iv.counts for iv in self.intervals])[0]

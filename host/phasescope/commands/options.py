@@ -38,7 +38,10 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                         "table), and 'default' is the same (it generalized best to programs nobody tuned for: "
                         "bench/quality/generalize.py); 'stable' (issue 28) adds full precision, mean "
                         "representatives, one-off intervals labelled with their nearest phase until a second "
-                        "matches, an archive of evicted phases and a threshold calibrated per program; 'coarse' keeps full-precision footprints, threshold 0.3, mean "
+                        "matches, an archive of evicted phases and a threshold calibrated per program; 'clustered' is 'stable' with "
+                        "its threshold taken from the program's own k-means clusters (SimPoint's BIC, re-run every "
+                        "128 intervals) and a 30-phase table folded by merging; 'kmeans' labels each interval with "
+                        "its nearest k-means centroid, re-clustered online; 'coarse' keeps full-precision footprints, threshold 0.3, mean "
                         "representatives, 16 entries that fold their two closest phases together when full; 'sampled' (the default in sampled "
                         "mode) is the page tracker: code-page vectors, per-thread hysteresis, thresholds each phase "
                         "calibrates on its own windows up to --threshold 0.9 (chosen on bench/truth/run.py)")
@@ -153,13 +156,15 @@ def engine_config_from_args(args: argparse.Namespace, interval_default: Optional
             preset[name] = value
     if getattr(args, "bits", _UNSET) is not _UNSET:
         preset["bits"] = args.bits
-    if preset.get("method") == "pages":
+    if preset.get("method", "table") != "table":
         given = [f"--{name.replace('_', '-')}" for name in TABLE_ONLY if getattr(args, name, None) is not None]
         if getattr(args, "bits", _UNSET) is not _UNSET:
             given.append("--bits/--full-precision")
         if given:
+            other = ("the page tracker (--tracker sampled, the sampled-mode default)" if preset["method"] == "pages"
+                     else "the k-means tracker (--tracker kmeans)")
             raise InputError(f"{', '.join(given)}: an option of the table tracker (--tracker paper or default), "
-                             "not of the page tracker (--tracker sampled, the sampled-mode default)")
+                             f"not of {other}")
     tracker = TrackerConfig(interval=interval_default if args.interval is None else args.interval, **preset)
     segments = SegmentConfig(getattr(args, "segment_mode", "fixed"), getattr(args, "segment_threshold", 0.5),
                              getattr(args, "segment_min", 3), getattr(args, "segment_max", 100))

@@ -18,6 +18,7 @@ import numpy as np
 from phasescope.engine.bursts import burst_summary
 from phasescope.engine.interval import Interval
 from phasescope.engine.config import EngineConfig  # noqa: F401
+from phasescope.engine.kmeans_tracker import KMeansTracker
 from phasescope.engine.macro import MacroTracker
 from phasescope.engine.predict import PREDICTORS, Scoreboard, ThreadPredictors
 from phasescope.engine.stats import Stats
@@ -70,8 +71,8 @@ class IntervalResult:
 
 
 def make_tracker(config: TrackerConfig):
-    """The tracker ``config.method`` names: the paper's table, or the page tracker."""
-    return PageTracker(config) if config.method == "pages" else Tracker(config)
+    """The tracker ``config.method`` names: the paper's table, the page tracker or online k-means."""
+    return {"pages": PageTracker, "kmeans": KMeansTracker}.get(config.method, Tracker)(config)
 
 
 class PhaseEngine:

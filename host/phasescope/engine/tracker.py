@@ -70,6 +70,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from phasescope.engine import kmeans
 from phasescope.engine.footprint import footprints, manhattan
 from phasescope.engine.multinomial import g_statistic, null_moments, smoothed
 from phasescope.engine.phase_table import BoundedTable, Match
@@ -113,7 +114,9 @@ class Tracker(BoundedTable):
         self._archive_next = 0
         self.restored = 0  # recurrences that got their archived ID back
         self._previous: dict = {}  # thread -> its last footprint (``calibrate`` on ``gap``)
-        self._recent = np.zeros((CALIBRATION_WINDOW, c.buckets)) if c.calibrate_on == "nearest" else None
+        self._recent = np.zeros((CALIBRATION_WINDOW, c.buckets)) if c.calibrate_on != "gap" else None
+        if c.calibrate_on == "kmeans":
+            self._projection, self._rng = kmeans.projection_matrix(c.buckets), np.random.default_rng(kmeans.SEED)
         self._gaps = np.zeros(CALIBRATION_WINDOW)  # latest interval-to-interval distances, a ring
         self._gap_count = 0
 
@@ -155,6 +158,9 @@ class Tracker(BoundedTable):
         """``calibrate``: add this interval's distance (``calibrate_on``) to the window and set the
         threshold to ``calibrate`` x the window's ``calibrate_quantile``, within [threshold, threshold_max]."""
         c = self.config
+        if c.calibrate_on == "kmeans":
+            self._calibrate_on_clusters(fp)
+            return
         if c.calibrate_on == "nearest":
             seen = min(self._clock - 1, CALIBRATION_WINDOW)
             gap = np.abs(self._recent[:seen] - fp).sum(axis=1).min() if seen else None
@@ -170,6 +176,18 @@ class Tracker(BoundedTable):
         level = float(np.quantile(self._gaps[: min(self._gap_count, CALIBRATION_WINDOW)], c.calibrate_quantile))
         low = c.threshold * self._scale  # the threshold wins over a lower cap
         self._threshold_units = float(np.clip(c.calibrate * level, low, max(low, c.threshold_max * self._scale)))
+
+    def _calibrate_on_clusters(self, fp: np.ndarray) -> None:
+        """``calibrate_on`` ``kmeans``: on re-clustering days (:func:`.kmeans.due`), ``calibrate`` x
+        the spread of SimPoint's clusters of the last :data:`CALIBRATION_WINDOW` footprints."""
+        c = self.config
+        self._recent[(self._clock - 1) % CALIBRATION_WINDOW] = fp
+        seen = min(self._clock, CALIBRATION_WINDOW)
+        if seen >= 2 and kmeans.due(self._clock, c.kmeans_every):
+            spread = kmeans.cluster_spread(self._recent[:seen], self._projection, kmeans.MAX_K,
+                                           c.calibrate_quantile, self._rng)
+            low = c.threshold * self._scale
+            self._threshold_units = float(np.clip(c.calibrate * spread, low, max(low, c.threshold_max * self._scale)))
 
     def _thresholds(self, slots) -> np.ndarray:
         """Match threshold of stable slots, in footprint units."""
