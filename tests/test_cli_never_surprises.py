@@ -202,7 +202,12 @@ def fuzz_paths(tmp_path_factory):
     return paths
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+#: examples of the subcommand fuzz test: each starts phasescope once (about a second); 20 in CI,
+#: PHASESCOPE_FUZZ_EXAMPLES=300 to look hard
+COMMAND_EXAMPLES = int(os.environ.get("PHASESCOPE_FUZZ_EXAMPLES", "20"))
+
+
+@settings(max_examples=COMMAND_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzz_every_subcommand_ends_in_a_known_way(fuzz_paths, data):
     argv = data.draw(command_lines(fuzz_paths))
