@@ -7,11 +7,12 @@ MXCSR, the direction flag, the signal mask, a checksum. Natively every count is 
                                    [--late MS] [--no-transform] [--generations G] [--ms MS]
 
 bare: Frida spawns the program and Stalker follows each thread a random 0..--late ms after it
-appears (the JVM's case: phasescope follows its threads late). bare-attach: the program starts on
+appears (the JVM's case: phasescope follows its threads late); the main thread, which Frida's spawn
+holds stopped, cannot be followed so (Stalker.follow fails silently) and runs native. bare-attach: the program starts on
 its own, Frida attaches 200 ms in and follows every thread at once, new ones late as above.
 phasescope(-attach): the same through phasescope's CLI (-f, or -p). ptrace: no Stalker, a
-random thread stopped and let go every --late ms. Prints per run the kinds that
-went wrong, then a total.
+random thread stopped and let go every --late ms. Prints per run the kinds that went wrong, then a
+total; a run that printed no result (hung or died) is marked.
 """
 
 import argparse

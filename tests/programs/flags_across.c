@@ -14,45 +14,21 @@ __asm__ (".text\nset_flags:\n\tpush %rdi\n\tpopf\n\tret\n"
 
 #define MASK 0x8c5UL  /* OF SF ZF PF CF */
 
-static unsigned long across_ret (unsigned long f)
-{
-  unsigned long got;
-  __asm__ volatile ("mov %1, %%rdi\n\tcall set_flags\n\tpushf\n\tpop %0"
-                    : "=r" (got) : "r" (f) : "rdi", "cc", "memory");
-  return got & MASK;
-}
+/* unsigned long NAME (unsigned long f): runs CODE with f in %1, the flags read back in %0. */
+#define TRANSFER(name, code, ...)                                                                  \
+  static unsigned long name (unsigned long f)                                                      \
+  {                                                                                                \
+    unsigned long got;                                                                             \
+    __asm__ volatile (code : "=r" (got) : "r" (f) : "cc", "memory", __VA_ARGS__);                  \
+    return got & MASK;                                                                             \
+  }
 
-static unsigned long across_jmp (unsigned long f)
-{
-  unsigned long got;
-  __asm__ volatile ("lea 1f(%%rip), %%rdx\n\tpush %1\n\tpopf\n\tjmp *%%rdx\n1:\n\tpushf\n\tpop %0"
-                    : "=r" (got) : "r" (f) : "rdx", "cc", "memory");
-  return got & MASK;
-}
-
-static unsigned long into_indirect_call (unsigned long f)
-{
-  unsigned long got;
-  __asm__ volatile ("lea read_flags(%%rip), %%rdx\n\tpush %1\n\tpopf\n\tcall *%%rdx\n\tmov %%rax, %0"
-                    : "=r" (got) : "r" (f) : "rax", "rdx", "cc", "memory");
-  return got & MASK;
-}
-
-static unsigned long into_call (unsigned long f)
-{
-  unsigned long got;
-  __asm__ volatile ("push %1\n\tpopf\n\tcall read_flags\n\tmov %%rax, %0"
-                    : "=r" (got) : "r" (f) : "rax", "cc", "memory");
-  return got & MASK;
-}
-
-static unsigned long across_direct_jmp (unsigned long f)
-{
-  unsigned long got;
-  __asm__ volatile ("push %1\n\tpopf\n\tjmp 1f\n1:\n\tpushf\n\tpop %0"
-                    : "=r" (got) : "r" (f) : "cc", "memory");
-  return got & MASK;
-}
+TRANSFER (across_ret, "mov %1, %%rdi\n\tcall set_flags\n\tpushf\n\tpop %0", "rdi")
+TRANSFER (across_jmp, "lea 1f(%%rip), %%rdx\n\tpush %1\n\tpopf\n\tjmp *%%rdx\n1:\n\tpushf\n\tpop %0", "rdx")
+TRANSFER (into_indirect_call, "lea read_flags(%%rip), %%rdx\n\tpush %1\n\tpopf\n\tcall *%%rdx\n\tmov %%rax, %0",
+          "rax", "rdx")
+TRANSFER (into_call, "push %1\n\tpopf\n\tcall read_flags\n\tmov %%rax, %0", "rax")
+TRANSFER (across_direct_jmp, "push %1\n\tpopf\n\tjmp 1f\n1:\n\tpushf\n\tpop %0", "rdx")
 
 int main (int argc, char ** argv)
 {

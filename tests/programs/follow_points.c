@@ -258,36 +258,24 @@ static void * red_zone (void * arg)
 /* Loads vector registers from `in`, spins through a few blocks, stores them to `out`. */
 #define SPIN "mov %[n], %%rcx\n1:\n\tdec %%rcx\n\tjz 2f\n\ttest $1, %%cl\n\tjz 1b\n\tjmp 1b\n2:\n\t"
 
-static void hold_xmm (const uint8_t * in, uint8_t * out, long n)
-{
-  __asm__ volatile (
-#define L(i) "movdqu " #i "*16(%[in]), %%xmm" #i "\n\t"
-#define S(i) "movdqu %%xmm" #i ", " #i "*16(%[out])\n\t"
-      L(0) L(1) L(2) L(3) L(4) L(5) L(6) L(7) L(8) L(9) L(10) L(11) L(12) L(13) L(14) L(15)
-      SPIN
-      S(0) S(1) S(2) S(3) S(4) S(5) S(6) S(7) S(8) S(9) S(10) S(11) S(12) S(13) S(14) S(15)
-#undef L
-#undef S
-      :: [in] "r" (in), [out] "r" (out), [n] "r" (n)
-      : "rcx", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
-        "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
-}
+/* void NAME (in, out, n): xmm0-15 (or ymm0-15) loaded from in, held across SPIN, stored to out. */
+#define ALL16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#define HOLD16(name, reg, tail)                                                                    \
+  static void name (const uint8_t * in, uint8_t * out, long n)                                     \
+  {                                                                                                \
+    __asm__ volatile (                                                                             \
+        ALL16 (L_##reg) SPIN ALL16 (S_##reg) tail                                                  \
+        :: [in] "r" (in), [out] "r" (out), [n] "r" (n)                                             \
+        : "rcx", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",  \
+          "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");                           \
+  }
+#define L_xmm(i) "movdqu " #i "*16(%[in]), %%xmm" #i "\n\t"
+#define S_xmm(i) "movdqu %%xmm" #i ", " #i "*16(%[out])\n\t"
+#define L_ymm(i) "vmovdqu " #i "*32(%[in]), %%ymm" #i "\n\t"
+#define S_ymm(i) "vmovdqu %%ymm" #i ", " #i "*32(%[out])\n\t"
 
-__attribute__ ((target ("avx2"))) static void hold_ymm (const uint8_t * in, uint8_t * out, long n)
-{
-  __asm__ volatile (
-#define L(i) "vmovdqu " #i "*32(%[in]), %%ymm" #i "\n\t"
-#define S(i) "vmovdqu %%ymm" #i ", " #i "*32(%[out])\n\t"
-      L(0) L(1) L(2) L(3) L(4) L(5) L(6) L(7) L(8) L(9) L(10) L(11) L(12) L(13) L(14) L(15)
-      SPIN
-      S(0) S(1) S(2) S(3) S(4) S(5) S(6) S(7) S(8) S(9) S(10) S(11) S(12) S(13) S(14) S(15)
-      "vzeroupper\n\t"
-#undef L
-#undef S
-      :: [in] "r" (in), [out] "r" (out), [n] "r" (n)
-      : "rcx", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
-        "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
-}
+HOLD16 (hold_xmm, xmm, "")
+__attribute__ ((target ("avx2"))) HOLD16 (hold_ymm, ymm, "vzeroupper\n\t")
 
 /* zmm16-31 whole, and k1-k7 (their 64 bits taken from the first 7 words of `in`). */
 __attribute__ ((target ("avx512f,avx512bw"))) static void hold_zmm (const uint8_t * in, uint8_t * out,
