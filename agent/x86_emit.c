@@ -256,13 +256,16 @@ ps_emit_counter (GumX86Writer * w, PsThread * t, guint64 slot, gboolean save_fla
     guint8 * jns;
     if (stub == 0 || !ps_near (pc + 256, stub))
     {
-      /* No reachable stub: place one here, jumped over. */
+      /* No reachable stub: place one here, jumped over, for this block alone. t->stub stays the
+       * cold area's stub: the cold area's trampolines call t->stub by rel32 with no reach check,
+       * and Stalker rewrites a block in place when its code changes. Pointed at a stub in a far
+       * block, the JVM's trampolines (its code slabs lie >2 GB apart) called an unmapped address
+       * (issue 32). */
       guint skip;
       ps_put_u8 (&c, 0xe9);
       skip = c.n;
       ps_put_u32 (&c, 0);
       stub = pc + c.n;
-      t->stub = GSIZE_TO_POINTER (stub);
       ps_put_stub (&c, t);
       *(guint32 *) (c.b + skip) = c.n - (skip + 4);
     }
