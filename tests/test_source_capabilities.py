@@ -6,11 +6,11 @@ import typing
 import pytest
 
 from phasescope.sources.kernel_session import KernelSession
-from phasescope.sources.protocol import Agent, Bursts, Locality, Session, capability
+from phasescope.sources.protocol import Agent, Bursts, Locality, Session, Wakes, capability
 from phasescope.sources.sampled_session import SampledSession
 from phasescope.sources.session import TraceSession
 
-CAPABILITIES = (Bursts, Locality, Agent)
+CAPABILITIES = (Bursts, Locality, Agent, Wakes)
 
 
 def members(protocol) -> set:
@@ -36,7 +36,7 @@ def test_a_source_has_every_member_of_what_it_offers(cls, caps):
 
 
 def test_the_kernel_session_offers_no_agent_capability():
-    assert KernelSession.capabilities == ()
+    assert KernelSession.capabilities == (Wakes,)  # it sleeps until its rings have data, nothing else
     assert not hasattr(KernelSession, "burst") and not hasattr(KernelSession, "request_window")
 
 

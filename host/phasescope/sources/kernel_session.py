@@ -22,24 +22,25 @@ import queue
 import signal
 import threading
 import time
-from typing import Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional
 
 from phasescope.engine.interval import Interval
 from phasescope.errors import InputError, PhasescopeError
 from phasescope.sources.device import Target, process_state
 from phasescope.sources.events import ChildEnded, Ended, IntervalEvent, Output, ThreadExited, ThreadStarted
 from phasescope.sources.modules import ModuleMap
+from phasescope.sources.protocol import Wakes
 from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, SampledSource, check_sampling
 from phasescope.sources.sampler import Sampler
 from phasescope.sources.stdio import PipedStdio
 
-POLL = 0.02  # seconds between reads of the sample rings
+QUIET = 1.0  # seconds :meth:`KernelSession.events` waits for data before it yields None
 
 
 class KernelSession(SampledSource):
     """One process, sampled with nothing in it (see the module docstring)."""
 
-    capabilities = ()  # no agent: no bursts, no locality windows
+    capabilities = (Wakes,)  # no agent: no bursts, no locality windows
     final_at: Optional[float] = None
     final_cpu: Optional[float] = None
 
@@ -61,6 +62,8 @@ class KernelSession(SampledSource):
         self._stopping = False
         self._reaped = False  # a spawned target's exit status has been collected
         self._known: set = set()
+        #: written to end the live loop's wait: an event queued by another thread, or a signal
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 
     # -- what the live loop reads -------------------------------------------------------------
     @property
@@ -103,8 +106,10 @@ class KernelSession(SampledSource):
         return self
 
     def _sampler(self) -> Sampler:
-        return Sampler(self.pid, period_ns=self.period_ns, window_samples=self.window_samples,
-                       kernel=self.kernel, children=True, before_exec=self.target.spawn).start()
+        sampler = Sampler(self.pid, period_ns=self.period_ns, window_samples=self.window_samples,
+                          kernel=self.kernel, children=True, before_exec=self.target.spawn).start()
+        sampler.watch(self._wake_r)
+        return sampler
 
     def _spawn(self) -> None:
         """Fork, hold the child before exec until sampling covers it, then let it run."""
@@ -150,18 +155,18 @@ class KernelSession(SampledSource):
             os.waitpid(self.pid, 0)
             raise InputError(f"cannot run {argv[0]}: {os.strerror(int(failed))}")
         if self._stdio is not None:
-            self._stdio.start(lambda fd, data: self._queue.put(Output(fd, data)) if data else None)
+            self._stdio.start(lambda fd, data: self._put(Output(fd, data)) if data else None)
         threading.Thread(target=self._watch_child, name="phasescope-wait", daemon=True).start()
 
     def _watch_child(self) -> None:
         _, status = os.waitpid(self.pid, 0)
         self._reaped = True
         if os.WIFEXITED(status):
-            self._queue.put(Ended("exited", code=os.WEXITSTATUS(status)))
+            self._put(Ended("exited", code=os.WEXITSTATUS(status)))
         else:
             sig = signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else None
             crashed = sig in ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT")
-            self._queue.put(Ended("crashed" if crashed else "killed", signal=sig))
+            self._put(Ended("crashed" if crashed else "killed", signal=sig))
 
     def _watch_attached(self) -> None:
         """An attached process is not our child: its status is read from /proc while it is a zombie
@@ -173,15 +178,15 @@ class KernelSession(SampledSource):
             time.sleep(0.05)
         status = _exit_status(self.pid) if state == "Z" else None
         if status is None or os.WIFEXITED(status):
-            self._queue.put(Ended("exited", code=None if status is None else os.WEXITSTATUS(status)))
+            self._put(Ended("exited", code=None if status is None else os.WEXITSTATUS(status)))
         else:
-            self._queue.put(Ended("killed", signal=signal.Signals(os.WTERMSIG(status)).name))
+            self._put(Ended("killed", signal=signal.Signals(os.WTERMSIG(status)).name))
 
     def stop(self) -> None:
         """Stop sampling; the target runs on (the last windows come before Ended("detached"))."""
         if self.ended is None and not self._stopping:
             self._stopping = True
-            self._queue.put(Ended("detached"))
+            self._put(Ended("detached"))
 
     def kill(self) -> None:
         """Terminate a target this session spawned (unless it has already been reaped)."""
@@ -193,23 +198,49 @@ class KernelSession(SampledSource):
 
     def events(self, timeout: Optional[float] = None) -> Iterator:
         """Sampled windows as :class:`IntervalEvent`, thread starts and exits, the target's output,
-        then :class:`Ended`."""
-        while True:
-            try:
-                event = self._queue.get(timeout=POLL if timeout is None else min(timeout, POLL))
-            except queue.Empty:
-                event = None
-            if isinstance(event, Ended):
-                yield from self._windows(self.sampler.stop())
-                self.ended = event
-                if self._stdio is not None and event.how != "detached":
-                    self._stdio.close()
-                    while not self._queue.empty():
-                        yield self._queue.get()
+        then :class:`Ended`; None when ``timeout`` (default :data:`QUIET`) passed with none."""
+        quiet = QUIET if timeout is None else timeout
+        return self.events_until(lambda: quiet)
+
+    def events_until(self, due: Callable[[], float]) -> Iterator:
+        """As :meth:`events`, each wait lasting at most ``due()`` seconds (asked before each wait).
+        A wait ends early when a ring passes its watermark, an event is queued (the target's end,
+        its output) or a signal arrives (``signal.set_wakeup_fd``, on the main thread), so a quiet
+        run costs no wake-ups on a clock (:class:`~phasescope.sources.protocol.Wakes`)."""
+        try:
+            old_wakeup = signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
+        except ValueError:  # not the main thread: signals do not end a wait, ``due`` does
+            old_wakeup = None
+        try:
+            while True:
+                windows = self.sampler.poll(0 if not self._queue.empty() else max(0.0, due()))
+                _drain_pipe(self._wake_r)
+                try:
+                    event = self._queue.get_nowait()
+                except queue.Empty:
+                    event = None
+                if isinstance(event, Ended):
+                    yield from self._windows(windows + self.sampler.stop())
+                    self.ended = event
+                    if self._stdio is not None and event.how != "detached":
+                        self._stdio.close()
+                        while not self._queue.empty():
+                            yield self._queue.get()
+                    yield event
+                    return
+                yield from self._windows(windows)
                 yield event
-                return
-            yield from self._windows(self.sampler.poll(0))
-            yield event
+        finally:
+            if old_wakeup is not None:
+                signal.set_wakeup_fd(old_wakeup)
+
+    def _put(self, event) -> None:
+        """Queue an event for the live loop and end its wait."""
+        self._queue.put(event)
+        try:
+            os.write(self._wake_w, b"\0")
+        except BlockingIOError:  # the pipe is full: a wake-up is pending anyway
+            pass
 
     def _windows(self, windows: List[Interval]) -> Iterator:
         live = self.sampler.live
@@ -223,6 +254,15 @@ class KernelSession(SampledSource):
             yield IntervalEvent(w)
         for pid in self.sampler.take_ended_children():
             yield ChildEnded(pid)
+
+
+def _drain_pipe(fd: int) -> None:
+    """Read a non-blocking pipe empty."""
+    try:
+        while os.read(fd, 512):
+            pass
+    except BlockingIOError:
+        pass
 
 
 def _exit_status(pid: int) -> Optional[int]:

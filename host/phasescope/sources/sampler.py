@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import math
 import mmap
 import os
 import select
@@ -158,7 +159,8 @@ class Sampler(SampleCode):
         self._held_exits: List[tuple] = []  # (tid, time) of EXIT records newer than the watermark
         self._last_scan = 0
         self._poller = select.poll()
-        self._polled: Set[int] = set()
+        self._polled: Set[int] = set()  # ring descriptors polled (until their owner thread exits)
+        self._watched: Set[int] = set()
         self._started = self._stopped = False
         self._clock = CLOCK_REALTIME
 
@@ -260,9 +262,14 @@ class Sampler(SampleCode):
         return th
 
     # -- reading --------------------------------------------------------------------------
+    def watch(self, fd: int) -> None:
+        """End :meth:`poll`'s wait also when ``fd`` is readable (the caller's wake-up pipe)."""
+        self._poller.register(fd, select.POLLIN)
+        self._watched.add(fd)
+
     def poll(self, timeout: float = 0.1) -> List[Interval]:
-        """Wait up to ``timeout`` s for the rings to fill past their watermark, read them all and
-        return the completed windows."""
+        """Wait up to ``timeout`` s for a ring to fill past its watermark (or a descriptor given to
+        :meth:`watch` to be readable), read them all and return the completed windows."""
         if not self._started or self._stopped:
             return []
         if timeout and timeout > 0:
@@ -271,11 +278,11 @@ class Sampler(SampleCode):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                if not self._polled:  # every ring owner exited: nothing can wake us, just wait
+                if not self._polled and not self._watched:  # every ring owner exited: nothing can wake us
                     time.sleep(left)
                     break
-                ready = self._poller.poll(max(1, int(left * 1000)))
-                hung = [fd for fd, ev in ready if ev & (select.POLLHUP | select.POLLERR)]
+                ready = self._poller.poll(max(1, math.ceil(left * 1000)))
+                hung = [fd for fd, ev in ready if ev & (select.POLLHUP | select.POLLERR) and fd in self._polled]
                 for fd in hung:  # the owner thread exited (its ring still receives inherited samples)
                     self._poller.unregister(fd)
                     self._polled.discard(fd)
