@@ -1,8 +1,6 @@
 """The source interface: each source offers the capabilities it lists, with every member of each,
 and the pipeline's question (capability) answers by the list. Pure: no process is started."""
 
-import typing
-
 import pytest
 
 from phasescope.sources.kernel_session import KernelSession
@@ -13,15 +11,20 @@ from phasescope.sources.session import TraceSession
 CAPABILITIES = (Bursts, Locality, Agent, Wakes)
 
 
+def annotated(cls) -> set:
+    """Names annotated in ``cls`` and its bases (not evaluated: some name types only a type checker loads)."""
+    return {n for klass in cls.__mro__ for n in vars(klass).get("__annotations__", {})}
+
+
 def members(protocol) -> set:
-    names = set(typing.get_type_hints(protocol)) | {n for n, v in vars(protocol).items()
+    names = annotated(protocol) | {n for n, v in vars(protocol).items()
                                                      if callable(v) or isinstance(v, property)}
     return {n for n in names if not n.startswith("_")}
 
 
 def offered(cls, caps) -> None:
     for cap in caps:
-        missing = {m for m in members(cap) if not hasattr(cls, m) and m not in typing.get_type_hints(cls)
+        missing = {m for m in members(cap) if not hasattr(cls, m) and m not in annotated(cls)
                    and m not in cls.__init__.__code__.co_names}
         assert not missing, f"{cls.__name__} lists {cap.__name__} without {sorted(missing)}"
 

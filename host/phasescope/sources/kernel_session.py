@@ -1,8 +1,9 @@
 """Zero-touch sampled mode: the kernel alone tells phasescope about the target, nothing is injected.
 
 ``--mode sampled`` without ``--bursts`` uses this session: no agent, no ptrace. A spawned target
-is forked by phasescope and held before ``exec`` until the sampler's inherited events cover it, so
-it is sampled from its first instruction; an attached one is sampled from the next tick. The
+is forked by phasescope and held before ``exec`` until its inherited events are open (with ctypes
+alone: the sampler, which needs numpy, loads once it runs), so it is sampled from its first
+instruction; an attached one is sampled from the next tick. The
 modules come from /proc/PID/maps (the sampler re-reads it for code it has not seen, after
 ``exec`` and ``dlopen``), the threads from the sampler's FORK/EXIT records (forked children
 inherit the events and are followed too: their windows carry ``pid`` and ``comm``), the end from
@@ -22,17 +23,20 @@ import queue
 import signal
 import threading
 import time
-from typing import Callable, Iterator, List, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, List, Optional
 
 from phasescope.engine.interval import Interval
 from phasescope.errors import InputError, PhasescopeError
 from phasescope.sources.device import Target, process_state
 from phasescope.sources.events import ChildEnded, Ended, IntervalEvent, Output, ThreadExited, ThreadStarted
-from phasescope.sources.modules import ModuleMap
 from phasescope.sources.protocol import Wakes
 from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, SampledSource, check_sampling
-from phasescope.sources.sampler import Sampler
+from phasescope.sources.perf_event import OpenedEvents, open_events
 from phasescope.sources.stdio import PipedStdio
+
+if TYPE_CHECKING:  # both load numpy: a spawned target starts before they do
+    from phasescope.sources.modules import ModuleMap
+    from phasescope.sources.sampler import Sampler
 
 QUIET = 1.0  # seconds :meth:`KernelSession.events` waits for data before it yields None
 
@@ -53,8 +57,10 @@ class KernelSession(SampledSource):
         self.period_ns = 10**9 // rate_hz
         self.window_samples = window_samples
         self.kernel = kernel
+        #: how the sampler's events are opened (:func:`~phasescope.sources.perf_event.open_events` too)
+        self._sampling = dict(period_ns=self.period_ns, kernel=kernel, children=True, stacks=True)
         self.pid: Optional[int] = None
-        self.sampler: Optional[Sampler] = None
+        self.sampler: Optional["Sampler"] = None
         self.ended: Optional[Ended] = None
         self.resumed_at: Optional[float] = None
         self._queue: "queue.Queue" = queue.Queue()
@@ -71,8 +77,11 @@ class KernelSession(SampledSource):
         return self.sampler.live if self.sampler is not None else set()
 
     @property
-    def modules(self) -> ModuleMap:
-        return self.sampler.modules if self.sampler is not None and self.sampler.modules is not None else ModuleMap()
+    def modules(self) -> "ModuleMap":
+        if self.sampler is not None and self.sampler.modules is not None:
+            return self.sampler.modules
+        from phasescope.sources.modules import ModuleMap
+        return ModuleMap()
 
     def info(self) -> dict:
         """What the summary records of how the program was seen."""
@@ -105,14 +114,16 @@ class KernelSession(SampledSource):
             threading.Thread(target=self._watch_attached, name="phasescope-watch", daemon=True).start()
         return self
 
-    def _sampler(self) -> Sampler:
-        sampler = Sampler(self.pid, period_ns=self.period_ns, window_samples=self.window_samples,
-                          kernel=self.kernel, children=True, before_exec=self.target.spawn).start()
+    def _sampler(self, opened: Optional[OpenedEvents] = None) -> "Sampler":
+        from phasescope.sources.sampler import Sampler  # numpy: loads once a spawned target runs
+        sampler = Sampler(self.pid, window_samples=self.window_samples, before_exec=self.target.spawn,
+                          opened=opened, **self._sampling).start()
         sampler.watch(self._wake_r)
         return sampler
 
     def _spawn(self) -> None:
-        """Fork, hold the child before exec until sampling covers it, then let it run."""
+        """Fork, hold the child before exec until its perf events are open (so it is sampled from
+        its first instruction), then let it run; the sampler, which needs numpy, loads after."""
         argv = self.target.argv
         gate_r, gate_w = os.pipe()
         err_r, err_w = os.pipe()  # exec failed: the child writes errno here (closed on exec)
@@ -140,23 +151,33 @@ class KernelSession(SampledSource):
         os.close(gate_r)
         os.close(err_w)
         try:
-            self.sampler = self._sampler()
+            opened = open_events(self.pid, **self._sampling)
+            self.resumed_at = time.perf_counter()
         except BaseException:
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
+            self._end_child()
             raise
         finally:
-            self.resumed_at = time.perf_counter()
             os.write(gate_w, b"x")
             os.close(gate_w)
         failed = os.read(err_r, 16)
         os.close(err_r)
         if failed:
             os.waitpid(self.pid, 0)
+            opened.close()
             raise InputError(f"cannot run {argv[0]}: {os.strerror(int(failed))}")
+        try:
+            self.sampler = self._sampler(opened)
+        except BaseException:
+            self._end_child()
+            raise
         if self._stdio is not None:
             self._stdio.start(lambda fd, data: self._put(Output(fd, data)) if data else None)
         threading.Thread(target=self._watch_child, name="phasescope-wait", daemon=True).start()
+
+    def _end_child(self) -> None:
+        """A spawned child that cannot be sampled is not left behind."""
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
 
     def _watch_child(self) -> None:
         _, status = os.waitpid(self.pid, 0)

@@ -10,11 +10,13 @@ watching agent)."""
 
 from __future__ import annotations
 
-from typing import Callable, Collection, Iterator, List, Optional, Protocol, Set, TypeVar
+from typing import TYPE_CHECKING, Callable, Collection, Iterator, List, Optional, Protocol, Set, TypeVar
 
 from phasescope.sources.device import Target
 from phasescope.sources.events import Dropped, Ended
-from phasescope.sources.modules import ModuleMap
+
+if TYPE_CHECKING:  # numpy: not loaded before a sampled target starts
+    from phasescope.sources.modules import ModuleMap
 
 QUERY_TIMEOUT = 5.0  # seconds a session's symbolize / read_code may take
 
