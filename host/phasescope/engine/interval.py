@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-import numpy as np
+if TYPE_CHECKING:  # annotations only: importing the interval type does not load numpy
+    import numpy as np
 
 #: Operating-system metrics recorded per interval (deltas over the interval).
 OS_FIELDS = ("cpu_ns", "minflt", "majflt", "nvcsw", "nivcsw")

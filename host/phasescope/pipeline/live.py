@@ -22,7 +22,7 @@ from phasescope.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_KILLED, EXIT_O
 from phasescope.sinks.base import Sink
 from phasescope.sources.device import is_local, process_state
 from phasescope.sources.procfs import process_comm
-from phasescope.sources.protocol import QUERY_TIMEOUT, Agent, Bursts, Locality, Session, capability
+from phasescope.sources.protocol import QUERY_TIMEOUT, Agent, Bursts, Locality, Session, Wakes, capability
 from phasescope.sources.events import (AgentError, BurstEvent, ChildEnded, Dropped, Ended, Forked, IntervalEvent,
                                       ModulesChanged, Output, ThreadExited, ThreadStarted, Unfollowable)
 from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME
@@ -40,6 +40,8 @@ TOP_BLOCKS = 8
 HOT_REPORTED = 3  # phases whose hottest block the final report shows
 CHECKPOINT_EVERY = 5.0  # seconds between summaries handed to the sinks
 PASS_ON_GRACE = 3.0  # seconds a spawned target has to end on a stop signal passed on, then on SIGTERM
+TICK = 0.05  # seconds between the loop's looks at the clock, for a session that wakes on a clock
+MAX_QUIET = 1.0  # seconds a session that wakes on its data may leave the loop without windows
 
 
 class LiveRun:
@@ -148,7 +150,16 @@ class LiveRun:
     def _loop(self, stop) -> None:
         deadline = None if self.duration is None else time.monotonic() + self.duration - self.waited
         next_checkpoint = time.monotonic() + CHECKPOINT_EVERY
-        for event in self.session.events(timeout=0.05):
+
+        def due() -> float:
+            """Seconds until the loop has something to do on the clock (a stop signal ends the wait)."""
+            dues = [next_checkpoint, self.view.due, time.monotonic() + MAX_QUIET]
+            dues += [] if deadline is None else [deadline]
+            dues += [] if self.passed_on is None else [self.passed_on[1]]
+            return min(dues) - time.monotonic()
+
+        wakes = capability(self.session, Wakes)  # sleeps until data, an event or a signal comes
+        for event in wakes.events_until(due) if wakes is not None else self.session.events(timeout=TICK):
             if event is not None:
                 self._handle(event)
                 if isinstance(event, Ended):

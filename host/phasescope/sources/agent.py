@@ -8,7 +8,6 @@ import re
 from typing import Optional
 
 from phasescope.resources import joined
-from phasescope.sources import wire
 
 
 #: C parameter and return types of the hot path's exported functions -> Frida NativeFunction types
@@ -47,6 +46,7 @@ def agent_options(*, interval: int, slots: int, buffer_bytes: int, window: int, 
                   trust_threshold: Optional[int], portable: bool, locality: Optional[dict],
                   counter_source: Optional[str], rep_count: str = "iterations") -> dict:
     """The agent's ``init`` options (see :class:`~phasescope.sources.session.TraceSession`)."""
+    from phasescope.sources import wire  # here: the command line reads REP_COUNTS without numpy
     source = counter_source or joined("agent")
     return {
         "interval": int(interval),

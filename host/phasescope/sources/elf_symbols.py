@@ -32,9 +32,9 @@ class ElfSymbols:
         return self._tables[path]
 
     def names(self, modules: ModuleMap, pcs) -> List[Optional[str]]:
+        pcs = [int(pc) for pc in pcs]
         out = []
-        for pc in pcs:
-            i = int(modules._index([pc])[0])
+        for pc, i in zip(pcs, modules._index(np.array(pcs, dtype=np.uint64)).tolist()):  # one lookup for all
             if i < 0:
                 out.append(None)
                 continue

@@ -1,8 +1,9 @@
 """Zero-touch sampled mode: the kernel alone tells phasescope about the target, nothing is injected.
 
 ``--mode sampled`` without ``--bursts`` uses this session: no agent, no ptrace. A spawned target
-is forked by phasescope and held before ``exec`` until the sampler's inherited events cover it, so
-it is sampled from its first instruction; an attached one is sampled from the next tick. The
+is forked by phasescope and held before ``exec`` until its inherited events are open (with ctypes
+alone: the sampler, which needs numpy, loads once it runs), so it is sampled from its first
+instruction; an attached one is sampled from the next tick. The
 modules come from /proc/PID/maps (the sampler re-reads it for code it has not seen, after
 ``exec`` and ``dlopen``), the threads from the sampler's FORK/EXIT records (forked children
 inherit the events and are followed too: their windows carry ``pid`` and ``comm``), the end from
@@ -22,24 +23,28 @@ import queue
 import signal
 import threading
 import time
-from typing import Iterator, List, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, List, Optional
 
 from phasescope.engine.interval import Interval
 from phasescope.errors import InputError, PhasescopeError
 from phasescope.sources.device import Target, process_state
 from phasescope.sources.events import ChildEnded, Ended, IntervalEvent, Output, ThreadExited, ThreadStarted
-from phasescope.sources.modules import ModuleMap
+from phasescope.sources.protocol import Wakes
 from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, SampledSource, check_sampling
-from phasescope.sources.sampler import Sampler
+from phasescope.sources.perf_event import OpenedEvents, open_events
 from phasescope.sources.stdio import PipedStdio
 
-POLL = 0.02  # seconds between reads of the sample rings
+if TYPE_CHECKING:  # both load numpy: a spawned target starts before they do
+    from phasescope.sources.modules import ModuleMap
+    from phasescope.sources.sampler import Sampler
+
+QUIET = 1.0  # seconds :meth:`KernelSession.events` waits for data before it yields None
 
 
 class KernelSession(SampledSource):
     """One process, sampled with nothing in it (see the module docstring)."""
 
-    capabilities = ()  # no agent: no bursts, no locality windows
+    capabilities = (Wakes,)  # no agent: no bursts, no locality windows
     final_at: Optional[float] = None
     final_cpu: Optional[float] = None
 
@@ -52,8 +57,10 @@ class KernelSession(SampledSource):
         self.period_ns = 10**9 // rate_hz
         self.window_samples = window_samples
         self.kernel = kernel
+        #: how the sampler's events are opened (:func:`~phasescope.sources.perf_event.open_events` too)
+        self._sampling = dict(period_ns=self.period_ns, kernel=kernel, children=True, stacks=True)
         self.pid: Optional[int] = None
-        self.sampler: Optional[Sampler] = None
+        self.sampler: Optional["Sampler"] = None
         self.ended: Optional[Ended] = None
         self.resumed_at: Optional[float] = None
         self._queue: "queue.Queue" = queue.Queue()
@@ -61,6 +68,8 @@ class KernelSession(SampledSource):
         self._stopping = False
         self._reaped = False  # a spawned target's exit status has been collected
         self._known: set = set()
+        #: written to end the live loop's wait: an event queued by another thread, or a signal
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 
     # -- what the live loop reads -------------------------------------------------------------
     @property
@@ -68,8 +77,11 @@ class KernelSession(SampledSource):
         return self.sampler.live if self.sampler is not None else set()
 
     @property
-    def modules(self) -> ModuleMap:
-        return self.sampler.modules if self.sampler is not None and self.sampler.modules is not None else ModuleMap()
+    def modules(self) -> "ModuleMap":
+        if self.sampler is not None and self.sampler.modules is not None:
+            return self.sampler.modules
+        from phasescope.sources.modules import ModuleMap
+        return ModuleMap()
 
     def info(self) -> dict:
         """What the summary records of how the program was seen."""
@@ -102,12 +114,16 @@ class KernelSession(SampledSource):
             threading.Thread(target=self._watch_attached, name="phasescope-watch", daemon=True).start()
         return self
 
-    def _sampler(self) -> Sampler:
-        return Sampler(self.pid, period_ns=self.period_ns, window_samples=self.window_samples,
-                       kernel=self.kernel, children=True, before_exec=self.target.spawn).start()
+    def _sampler(self, opened: Optional[OpenedEvents] = None) -> "Sampler":
+        from phasescope.sources.sampler import Sampler  # numpy: loads once a spawned target runs
+        sampler = Sampler(self.pid, window_samples=self.window_samples, before_exec=self.target.spawn,
+                          opened=opened, **self._sampling).start()
+        sampler.watch(self._wake_r)
+        return sampler
 
     def _spawn(self) -> None:
-        """Fork, hold the child before exec until sampling covers it, then let it run."""
+        """Fork, hold the child before exec until its perf events are open (so it is sampled from
+        its first instruction), then let it run; the sampler, which needs numpy, loads after."""
         argv = self.target.argv
         gate_r, gate_w = os.pipe()
         err_r, err_w = os.pipe()  # exec failed: the child writes errno here (closed on exec)
@@ -135,33 +151,43 @@ class KernelSession(SampledSource):
         os.close(gate_r)
         os.close(err_w)
         try:
-            self.sampler = self._sampler()
+            opened = open_events(self.pid, **self._sampling)
+            self.resumed_at = time.perf_counter()
         except BaseException:
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
+            self._end_child()
             raise
         finally:
-            self.resumed_at = time.perf_counter()
             os.write(gate_w, b"x")
             os.close(gate_w)
         failed = os.read(err_r, 16)
         os.close(err_r)
         if failed:
             os.waitpid(self.pid, 0)
+            opened.close()
             raise InputError(f"cannot run {argv[0]}: {os.strerror(int(failed))}")
+        try:
+            self.sampler = self._sampler(opened)
+        except BaseException:
+            self._end_child()
+            raise
         if self._stdio is not None:
-            self._stdio.start(lambda fd, data: self._queue.put(Output(fd, data)) if data else None)
+            self._stdio.start(lambda fd, data: self._put(Output(fd, data)) if data else None)
         threading.Thread(target=self._watch_child, name="phasescope-wait", daemon=True).start()
+
+    def _end_child(self) -> None:
+        """A spawned child that cannot be sampled is not left behind."""
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
 
     def _watch_child(self) -> None:
         _, status = os.waitpid(self.pid, 0)
         self._reaped = True
         if os.WIFEXITED(status):
-            self._queue.put(Ended("exited", code=os.WEXITSTATUS(status)))
+            self._put(Ended("exited", code=os.WEXITSTATUS(status)))
         else:
             sig = signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else None
             crashed = sig in ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT")
-            self._queue.put(Ended("crashed" if crashed else "killed", signal=sig))
+            self._put(Ended("crashed" if crashed else "killed", signal=sig))
 
     def _watch_attached(self) -> None:
         """An attached process is not our child: its status is read from /proc while it is a zombie
@@ -173,15 +199,15 @@ class KernelSession(SampledSource):
             time.sleep(0.05)
         status = _exit_status(self.pid) if state == "Z" else None
         if status is None or os.WIFEXITED(status):
-            self._queue.put(Ended("exited", code=None if status is None else os.WEXITSTATUS(status)))
+            self._put(Ended("exited", code=None if status is None else os.WEXITSTATUS(status)))
         else:
-            self._queue.put(Ended("killed", signal=signal.Signals(os.WTERMSIG(status)).name))
+            self._put(Ended("killed", signal=signal.Signals(os.WTERMSIG(status)).name))
 
     def stop(self) -> None:
         """Stop sampling; the target runs on (the last windows come before Ended("detached"))."""
         if self.ended is None and not self._stopping:
             self._stopping = True
-            self._queue.put(Ended("detached"))
+            self._put(Ended("detached"))
 
     def kill(self) -> None:
         """Terminate a target this session spawned (unless it has already been reaped)."""
@@ -193,23 +219,49 @@ class KernelSession(SampledSource):
 
     def events(self, timeout: Optional[float] = None) -> Iterator:
         """Sampled windows as :class:`IntervalEvent`, thread starts and exits, the target's output,
-        then :class:`Ended`."""
-        while True:
-            try:
-                event = self._queue.get(timeout=POLL if timeout is None else min(timeout, POLL))
-            except queue.Empty:
-                event = None
-            if isinstance(event, Ended):
-                yield from self._windows(self.sampler.stop())
-                self.ended = event
-                if self._stdio is not None and event.how != "detached":
-                    self._stdio.close()
-                    while not self._queue.empty():
-                        yield self._queue.get()
+        then :class:`Ended`; None when ``timeout`` (default :data:`QUIET`) passed with none."""
+        quiet = QUIET if timeout is None else timeout
+        return self.events_until(lambda: quiet)
+
+    def events_until(self, due: Callable[[], float]) -> Iterator:
+        """As :meth:`events`, each wait lasting at most ``due()`` seconds (asked before each wait).
+        A wait ends early when a ring passes its watermark, an event is queued (the target's end,
+        its output) or a signal arrives (``signal.set_wakeup_fd``, on the main thread), so a quiet
+        run costs no wake-ups on a clock (:class:`~phasescope.sources.protocol.Wakes`)."""
+        try:
+            old_wakeup = signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
+        except ValueError:  # not the main thread: signals do not end a wait, ``due`` does
+            old_wakeup = None
+        try:
+            while True:
+                windows = self.sampler.poll(0 if not self._queue.empty() else max(0.0, due()))
+                _drain_pipe(self._wake_r)
+                try:
+                    event = self._queue.get_nowait()
+                except queue.Empty:
+                    event = None
+                if isinstance(event, Ended):
+                    yield from self._windows(windows + self.sampler.stop())
+                    self.ended = event
+                    if self._stdio is not None and event.how != "detached":
+                        self._stdio.close()
+                        while not self._queue.empty():
+                            yield self._queue.get()
+                    yield event
+                    return
+                yield from self._windows(windows)
                 yield event
-                return
-            yield from self._windows(self.sampler.poll(0))
-            yield event
+        finally:
+            if old_wakeup is not None:
+                signal.set_wakeup_fd(old_wakeup)
+
+    def _put(self, event) -> None:
+        """Queue an event for the live loop and end its wait."""
+        self._queue.put(event)
+        try:
+            os.write(self._wake_w, b"\0")
+        except BlockingIOError:  # the pipe is full: a wake-up is pending anyway
+            pass
 
     def _windows(self, windows: List[Interval]) -> Iterator:
         live = self.sampler.live
@@ -223,6 +275,15 @@ class KernelSession(SampledSource):
             yield IntervalEvent(w)
         for pid in self.sampler.take_ended_children():
             yield ChildEnded(pid)
+
+
+def _drain_pipe(fd: int) -> None:
+    """Read a non-blocking pipe empty."""
+    try:
+        while os.read(fd, 512):
+            pass
+    except BlockingIOError:
+        pass
 
 
 def _exit_status(pid: int) -> Optional[int]:

@@ -10,7 +10,9 @@ import mmap
 import os
 import struct
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Dict, List, Optional
+
+from phasescope.errors import InputError
 
 
 # -- kernel ABI (include/uapi/linux/perf_event.h) ---------------------------------------------
@@ -33,6 +35,8 @@ PERF_RECORD_MISC_CPUMODE_MASK = 7
 PERF_RECORD_MISC_USER = 2
 PERF_RECORD_MISC_COMM_EXEC = 1 << 13
 CLOCK_REALTIME = 0
+#: data pages of a ring (a power of two): the unprivileged ``perf_event_mlock_kb`` default of 516 KiB
+DEFAULT_RING_PAGES = 128
 
 SAMPLE_TYPE = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME
 SAMPLE_RECORD = struct.Struct("<IHHQQIIQ")  # header, identifier, ip, pid, tid, time: 40 bytes
@@ -215,6 +219,98 @@ class Ring:
         self.map.close()
 
 
+
+
+def sampling_attr(period_ns: int, stacks: bool, children: bool, kernel: bool, ring_pages: int,
+                  clock: int = CLOCK_REALTIME) -> PerfEventAttr:
+    """The CPU-clock sampling event of one process's threads (see :mod:`phasescope.sources.sampler`):
+    inherited by new threads (and by forked children with ``children``), FORK/EXIT records, a
+    wake-up when a ring is a quarter full."""
+    a = PerfEventAttr()
+    a.type = PERF_TYPE_SOFTWARE
+    a.size = ctypes.sizeof(PerfEventAttr)
+    a.config = PERF_COUNT_SW_CPU_CLOCK
+    a.sample_period = period_ns
+    a.sample_type = SAMPLE_TYPE_STACKS if stacks else SAMPLE_TYPE
+    a.exclude_callchain_kernel = 1
+    a.sample_max_stack = MAX_STACK
+    a.disabled = 0
+    a.inherit = 1
+    a.inherit_thread = 0 if children else 1  # 0: forked children inherit the events too
+    a.comm = a.comm_exec = 1 if children else 0  # their exec renames them
+    a.exclude_kernel = 0 if kernel else 1
+    a.exclude_hv = 1
+    a.task = 1
+    a.watermark = 1
+    a.wakeup_watermark = ring_pages * mmap.PAGESIZE // 4
+    a.use_clockid = 1
+    a.clockid = clock
+    return a
+
+
+def open_on_cpus(attr: PerfEventAttr, tid: int, cpus: List[int], rings: Dict[int, "Ring"], ring_pages: int,
+                 pid: int, kernel: bool) -> Optional[List[int]]:
+    """Open ``attr`` on thread ``tid`` on each of ``cpus``: the first event on a CPU gets that CPU's
+    ring (mmapped, added to ``rings``), later ones write into it. The descriptors, or None if the
+    thread exited meanwhile; a refusal is InputError, one line about process ``pid``. Needs
+    nothing heavier than ctypes, so a spawned target can be released before numpy loads."""
+    fds: List[int] = []
+    try:
+        for cpu in cpus:
+            try:
+                fd = perf_event_open(attr, tid, cpu)
+            except OSError as e:
+                if e.errno == errno.ESRCH:  # the thread exited meanwhile
+                    return None
+                raise InputError(refusal(e, pid, kernel)) from None
+            fds.append(fd)
+            try:
+                if cpu in rings:
+                    set_output(fd, rings[cpu].fd)
+                else:
+                    rings[cpu] = Ring(fd, ring_pages)
+            except OSError as e:
+                raise InputError(f"cannot map the perf ring buffer of process {pid}: {e.strerror} "
+                                 "(raise ulimit -l or /proc/sys/kernel/perf_event_mlock_kb)") from None
+        done, fds = fds, []
+        return done
+    finally:
+        for fd in fds:  # not handed over: refused or exited half-way
+            for cpu, ring in list(rings.items()):
+                if ring.fd == fd:
+                    ring.close()
+                    del rings[cpu]
+            os.close(fd)
+
+
+@dataclass
+class OpenedEvents:
+    """Sampling events opened before the :class:`~phasescope.sources.sampler.Sampler` that reads
+    them (whose module loads numpy) exists: the Sampler takes them over."""
+
+    cpus: List[int]
+    rings: Dict[int, Ring]
+    fds: Dict[int, List[int]]  # tid -> its events, one per CPU
+
+    def close(self) -> None:
+        """Close them (when no Sampler took them over)."""
+        for ring in self.rings.values():
+            ring.close()
+        for fds in self.fds.values():
+            for fd in fds:
+                os.close(fd)
+
+
+def open_events(pid: int, *, period_ns: int, kernel: bool, children: bool, stacks: bool,
+                ring_pages: int = DEFAULT_RING_PAGES) -> OpenedEvents:
+    """The sampling events of process ``pid``'s one thread (a spawned target held before its
+    ``exec``), as ``Sampler(pid, opened=..., **the same keywords)`` would open them."""
+    cpus, rings = online_cpus(), {}
+    fds = open_on_cpus(sampling_attr(period_ns, stacks, children, kernel, ring_pages), pid, cpus, rings,
+                       ring_pages, pid, kernel)
+    if fds is None:
+        raise InputError(f"process {pid} exited before sampling started")
+    return OpenedEvents(cpus, rings, {pid: fds})
 
 
 def event_id(fd: int) -> int:

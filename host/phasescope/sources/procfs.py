@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Optional, Set
+from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
-from phasescope.sources.modules import Module, ModuleMap, library_name
+if TYPE_CHECKING:
+    from phasescope.sources.modules import ModuleMap
 
 
 def thread_ids(pid: int) -> Set[int]:
@@ -52,7 +53,7 @@ def process_comm(pid: int) -> str:
         return ""
 
 
-def module_map_from_proc(pid: int) -> ModuleMap:
+def module_map_from_proc(pid: int) -> "ModuleMap":
     """A :class:`ModuleMap` of the file-backed executable modules of ``pid``, from /proc/PID/maps.
 
     Same convention as the Frida module list: a module's base is its lowest mapping (the ELF
@@ -77,4 +78,5 @@ def module_map_from_proc(pid: int) -> ModuleMap:
                 spans[path] = [lo, hi]
             if "x" in parts[1]:
                 execs.add(path)
+    from phasescope.sources.modules import Module, ModuleMap, library_name  # numpy: not before a target starts
     return ModuleMap(Module(library_name(p, p), lo, hi - lo, p) for p, (lo, hi) in spans.items() if p in execs)

@@ -1,8 +1,8 @@
 """The interface of a signal source, as the live loop (:mod:`phasescope.pipeline.live`), bench and
 the symbolizer use it: a small core every source has (:class:`Session`), plus optional
-capabilities (:class:`Bursts`, :class:`Locality`, :class:`Agent`) that a source lists in its
-``capabilities`` and the pipeline asks for with :func:`capability`, instead of testing which
-source or mode it has. Three sources implement it:
+capabilities (:class:`Bursts`, :class:`Locality`, :class:`Agent`, :class:`Wakes`) that a source
+lists in its ``capabilities`` and the pipeline asks for with :func:`capability`, instead of
+testing which source or mode it has. Three sources implement it:
 :class:`~phasescope.sources.session.TraceSession` (exact mode: the agent),
 :class:`~phasescope.sources.kernel_session.KernelSession` (sampled mode, nothing injected) and
 :class:`~phasescope.sources.sampled_session.SampledSession` (sampled mode with exact bursts: the
@@ -10,11 +10,13 @@ watching agent)."""
 
 from __future__ import annotations
 
-from typing import Callable, Collection, Iterator, List, Optional, Protocol, Set, TypeVar
+from typing import TYPE_CHECKING, Callable, Collection, Iterator, List, Optional, Protocol, Set, TypeVar
 
 from phasescope.sources.device import Target
 from phasescope.sources.events import Dropped, Ended
-from phasescope.sources.modules import ModuleMap
+
+if TYPE_CHECKING:  # numpy: not loaded before a sampled target starts
+    from phasescope.sources.modules import ModuleMap
 
 QUERY_TIMEOUT = 5.0  # seconds a session's symbolize / read_code may take
 
@@ -81,6 +83,15 @@ class Agent(Protocol):
     unload_stuck: Optional[str]  # why the agent could not be unloaded (None: it was)
     restopped: Optional[str]  # a stopped target was continued for its agent to unload, said in a line (None: not)
     before_final_ack: Optional[Callable[[], None]]  # last chance to ask the agent about an ending target
+
+
+class Wakes(Protocol):
+    """A source that sleeps until it has something (data past its rings' watermark, an event, a
+    signal) instead of waking on a clock, as ``perf record`` does: the live loop tells it how long
+    it may sleep at most, until the loop's own next deadline."""
+
+    def events_until(self, due: Callable[[], float]) -> Iterator:
+        """As :meth:`Session.events`, each wait lasting at most ``due()`` seconds."""
 
 
 C = TypeVar("C")

@@ -57,9 +57,7 @@ emitted ``partial`` at its exit and at :meth:`Sampler.stop`.
 
 from __future__ import annotations
 
-import ctypes
-import errno
-import mmap
+import math
 import os
 import select
 import time
@@ -72,19 +70,16 @@ from phasescope.errors import InputError
 from phasescope.sources.elf_symbols import ElfSymbols
 from phasescope.sources.modules import KERNEL_KEY, ModuleMap
 from phasescope.sources.perf_map import PerfMap
-from phasescope.sources.perf_event import (CLOCK_REALTIME, LOST_RECORD, PERF_COUNT_SW_CPU_CLOCK, PERF_RECORD_EXIT,
-                                          PERF_RECORD_COMM, PERF_RECORD_FORK, PERF_RECORD_LOST,
+from phasescope.sources.perf_event import (CLOCK_REALTIME, DEFAULT_RING_PAGES, LOST_RECORD, PERF_RECORD_COMM,
+                                          PERF_RECORD_EXIT, PERF_RECORD_FORK, PERF_RECORD_LOST,
                                           PERF_RECORD_MISC_COMM_EXEC, PERF_RECORD_MISC_CPUMODE_MASK,
-                                          PERF_RECORD_MISC_USER, PERF_RECORD_SAMPLE, PERF_TYPE_SOFTWARE,
-                                          MAX_STACK, SAMPLE_RECORD, SAMPLE_TYPE, SAMPLE_TYPE_STACKS, TASK_RECORD,
-                                          PerfEventAttr, Ring, comm_record, event_id, online_cpus, perf_event_open,
-                                          records, refusal, set_output, user_chain)
+                                          PERF_RECORD_MISC_USER, PERF_RECORD_SAMPLE, SAMPLE_RECORD, TASK_RECORD,
+                                          OpenedEvents, PerfEventAttr, Ring, comm_record, event_id, online_cpus,
+                                          open_on_cpus, records, sampling_attr, user_chain)
 from phasescope.sources.procfs import module_map_from_proc, process_comm, thread_ids
 from phasescope.sources.sample_code import SampleCode
 from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, check_sampling
 from phasescope.sources.stacks import window_stacks
-
-DEFAULT_RING_PAGES = 128
 
 #: An accepted sample: its IP (or KERNEL_KEY), thread, time and user return addresses (a tuple,
 #: innermost first; empty without ``stacks``).
@@ -126,7 +121,8 @@ class Sampler(SampleCode):
 
     def __init__(self, pid: int, period_ns: int = DEFAULT_PERIOD_NS, window_samples: int = DEFAULT_WINDOW_SAMPLES,
                  ring_pages: int = DEFAULT_RING_PAGES, kernel: bool = False, modules: Optional[ModuleMap] = None,
-                 children: bool = False, stacks: bool = True, before_exec: bool = False):
+                 children: bool = False, stacks: bool = True, before_exec: bool = False,
+                 opened: Optional[OpenedEvents] = None):
         check_sampling(10**9 / period_ns, window_samples)
         if ring_pages < 1 or ring_pages & (ring_pages - 1):
             raise InputError(f"ring pages must be a power of two, got {ring_pages}")
@@ -151,51 +147,40 @@ class Sampler(SampleCode):
         self.samples = self.lost = self.duplicates = self.foreign = self.kernel_samples = self.leaf_only = 0
         self.threads: Set[int] = set()
         self._t: Dict[int, _Thread] = {}
-        self._rings: Dict[int, Ring] = {}
+        self._rings: Dict[int, Ring] = opened.rings if opened is not None else {}
+        self._opened: Dict[int, List[int]] = opened.fds if opened is not None else {}  # tid -> its events
+        self._cpus: List[int] = opened.cpus if opened is not None else []
         self._id_tid: Dict[int, int] = {}  # event id -> tid that owns it
         self._own: Set[int] = set()  # tids with their own events
         self._held = np.zeros(0, dtype=SAMPLE_DTYPE)
         self._held_exits: List[tuple] = []  # (tid, time) of EXIT records newer than the watermark
         self._last_scan = 0
         self._poller = select.poll()
-        self._polled: Set[int] = set()
+        self._polled: Set[int] = set()  # ring descriptors polled (until their owner thread exits)
+        self._watched: Set[int] = set()
         self._started = self._stopped = False
         self._clock = CLOCK_REALTIME
 
     # -- setup ----------------------------------------------------------------------------
     def _attr(self) -> PerfEventAttr:
-        a = PerfEventAttr()
-        a.type = PERF_TYPE_SOFTWARE
-        a.size = ctypes.sizeof(PerfEventAttr)
-        a.config = PERF_COUNT_SW_CPU_CLOCK
-        a.sample_period = self.period_ns
-        a.sample_type = SAMPLE_TYPE_STACKS if self.stacks else SAMPLE_TYPE
-        a.exclude_callchain_kernel = 1
-        a.sample_max_stack = MAX_STACK
-        a.disabled = 0
-        a.inherit = 1
-        a.inherit_thread = 0 if self.children else 1  # 0: forked children inherit the events too
-        a.comm = a.comm_exec = 1 if self.children else 0  # their exec renames them
-        a.exclude_kernel = 0 if self.kernel else 1
-        a.exclude_hv = 1
-        a.task = 1
-        a.watermark = 1
-        a.wakeup_watermark = self.ring_pages * mmap.PAGESIZE // 4
-        a.use_clockid = 1
-        a.clockid = self._clock
-        return a
+        return sampling_attr(self.period_ns, self.stacks, self.children, self.kernel, self.ring_pages, self._clock)
 
     def start(self) -> "Sampler":
-        """Open one event per (existing thread, CPU), a ring per CPU; threads created later inherit."""
+        """Open one event per (existing thread, CPU), a ring per CPU; threads created later inherit.
+        Events ``opened`` before (on a process held before its exec: one thread) are taken over
+        as they are, even if the process has exited since: its samples wait in the rings."""
         if self._started:
             return self
-        if not os.path.isdir(f"/proc/{self.pid}/task"):
+        if not self._opened and not os.path.isdir(f"/proc/{self.pid}/task"):
             raise InputError(f"cannot sample process {self.pid}: no such process")
         self._started = True
-        self._cpus = online_cpus()
+        self._cpus = self._cpus or online_cpus()
         try:
+            taken_over = bool(self._opened)  # the threads created since inherit those events
+            for tid in list(self._opened):
+                self._open_thread(tid)
             seen: Set[int] = set()
-            while True:  # rescan until stable: catches threads created while opening events
+            while not taken_over:  # rescan until stable: catches threads created while opening events
                 new = thread_ids(self.pid) - seen
                 if not new:
                     break
@@ -219,34 +204,17 @@ class Sampler(SampleCode):
         return self
 
     def _open_thread(self, tid: int) -> None:
-        fds = []
-        attr = self._attr()
-        for cpu in self._cpus:
-            try:
-                fd = perf_event_open(attr, tid, cpu)
-            except OSError as e:
-                if e.errno == errno.ESRCH:  # the thread exited meanwhile
-                    for f in fds:
-                        os.close(f)
-                    return
-                for f in fds:
-                    os.close(f)
-                raise InputError(refusal(e, self.pid, self.kernel)) from None
-            fds.append(fd)
-            ring = self._rings.get(cpu)
-            try:
-                if ring is None:
-                    self._rings[cpu] = Ring(fd, self.ring_pages)
-                    self._poller.register(fd, select.POLLIN)
-                    self._polled.add(fd)
-                else:
-                    set_output(fd, ring.fd)
-                self._id_tid[event_id(fd)] = tid
-            except OSError as e:
-                for f in fds:
-                    os.close(f)
-                raise InputError(f"cannot map the perf ring buffer of process {self.pid}: {e.strerror} "
-                                 "(raise ulimit -l or /proc/sys/kernel/perf_event_mlock_kb)") from None
+        fds = self._opened.pop(tid, None)  # opened before the sampler existed (:func:`open_events`)
+        if fds is None:
+            fds = open_on_cpus(self._attr(), tid, self._cpus, self._rings, self.ring_pages, self.pid, self.kernel)
+        if fds is None:  # the thread exited meanwhile
+            return
+        for fd in fds:
+            self._id_tid[event_id(fd)] = tid
+        for ring in self._rings.values():
+            if ring.fd in fds:
+                self._poller.register(ring.fd, select.POLLIN)
+                self._polled.add(ring.fd)
         th = self._t.get(tid) or self._thread(tid, tid)
         th.owner = tid
         th.own_fds = fds
@@ -260,9 +228,14 @@ class Sampler(SampleCode):
         return th
 
     # -- reading --------------------------------------------------------------------------
+    def watch(self, fd: int) -> None:
+        """End :meth:`poll`'s wait also when ``fd`` is readable (the caller's wake-up pipe)."""
+        self._poller.register(fd, select.POLLIN)
+        self._watched.add(fd)
+
     def poll(self, timeout: float = 0.1) -> List[Interval]:
-        """Wait up to ``timeout`` s for the rings to fill past their watermark, read them all and
-        return the completed windows."""
+        """Wait up to ``timeout`` s for a ring to fill past its watermark (or a descriptor given to
+        :meth:`watch` to be readable), read them all and return the completed windows."""
         if not self._started or self._stopped:
             return []
         if timeout and timeout > 0:
@@ -271,11 +244,11 @@ class Sampler(SampleCode):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                if not self._polled:  # every ring owner exited: nothing can wake us, just wait
+                if not self._polled and not self._watched:  # every ring owner exited: nothing can wake us
                     time.sleep(left)
                     break
-                ready = self._poller.poll(max(1, int(left * 1000)))
-                hung = [fd for fd, ev in ready if ev & (select.POLLHUP | select.POLLERR)]
+                ready = self._poller.poll(max(1, math.ceil(left * 1000)))
+                hung = [fd for fd, ev in ready if ev & (select.POLLHUP | select.POLLERR) and fd in self._polled]
                 for fd in hung:  # the owner thread exited (its ring still receives inherited samples)
                     self._poller.unregister(fd)
                     self._polled.discard(fd)

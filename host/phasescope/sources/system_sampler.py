@@ -27,14 +27,14 @@ import numpy as np
 from phasescope.engine.interval import Interval
 from phasescope.errors import InputError
 from phasescope.sources.modules import ModuleMap
-from phasescope.sources.perf_event import (LOST_RECORD, PERF_RECORD_COMM, PERF_RECORD_EXIT, PERF_RECORD_FORK,
-                                          PERF_RECORD_LOST, PERF_RECORD_MISC_COMM_EXEC, PERF_RECORD_SAMPLE,
-                                          SAMPLE_RECORD, TASK_RECORD, Ring, comm_record, online_cpus, paranoid_level,
-                                          perf_event_open, records, user_chain)
+from phasescope.sources.perf_event import (DEFAULT_RING_PAGES, LOST_RECORD, PERF_RECORD_COMM, PERF_RECORD_EXIT,
+                                          PERF_RECORD_FORK, PERF_RECORD_LOST, PERF_RECORD_MISC_COMM_EXEC,
+                                          PERF_RECORD_SAMPLE, SAMPLE_RECORD, TASK_RECORD, Ring, comm_record,
+                                          online_cpus, paranoid_level, perf_event_open, records, user_chain)
 from phasescope.sources.procfs import module_map_from_proc, process_comm, process_exe
 from phasescope.sources.sample_code import refreshed_modules, stable_keys
 from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES
-from phasescope.sources.sampler import DEFAULT_RING_PAGES, Sampler, _Thread
+from phasescope.sources.sampler import Sampler, _Thread
 
 
 @dataclass(frozen=True)

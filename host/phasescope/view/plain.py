@@ -30,6 +30,11 @@ class PlainView:
         if r.phase_changed or r.new_phase:
             print(self.state.change_line(r, iv), file=self.out, flush=True)
 
+    @property
+    def due(self) -> float:
+        """``time.monotonic()`` of the next draw: the live loop wakes for it."""
+        return self._next
+
     def tick(self, now: float) -> None:
         """A status line at the first tick (tracing has started), then every ``every`` seconds."""
         if now >= self._next:

@@ -33,6 +33,11 @@ class DashboardScreen:
         except OSError:
             self.gone = True
 
+    @property
+    def due(self) -> float:
+        """``time.monotonic()`` of the next draw: the live loop wakes for it."""
+        return float("inf") if self.gone else self._next
+
     def tick(self, now: float) -> None:
         if now >= self._next and not self.gone:
             c = self._console
