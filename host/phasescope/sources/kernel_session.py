@@ -58,7 +58,8 @@ class KernelSession(SampledSource):
         self.window_samples = window_samples
         self.kernel = kernel
         #: how the sampler's events are opened (:func:`~phasescope.sources.perf_event.open_events` too)
-        self._sampling = dict(period_ns=self.period_ns, kernel=kernel, children=True, stacks=True)
+        self._sampling = dict(period_ns=self.period_ns, kernel=kernel, children=True, stacks=True,
+                              window_samples=window_samples)
         self.pid: Optional[int] = None
         self.sampler: Optional["Sampler"] = None
         self.ended: Optional[Ended] = None
@@ -116,8 +117,7 @@ class KernelSession(SampledSource):
 
     def _sampler(self, opened: Optional[OpenedEvents] = None) -> "Sampler":
         from phasescope.sources.sampler import Sampler  # numpy: loads once a spawned target runs
-        sampler = Sampler(self.pid, window_samples=self.window_samples, before_exec=self.target.spawn,
-                          opened=opened, **self._sampling).start()
+        sampler = Sampler(self.pid, before_exec=self.target.spawn, opened=opened, **self._sampling).start()
         sampler.watch(self._wake_r)
         return sampler
 
@@ -225,7 +225,7 @@ class KernelSession(SampledSource):
 
     def events_until(self, due: Callable[[], float]) -> Iterator:
         """As :meth:`events`, each wait lasting at most ``due()`` seconds (asked before each wait).
-        A wait ends early when a ring passes its watermark, an event is queued (the target's end,
+        A wait ends early when a ring has taken half a window of samples, an event is queued (the target's end,
         its output) or a signal arrives (``signal.set_wakeup_fd``, on the main thread), so a quiet
         run costs no wake-ups on a clock (:class:`~phasescope.sources.protocol.Wakes`)."""
         try:

@@ -221,11 +221,18 @@ class Ring:
 
 
 
-def sampling_attr(period_ns: int, stacks: bool, children: bool, kernel: bool, ring_pages: int,
+def wakeup_samples(window_samples: int) -> int:
+    """Samples a ring takes before it wakes the host: half a window, so that a window is read (and
+    its phase shown and served) within about one window of the target's CPU time, and the host
+    sleeps between (10-20 wake-ups per second at 1000 Hz, 1-2 at 97 Hz)."""
+    return max(1, window_samples // 2)
+
+
+def sampling_attr(period_ns: int, stacks: bool, children: bool, kernel: bool, wakeup: int,
                   clock: int = CLOCK_REALTIME) -> PerfEventAttr:
     """The CPU-clock sampling event of one process's threads (see :mod:`phasescope.sources.sampler`):
     inherited by new threads (and by forked children with ``children``), FORK/EXIT records, a
-    wake-up when a ring is a quarter full."""
+    wake-up every ``wakeup`` samples into a ring (:func:`wakeup_samples`)."""
     a = PerfEventAttr()
     a.type = PERF_TYPE_SOFTWARE
     a.size = ctypes.sizeof(PerfEventAttr)
@@ -241,8 +248,8 @@ def sampling_attr(period_ns: int, stacks: bool, children: bool, kernel: bool, ri
     a.exclude_kernel = 0 if kernel else 1
     a.exclude_hv = 1
     a.task = 1
-    a.watermark = 1
-    a.wakeup_watermark = ring_pages * mmap.PAGESIZE // 4
+    a.watermark = 0
+    a.wakeup_watermark = wakeup  # the union's wakeup_events: samples, since watermark is 0
     a.use_clockid = 1
     a.clockid = clock
     return a
@@ -301,12 +308,13 @@ class OpenedEvents:
                 os.close(fd)
 
 
-def open_events(pid: int, *, period_ns: int, kernel: bool, children: bool, stacks: bool,
+def open_events(pid: int, *, period_ns: int, kernel: bool, children: bool, stacks: bool, window_samples: int,
                 ring_pages: int = DEFAULT_RING_PAGES) -> OpenedEvents:
     """The sampling events of process ``pid``'s one thread (a spawned target held before its
     ``exec``), as ``Sampler(pid, opened=..., **the same keywords)`` would open them."""
     cpus, rings = online_cpus(), {}
-    fds = open_on_cpus(sampling_attr(period_ns, stacks, children, kernel, ring_pages), pid, cpus, rings,
+    attr = sampling_attr(period_ns, stacks, children, kernel, wakeup_samples(window_samples))
+    fds = open_on_cpus(attr, pid, cpus, rings,
                        ring_pages, pid, kernel)
     if fds is None:
         raise InputError(f"process {pid} exited before sampling started")

@@ -75,7 +75,8 @@ from phasescope.sources.perf_event import (CLOCK_REALTIME, DEFAULT_RING_PAGES, L
                                           PERF_RECORD_MISC_COMM_EXEC, PERF_RECORD_MISC_CPUMODE_MASK,
                                           PERF_RECORD_MISC_USER, PERF_RECORD_SAMPLE, SAMPLE_RECORD, TASK_RECORD,
                                           OpenedEvents, PerfEventAttr, Ring, comm_record, event_id, online_cpus,
-                                          open_on_cpus, records, sampling_attr, user_chain)
+                                          open_on_cpus, records, sampling_attr, user_chain,
+                                          wakeup_samples)
 from phasescope.sources.procfs import module_map_from_proc, process_comm, thread_ids
 from phasescope.sources.sample_code import SampleCode
 from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, check_sampling
@@ -163,7 +164,8 @@ class Sampler(SampleCode):
 
     # -- setup ----------------------------------------------------------------------------
     def _attr(self) -> PerfEventAttr:
-        return sampling_attr(self.period_ns, self.stacks, self.children, self.kernel, self.ring_pages, self._clock)
+        return sampling_attr(self.period_ns, self.stacks, self.children, self.kernel,
+                             wakeup_samples(self.window_samples), self._clock)
 
     def start(self) -> "Sampler":
         """Open one event per (existing thread, CPU), a ring per CPU; threads created later inherit.
@@ -234,7 +236,7 @@ class Sampler(SampleCode):
         self._watched.add(fd)
 
     def poll(self, timeout: float = 0.1) -> List[Interval]:
-        """Wait up to ``timeout`` s for a ring to fill past its watermark (or a descriptor given to
+        """Wait up to ``timeout`` s for a ring to take half a window of samples (or a descriptor given to
         :meth:`watch` to be readable), read them all and return the completed windows."""
         if not self._started or self._stopped:
             return []
