@@ -15,7 +15,6 @@ from phasescope.profiles.model import read_profile
 import numpy as np
 
 from phasescope.sources.perf_map import PerfMap, jit_tag, parse
-from phasescope.sources.stacks import jit_frame_keys
 
 
 def test_a_function_keeps_its_key_when_recompiled_elsewhere(tmp_path):
@@ -34,24 +33,6 @@ def test_a_function_keeps_its_key_when_recompiled_elsewhere(tmp_path):
     again = pm.keys(pcs[2:3], pcs[2:3].copy())
     assert again[0] == jit_tag("JS:~parse /app.js:3:10")  # the same function: the same key page
     assert pm.name(0x7F0000009010) == "JS:*parse /app.js:3:10"
-
-
-def test_samples_are_keyed_by_their_innermost_jit_frame():
-    """An interpreted run (leaf in a shared bytecode handler of the runtime, under the function's
-    interpreter frame) and an optimised run (leaf in the function's own code, or in a runtime
-    helper it calls) of one function get one key; a sample without a JIT frame keeps its leaf."""
-    f, g = jit_tag("JS:f /a.js:1:1"), jit_tag("JS:g /a.js:9:1")
-    handler, helper, native = 0x11 << 32 | 0x40, 0x11 << 32 | 0x9000, 0x22 << 32 | 0x10
-    frames = {f | 0x30: ("[jit]", "JS:~f /a.js:1:1"), f | 0x7A0: ("[jit]", "JS:*f /a.js:1:1"),
-              g | 0x8: ("[jit]", "JS:*g /a.js:9:1"), handler: ("node", "Builtins_LdaZeroHandler"),
-              helper: ("node", "Builtins_StringAdd"), native: ("libcrypto.so.3", "sha256_block")}
-    stacks = [[5, handler, f | 0x30, g | 0x8],  # interpreted f, called by g
-              [3, f | 0x7A0, g | 0x8],  # optimised f
-              [2, helper, f | 0x7A0],  # a helper called by optimised f
-              [4, native]]  # native code whose chain was cut
-    keys, counts = jit_frame_keys(stacks, frames)
-    assert dict(zip(keys.tolist(), counts.tolist())) == {f: 10, native: 4}
-    assert jit_frame_keys([[4, native], [1, handler]], frames) is None  # no JIT frame: unchanged
 
 
 def test_no_map_leaves_keys_alone(tmp_path):

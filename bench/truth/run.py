@@ -27,7 +27,6 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from dataclasses import replace
 
 import numpy as np
 
@@ -39,7 +38,6 @@ from phasescope.engine import PhaseEngine  # noqa: E402
 from phasescope.engine.segments import merge  # noqa: E402
 from phasescope.formats.log import read_log  # noqa: E402
 from phasescope.quality.simpoint import reference_of  # noqa: E402
-from phasescope.sources.stacks import jit_frame_keys  # noqa: E402
 from truth_score import read_truth, score_stream  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
 
@@ -74,14 +72,6 @@ def main_thread(intervals):
         cpu[iv.thread] += iv.weight
     main = cpu.most_common(1)[0][0]
     return [iv for iv in intervals if iv.thread == main]
-
-
-def by_jit_frame(iv):
-    """The interval keyed by the innermost JIT frame of each sample (unchanged without one)."""
-    keyed = jit_frame_keys(iv.stacks, iv.frames) if iv.stacks is not None else None
-    if keyed is None:
-        return iv
-    return replace(iv, keys=keyed[0], counts=keyed[1], pcs=None)
 
 
 def classify(intervals, config):
@@ -134,8 +124,6 @@ def main() -> int:
     ap.add_argument("--only", help="comma-separated workload names")
     ap.add_argument("--rate", type=int, default=1000)
     ap.add_argument("--window", type=int, default=100)
-    ap.add_argument("--jit-frames", action="store_true",
-                    help="key each sample by the innermost JIT frame of its stack (logs with stacks)")
     ap.add_argument("--markdown", action="store_true", help="print the table as docs/quality.md has it")
     ap.add_argument("--merge", type=int, default=1, metavar="K",
                     help="score windows of K recorded windows (a log recorded with small windows stands for larger ones)")
@@ -160,8 +148,6 @@ def main() -> int:
         if not (args.reuse and os.path.exists(log) and os.path.exists(w.truth(out_dir))):
             record(w, out_dir, args.rate, args.window)
         intervals = main_thread(list(read_log(log)))
-        if args.jit_frames:
-            intervals = [by_jit_frame(iv) for iv in intervals]
         intervals = [merge(intervals[i:i + args.merge], i // args.merge) for i in range(0, len(intervals), args.merge)]
         cpu = np.array([iv.cpu_ns for iv in intervals], dtype=np.float64)
         truth = read_truth(w.truth(out_dir))

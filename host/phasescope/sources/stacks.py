@@ -17,10 +17,6 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME, ModuleMap
-from phasescope.sources.sample_code import JIT_MODULE
-
-#: The low 32 bits of a JIT key (:func:`phasescope.sources.perf_map.jit_tag`): the offset in the function.
-_OFFSET = (1 << 32) - 1
 
 #: ``[count, leaf key, caller key, ...]``: one distinct stack of a window, innermost first.
 Stack = List[int]
@@ -61,21 +57,3 @@ def window_stacks(ips: np.ndarray, callers: np.ndarray, modules: ModuleMap,
     for pc, named in zip(user, names_for(user)):
         frames[keys[pc]] = named if named is not None else (modules.locate(pc)[0], None)
     return stacks, frames, leaf_only
-
-
-def jit_frame_keys(stacks: List[Stack], frames: Frames) -> Optional[Tuple[np.ndarray, np.ndarray]]:
-    """``(keys, counts)`` of a window with each sample keyed by the innermost frame of its stack
-    (leaf first) that is JIT code (module :data:`~phasescope.sources.sample_code.JIT_MODULE`), as
-    that function (offset 0): the interpreted and the optimised runs of one JavaScript function,
-    and the runtime's shared helpers it calls, then count as that function. Samples with no JIT
-    frame keep their leaf key. None when no sample has a JIT frame (the window is unchanged)."""
-    out: Counter = Counter()
-    jit = False
-    for stack in stacks:
-        key = next((k for k in stack[1:] if frames.get(k, (None,))[0] == JIT_MODULE), None)
-        jit = jit or key is not None
-        out[stack[1] if key is None else key & ~_OFFSET] += stack[0]
-    if not jit:
-        return None
-    keys = np.fromiter(out.keys(), dtype=np.uint64, count=len(out))
-    return keys, np.fromiter(out.values(), dtype=np.uint64, count=len(out))
