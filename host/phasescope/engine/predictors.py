@@ -296,12 +296,13 @@ class OrderLength:
     Order: ``(phase before, phase)`` -> the phase that followed last (else ``(phase,)`` -> it).
     Length: the last ``RUNS`` run lengths of each phase. After each interval it *claims* a change
     to the phase the order names when the tracker held the interval (a window that fits no phase:
-    the run is ending) or when the run has reached one of the phase's past lengths. Claims are
-    counted per kind (held; at the longest past length; at a shorter one), pooled over every phase
-    and run length: a fixed cycle of four phases confirms a kind within a turn, where a context of
-    (phase, run length) would need several turns. A claim is shown once its kind has been right at
-    least ``MIN_HITS`` times and more often than the run went on (``stays``); a random order, whose
-    claims mostly miss, shows "no change". Confidence: the kind's measured accuracy of what is shown.
+    the run is ending) or when the run is one short of, at or past the phase's longest past run
+    (runs of sampled windows vary by one). Claims are counted per kind (``"held"``, -1, 0, 1),
+    pooled over every phase and run length: a fixed cycle of four phases confirms a kind within a
+    turn, where a context of (phase, run length) would need several turns. A claim is shown once
+    its kind has been right at least ``MIN_HITS`` times and at least as often as the run went on
+    (``stays``); a random order, whose claims mostly miss, shows "no change". Confidence: the
+    kind's measured accuracy of what is shown. Measured in docs/quality.md (issue 27).
     """
 
     RUNS = 4
