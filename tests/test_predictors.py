@@ -276,7 +276,7 @@ def test_order_length_foretells_a_cycle_from_its_second_turn():
     assert acc["order_length"] == (1.0, 1.0)
 
 
-def test_order_length_claims_are_scored_by_kind_and_shown_once_right_more_often():
+def test_order_length_scores_its_claims_by_kind():
     o = OrderLength()
     for phase in [0] * 3 + [1] * 2:  # one run of each: A -> B known, A's length 3
         assert o.observe(phase) == (phase, OrderLength.UNSEEN)
