@@ -60,6 +60,23 @@ def test_parse_and_lookup_with_growth_and_replacement(tmp_path):
     assert PerfMap(2, str(tmp_path / "missing.map")).name(0x7F0000001000) is None
 
 
+def test_newer_code_drops_the_older_entries_it_overlaps(tmp_path):
+    """V8 writes no line when it frees code: newer code over freed code must not keep the dead
+    function's name (seen on node 20: optimised math named after a freed crypto module)."""
+    path = tmp_path / "perf-1.map"
+    path.write_text("7f0000001000 100 JS:~dead a.js:1\n7f0000001200 100 JS:~kept a.js:2\n"
+                    "7f0000000f00 180 JS:*math a.js:3\n")
+    pm = PerfMap(1, str(path))
+    assert pm.name(0x7F0000001010) == "JS:*math a.js:3"  # the dead entry starts inside the new one
+    assert pm.name(0x7F0000001080) is None  # past the new code: the dead entry is gone
+    assert pm.name(0x7F0000001210) == "JS:~kept a.js:2"
+    pcs = np.array([0x7F0000001010], dtype=np.uint64)
+    assert pm.keys(pcs, pcs.copy())[0] == jit_tag("JS:math a.js:3") | 0x110
+    with open(path, "a") as f:  # one line over several older ones
+        f.write("7f0000000e00 600 JS:*big a.js:4\n")
+    assert {pm.name(a) for a in (0x7F0000000E00, 0x7F0000001010, 0x7F0000001210)} == {"JS:*big a.js:4"}
+
+
 @pytest.mark.slow
 def test_node_hot_jit_functions_are_named(tmp_path):
     node = shutil.which("node")

@@ -5,8 +5,8 @@ import random
 import pytest
 
 from phasescope.engine.predict import PRIMARY, PREDICTORS, PredictorConfig, Scoreboard, ThreadPredictors
-from phasescope.engine.predictors import (Confidence, DurationPredictor, Gpht, LruTable, Measured, RleMarkovQ,
-                                          log2_bucket)
+from phasescope.engine.predictors import (Confidence, DurationPredictor, Gpht, LruTable, Measured, OrderLength,
+                                          RleMarkovQ, log2_bucket)
 
 PERIOD = [0, 0, 0, 0, 1, 1, 1, 2]  # AAAABBBC
 
@@ -265,3 +265,36 @@ def test_measured_counts_stays_and_changes_at_the_same_context():
     m.observe(0, 1, False, 1)
     assert m.observe(0, 2, True, 1) == (0, 1.0)
     assert m.observe(0, 9, True, None) == (0, Measured.UNSEEN)
+
+
+def test_order_length_foretells_a_cycle_from_its_second_turn():
+    # Four phases in a fixed order with fixed run lengths: the order and each phase's length are
+    # known after one turn, claims of a kind are confirmed twice within the second, so from the
+    # third turn on every change is foretold.
+    turn = [0] * 9 + [1] * 5 + [2] * 12 + [3] * 7
+    acc = scored(turn * 8, warmup=2 * len(turn))
+    assert acc["order_length"] == (1.0, 1.0)
+
+
+def test_order_length_scores_its_claims_by_kind():
+    o = OrderLength()
+    for phase in [0] * 3 + [1] * 2:  # one run of each: A -> B known, A's length 3
+        assert o.observe(phase) == (phase, OrderLength.UNSEEN)
+    assert o.observe(0)[0] == 0  # (B, A) unknown, (A,) -> B; run 1 is far from A's length: no claim
+    assert o.observe(0) == (0, OrderLength.UNSEEN)  # run 2 = 3 - 1: claim of kind -1, never seen
+    o.observe(0)  # it stayed (a miss); run 3: a claim of kind 0
+    o.observe(1)  # it came (a hit)
+    assert o.kinds == {-1: [1, 1, 0], 0: [1, 0, 1]}
+
+
+def test_order_length_never_falls_below_last_phase_on_random_orders():
+    # Runs of random length of phases drawn at random (one short, one long stream): claims mostly
+    # miss, so their kinds stay closed.
+    for seed, phases, lo, hi, runs in ((11, 8, 2, 12, 600), (4, 10, 6, 30, 17)):
+        rng = random.Random(seed)
+        stream, last = [], None
+        for _ in range(runs):
+            last = rng.choice([p for p in range(phases) if p != last])
+            stream += [last] * rng.randint(lo, hi)
+        acc = scored(stream)
+        assert acc["order_length"][0] >= acc["last_phase"][0] - 0.01

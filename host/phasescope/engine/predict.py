@@ -2,7 +2,8 @@
 
 Each predictor sees one thread's phase stream: ``observe(phase)`` for every interval, then
 ``predict()`` gives that thread's next phase. Each thread gets one of every predictor of
-:data:`phasescope.engine.predictors.STREAM_PREDICTORS`, and the three that combine them.
+:data:`phasescope.engine.predictors.STREAM_PREDICTORS`, and the four that keep contexts of their
+own (``hybrid``, ``gated``, ``measured``, ``order_length``).
 
 - ``rle_markov`` (the paper's), ``last_phase``, ``markov1`` / ``markov2``: see
   :mod:`phasescope.engine.markov`.
@@ -12,6 +13,9 @@ Each predictor sees one thread's phase stream: ``observe(phase)`` for every inte
 - ``measured``: the hybrid's (or the duration predictor's) change, shown only where it has been
   right more often than "no change" at the same (phase, run length, held) context
   (:class:`phasescope.engine.predictors.Measured`).
+- ``order_length``: the phase order and the run lengths learned apart, a change claimed where both
+  speak and shown once claims of its kind have been right more often than not
+  (:class:`phasescope.engine.predictors.OrderLength`).
 
 Every predictor runs and is scored on every interval; one is shown (``PredictorConfig.shown``,
 ``--shown-prediction``; ``rle_markov`` is the paper's, bit for bit), with a confidence (0..1) and
@@ -23,7 +27,8 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from phasescope.engine.config import PREDICTORS, PRIMARY, PredictorConfig  # noqa: F401
-from phasescope.engine.predictors import STREAM_PREDICTORS, Confidence, Gated, Hybrid, Measured, context_of
+from phasescope.engine.predictors import (STREAM_PREDICTORS, Confidence, Gated, Hybrid, Measured, OrderLength,
+                                          context_of)
 
 HYBRID_MEMBERS = ("gpht", "rle_markov_q", "duration", "rle_markov", "last_phase")  # ties: the first
 GATED_MEMBER = "rle_markov"  # whose change predictions ``gated`` passes on once confirmed
@@ -55,6 +60,7 @@ class ThreadPredictors:
         self.hybrid = Hybrid(self.confidences, HYBRID_MEMBERS)
         self.gated = Gated(self.confidences)
         self.measured = Measured()
+        self.order_length = OrderLength(config.rle_entries)
         self._contexts: Dict[str, tuple] = {}
         self._leaving: Optional[tuple] = None  # (phase, the phase expected after it) of the current run
         self.prediction: Optional[int] = None
@@ -84,8 +90,10 @@ class ThreadPredictors:
         out["gated"], gated_confidence = self.gated.choose(phase, out[GATED_MEMBER], self._contexts[GATED_MEMBER])
         candidate = out["hybrid"] if out["hybrid"] != phase else duration.next_different()
         out["measured"], measured_confidence = self.measured.observe(phase, duration.run, held, candidate)
+        out["order_length"], order_length_confidence = self.order_length.observe(phase, held)
         self.prediction = out[self.shown]
-        own = {"hybrid": hybrid_confidence, "gated": gated_confidence, "measured": measured_confidence}
+        own = {"hybrid": hybrid_confidence, "gated": gated_confidence, "measured": measured_confidence,
+               "order_length": order_length_confidence}
         self.confidence = own[self.shown] if self.shown in own else \
             self.confidences.confidence(self._contexts[self.shown])
         remaining = self.predictors["duration"].expected_remaining()

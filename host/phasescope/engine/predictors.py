@@ -292,6 +292,66 @@ class Measured:
         return phase, stays / n
 
 
+class OrderLength:
+    """Order and length learned apart, their claims scored together (``order_length``).
+
+    Order: ``(phase before, phase)`` -> the phase that followed last (else ``(phase,)`` -> it).
+    Length: the last ``RUNS`` run lengths of each phase. After each interval it *claims* a change
+    to the phase the order names when the tracker held the interval (a window that fits no phase:
+    the run is ending) or when the run is one short of, at or past the phase's longest past run
+    (runs of sampled windows vary by one). Claims are counted per kind (``"held"``, -1, 0, 1),
+    pooled over every phase and run length: a fixed cycle of four phases confirms a kind within a
+    turn, where a context of (phase, run length) would need several turns. A claim is shown once
+    its kind has been right at least ``MIN_HITS`` times and at least as often as the run went on
+    (``stays``); a random order, whose claims mostly miss, shows "no change". Confidence: the
+    kind's measured accuracy of what is shown. Measured in docs/quality.md (issue 27).
+    """
+
+    RUNS = 4
+    MIN_HITS = 2
+    UNSEEN = 0.5
+
+    def __init__(self, entries: int = 256):
+        self.order = LruTable(entries)
+        self.lengths = LruTable(entries)
+        self.kinds: Dict[Hashable, list] = {}  # kind -> [claims, stays, hits]
+        self.last: Optional[int] = None
+        self.before: Optional[int] = None
+        self.run = 0
+        self._claim: Optional[Tuple[Hashable, int]] = None  # (kind, claimed phase) awaiting the next phase
+
+    def observe(self, phase: int, held: bool = False) -> Tuple[int, float]:
+        """Feed one phase (``held``: the tracker held this interval); the prediction and its confidence."""
+        if self._claim is not None:
+            kind, to = self._claim
+            e = self.kinds.setdefault(kind, [0, 0, 0])
+            e[0] += 1
+            e[1] += phase == self.last
+            e[2] += phase == to
+        if phase != self.last:
+            if self.last is not None:
+                self.order.put((self.before, self.last), phase)
+                self.order.put((self.last,), phase)
+                runs = self.lengths.get(self.last) or []
+                self.lengths.put(self.last, (runs + [self.run])[-self.RUNS:])
+            self.before, self.last, self.run = self.last, phase, 1
+        else:
+            self.run += 1
+        to = self.order.get((self.before, phase))
+        to = self.order.get((phase,)) if to is None else to
+        runs = self.lengths.get(phase) or []
+        past = self.run - max(runs) if runs else None
+        kind = "held" if held else None if past is None or past < -1 else min(past, 1)
+        if to is None or kind is None:
+            self._claim = None
+            return phase, self.UNSEEN
+        self._claim = (kind, to)
+        n, stays, hits = self.kinds.get(kind, (0, 0, 0))
+        if hits >= self.MIN_HITS and hits >= stays:
+            return to, hits / n
+        return phase, stays / n if n else self.UNSEEN
+
+
 #: name -> one thread's instance from the :class:`~phasescope.engine.config.PredictorConfig`: every
 #: predictor that predicts from the phase stream alone, in the order of ``PREDICTORS`` (``hybrid``,
 #: ``gated`` and ``measured`` combine them: :class:`~phasescope.engine.predict.ThreadPredictors`).

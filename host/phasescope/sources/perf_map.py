@@ -4,7 +4,7 @@ anonymous executable memory, which no ELF file names.
 
 The format (Linux's tools/perf/Documentation/jit-interface.txt): one ``START SIZE name`` line per
 code range, ``START`` and ``SIZE`` in hex (with or without ``0x``), appended as code is compiled; a
-later line for an overlapping range is newer code at that address. The file is re-read when it
+later line for an overlapping range is newer code there, and the older lines it overlaps are dropped. The file is re-read when it
 has grown, so code compiled after the first lookup is named too.
 
 Two uses: :meth:`PerfMap.name` names an address (hot code, reports, profiles), and
@@ -19,7 +19,7 @@ import bisect
 import os
 import re
 import tempfile
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -59,8 +59,7 @@ class PerfMap:
     def __init__(self, pid: int, path: Optional[str] = None):
         self.path = path or perf_map_path(pid)
         self._read_at = 0  # bytes of complete lines read so far
-        self._by_start: Dict[int, Tuple[int, str]] = {}
-        self._starts: List[int] = []
+        self._starts: List[int] = []  # entries that overlap no other, by start
         self._ends: List[int] = []
         self._names: List[str] = []
         self._arrays = None  # (starts, ends, tags) as uint64 arrays for keys(), built on demand
@@ -80,16 +79,22 @@ class PerfMap:
         except OSError:
             return
         if not grown:  # shorter: another process of that pid wrote it anew
-            self._by_start, self._read_at = {}, 0
+            self._starts, self._ends, self._names, self._read_at = [], [], [], 0
         complete = data[:data.rfind(b"\n") + 1]  # a line still being written waits for the next read
         self._read_at += len(complete)
         for start, end, name in parse(complete.decode("utf-8", "replace").splitlines()):
-            self._by_start[start] = (end, name)
-        items = sorted(self._by_start.items())
-        self._starts = [s for s, _ in items]
-        self._ends = [e for _, (e, _) in items]
-        self._names = [n for _, (_, n) in items]
+            self._add(start, end, name)
         self._arrays = None
+
+    def _add(self, start: int, end: int, name: str) -> None:
+        """Newer code at ``[start, end)``: every older entry it overlaps is gone (a runtime that
+        frees code and compiles other code there writes no line for the freed code; left in, an
+        older entry that starts inside the new range would name the new code after the dead)."""
+        hi = bisect.bisect_left(self._starts, end)
+        lo = hi
+        while lo > 0 and self._ends[lo - 1] > start:  # entries overlap no other: ends ascend too
+            lo -= 1
+        self._starts[lo:hi], self._ends[lo:hi], self._names[lo:hi] = [start], [end], [name]
 
     def name(self, address: int) -> Optional[str]:
         """The name of the code range holding ``address`` (None where the map names nothing)."""

@@ -85,7 +85,8 @@ CHANGES = 64
 
 LABELS = {"rle_markov": "RLE Markov", "last_phase": "last phase", "markov1": "Markov-1", "markov2": "Markov-2",
           "rle_markov_q": "RLE Markov (log2 runs)", "duration": "next + duration", "gpht": "GPHT",
-          "hybrid": "hybrid", "gated": "RLE Markov (confirmed)", "measured": "measured"}
+          "hybrid": "hybrid", "gated": "RLE Markov (confirmed)", "measured": "measured",
+          "order_length": "order + length"}
 
 
 def short_name(name: str) -> str:

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Shown predictors on synthetic phase streams whose right answer is known by construction:
+random orders (no change is predictable: the best is last-phase's accuracy) and four-phase
+cycles whose runs vary by one window (as runs of sampled windows do around a fixed CPU budget).
+Prints next-window accuracy and the share of changes foretold of last-phase, ``measured``,
+``order_length`` and the hybrid (issue 27).
+
+    python3 bench/predict_streams.py
+"""
+
+import os
+import random
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "host"))
+from phasescope.engine.predict import PredictorConfig, ThreadPredictors  # noqa: E402
+
+SHOWN = ("last_phase", "measured", "order_length", "hybrid")
+
+
+def score(stream):
+    """{predictor: (accuracy, share of changes foretold)} over the stream."""
+    tp = ThreadPredictors(PredictorConfig(), leaving=True)
+    right = dict.fromkeys(SHOWN, 0)
+    foretold = dict.fromkeys(SHOWN, 0)
+    changes = 0
+    before = None
+    for i, phase in enumerate(stream):
+        if before is not None:
+            changed = phase != stream[i - 1]
+            changes += changed
+            for name in SHOWN:
+                right[name] += before[name] == phase
+                foretold[name] += changed and before[name] == phase
+        before = tp.observe(phase)
+    return {n: (right[n] / (len(stream) - 1), foretold[n] / max(1, changes)) for n in SHOWN}
+
+
+def random_order(seed, phases, shortest, longest, runs):
+    rng = random.Random(seed)
+    stream, last = [], None
+    for _ in range(runs):
+        last = rng.choice([p for p in range(phases) if p != last])
+        stream += [last] * rng.randint(shortest, longest)
+    return stream
+
+
+def jittered_cycle(seed, lengths, turns):
+    rng = random.Random(seed)
+    return [p for _ in range(turns) for p, n in enumerate(lengths) for _ in range(n + rng.choice((0, 1)))]
+
+
+STREAMS = [("random, runs 2-12, 8 phases, 600 runs", random_order(11, 8, 2, 12, 600)),
+           ("random, runs 6-30, 10 phases, 200 runs", random_order(3, 10, 6, 30, 200)),
+           ("random, runs 6-30, 10 phases, 17 runs", random_order(4, 10, 6, 30, 17)),
+           ("random, runs 6-30, 4 phases, 30 runs", random_order(5, 4, 6, 30, 30)),
+           ("cycle 12/7/9/20 (+0 or 1), 5 turns", jittered_cycle(1, [12, 7, 9, 20], 5)),
+           ("cycle 12/7/9/20 (+0 or 1), 20 turns", jittered_cycle(2, [12, 7, 9, 20], 20))]
+
+if __name__ == "__main__":
+    print("stream | windows | " + " | ".join(f"{n}: accuracy, foretold" for n in SHOWN))
+    for name, stream in STREAMS:
+        s = score(stream)
+        print(f"{name} | {len(stream)} | " + " | ".join(f"{s[n][0]:.3f}, {s[n][1]:.0%}" for n in SHOWN))
