@@ -33,8 +33,14 @@ def _state(stat_path: str) -> Optional[str]:
 
 
 def is_stopped(pid: int) -> bool:
-    """True when ``pid`` sits in a job-control stop (state T: SIGSTOP, SIGTSTP, SIGTTIN/TTOU)."""
-    return _state(f"/proc/{pid}/stat") == "T"
+    """True when ``pid`` sits in a job-control stop (state T: SIGSTOP, SIGTSTP, SIGTTIN/TTOU). Any
+    thread in it counts: a thread that Frida's helper holds (state t) joins the stop only once the
+    helper lets it go, so while the helper holds the main thread, /proc/PID/stat says ``t`` and
+    the rest of the process is stopped (the agent's thread too, mid-handshake with the helper)."""
+    state = _state(f"/proc/{pid}/stat")
+    if state in ("T", None):
+        return state == "T"
+    return any(_state(stat) == "T" for stat in glob.glob(f"/proc/{pid}/task/*/stat"))
 
 
 def wait_while_stopped(pid: int, give_up: Callable[[], Optional[str]]) -> Optional[str]:
