@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from phasescope.sources.stopped import is_stopped, stuck_helpers
+from phasescope.sources.stopped import is_stopped, stuck_helpers, tracer
 
 from conftest import cli_command, end_process, log_lines, run_cli, wait_for
 
@@ -66,15 +66,6 @@ def test_a_stopped_target_is_traced_once_continued(build, tmp_path):
         end_process(target)
 
 
-def main_thread_traced(pid: int) -> bool:
-    """Whether a tracer (Frida's thread-modifying helper, during a detach) holds ``pid``'s main thread."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            return int(next(ln for ln in f if ln.startswith("TracerPid:")).split()[1]) != 0
-    except (OSError, StopIteration, ValueError):
-        return False
-
-
 @pytest.mark.parametrize("when", ["before", "during", "helper"])
 def test_stopped_around_the_detach_then_killed_is_reaped(build, tmp_path, when):
     """Stopped before or during the detach, then killed while stopped: no Frida helper is left
@@ -99,7 +90,7 @@ def test_stopped_around_the_detach_then_killed_is_reaped(build, tmp_path, when):
                 os.kill(target.pid, signal.SIGSTOP)
             else:
                 mon.send_signal(signal.SIGINT)
-                wait_for(lambda: main_thread_traced(target.pid), 30, "a helper to trace the main thread", every=0)
+                wait_for(lambda: tracer(f"/proc/{target.pid}/status"), 30, "a helper to trace the main thread", every=0)
                 os.kill(target.pid, signal.SIGSTOP)
             _, stderr = mon.communicate(timeout=60)
         finally:

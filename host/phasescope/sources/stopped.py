@@ -88,22 +88,27 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
+def tracer(status_path: str) -> int:
+    """The TracerPid of a /proc/.../status file: the pid tracing that thread, 0 for none (or gone)."""
+    try:
+        with open(status_path) as f:
+            return int(next(ln for ln in f if ln.startswith("TracerPid:")).split()[1])
+    except (OSError, StopIteration, ValueError):
+        return 0
+
+
 def stuck_helpers(pid: int) -> List[int]:
     """Frida helpers tracing a thread of ``pid``: tracers other than us that map frida's agent
     (a helper shares the target's memory)."""
     found = set()
     for status in glob.glob(f"/proc/{pid}/task/*/status"):
-        try:
-            with open(status) as f:
-                tracer = int(next(ln for ln in f if ln.startswith("TracerPid:")).split()[1])
-        except (OSError, StopIteration, ValueError):
-            continue
-        if tracer in (0, os.getpid()):
+        tracer_pid = tracer(status)
+        if tracer_pid in (0, os.getpid()):
             continue
         try:
-            with open(f"/proc/{tracer}/maps") as f:
+            with open(f"/proc/{tracer_pid}/maps") as f:
                 if "frida-agent" in f.read():
-                    found.add(tracer)
+                    found.add(tracer_pid)
         except OSError:
             pass
     return sorted(found)
