@@ -4,6 +4,8 @@ of bench/lifecycle.py's stress loops (which run them hundreds of times under CPU
 
 from __future__ import annotations
 
+import ctypes
+import glob
 import os
 import signal
 import subprocess
@@ -16,6 +18,14 @@ from phasescope.sources.stopped import is_stopped, stuck_helpers, tracer
 from conftest import cli_command, end_process, log_lines, run_cli, wait_for
 
 pytestmark = pytest.mark.slow
+
+PTRACE_ATTACH, PTRACE_DETACH, WALL = 16, 17, 0x40000000
+
+
+def thread_states(pid: int) -> list:
+    """The state letter of each thread of ``pid``, the main thread first."""
+    stats = sorted(glob.glob(f"/proc/{pid}/task/*/stat"), key=lambda p: int(p.split("/")[4]) != pid)
+    return [open(p).read().rsplit(")", 1)[1].split()[0] for p in stats]
 
 
 def start_workers(build, *args) -> subprocess.Popen:
@@ -62,6 +72,27 @@ def test_a_stopped_target_is_traced_once_continued(build, tmp_path):
             end_process(mon)
         assert mon.returncode == 0, stderr
         assert not is_stopped(target.pid) and target.poll() is None
+    finally:
+        end_process(target)
+
+
+def test_a_stop_counts_while_a_tracer_holds_the_main_thread(build):
+    """What the detach sees when a SIGSTOP lands while Frida's helper holds the main thread: that
+    thread in ptrace stop (``t``), the rest stopped (``T``). Here this test is the tracer."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    target = start_workers(build, "tick")
+    try:
+        assert libc.ptrace(PTRACE_ATTACH, target.pid, None, None) == 0, os.strerror(ctypes.get_errno())
+        try:
+            os.waitpid(target.pid, WALL)  # the attach's stop
+            os.kill(target.pid, signal.SIGSTOP)
+            wait_for(lambda: thread_states(target.pid).count("T") == len(thread_states(target.pid)) - 1, 10,
+                     lambda: f"the other threads to stop: {thread_states(target.pid)}")
+            assert thread_states(target.pid)[0] == "t"
+            assert is_stopped(target.pid)
+        finally:
+            libc.ptrace(PTRACE_DETACH, target.pid, None, None)
     finally:
         end_process(target)
 
