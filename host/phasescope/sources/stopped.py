@@ -56,14 +56,15 @@ def wait_while_stopped(pid: int, give_up: Callable[[], Optional[str]]) -> Option
 
 class Continued:
     """A detach that needs the target to run: :meth:`poll` continues it (SIGCONT) whenever it is
-    found stopped; :meth:`restore` stops it again if it was (the user's stop is kept) and says so."""
+    found stopped, unless an attach is pending (:func:`attach_pending`: then at a later poll);
+    :meth:`restore` stops it again if it was (the user's stop is kept) and says so."""
 
     def __init__(self, pid: int):
         self.pid = pid
         self.since: Optional[float] = None  # time.monotonic() of the first SIGCONT
 
     def poll(self) -> None:
-        if self.pid is not None and is_stopped(self.pid):
+        if self.pid is not None and is_stopped(self.pid) and not attach_pending(self.pid):
             if self.since is None:
                 self.since = time.monotonic()
             _signal(self.pid, signal.SIGCONT)
@@ -95,6 +96,17 @@ def tracer(status_path: str) -> int:
             return int(next(ln for ln in f if ln.startswith("TracerPid:")).split()[1])
     except (OSError, StopIteration, ValueError):
         return 0
+
+
+def attach_pending(pid: int) -> bool:
+    """Whether a tracer has attached a thread of ``pid`` that has not stopped for it yet (state
+    ``t``): the SIGSTOP of its PTRACE_ATTACH is still pending, and a SIGCONT now would discard it
+    (SIGCONT discards every pending stop signal), leaving the tracer, Frida's helper, waiting for
+    that stop for good while the agent's thread waits for the helper."""
+    for task in glob.glob(f"/proc/{pid}/task/*"):
+        if tracer(f"{task}/status") and _state(f"{task}/stat") != "t":
+            return True
+    return False
 
 
 def stuck_helpers(pid: int) -> List[int]:
