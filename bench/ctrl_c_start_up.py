@@ -43,6 +43,7 @@ def main() -> int:
     ap.add_argument("--tries", type=int, default=6, help="SIGINTs per delay")
     ap.add_argument("--python", default="/usr/bin/python3")
     args = ap.parse_args()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a shell's background job starts with it ignored, as its children would
     runs = {
         "untraced": ([args.python, *PROGRAM], (0.005, 0.01, 0.02, 0.03, 0.05, 0.08), False),
         "exact": ([sys.executable, "-m", "phasescope.cli", "--no-dashboard", "-f", args.python, "--", *PROGRAM],
