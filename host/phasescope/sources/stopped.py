@@ -98,32 +98,32 @@ def tracer(status_path: str) -> int:
         return 0
 
 
+def _is_helper(tracer_pid: int) -> bool:
+    """Whether a tracer is Frida's helper: not us, and maps frida's agent (it shares the target's memory)."""
+    if tracer_pid in (0, os.getpid()):
+        return False
+    try:
+        with open(f"/proc/{tracer_pid}/maps") as f:
+            return "frida-agent" in f.read()
+    except OSError:
+        return False
+
+
 def attach_pending(pid: int) -> bool:
-    """Whether a tracer has attached a thread of ``pid`` that has not stopped for it yet (state
-    ``t``): the SIGSTOP of its PTRACE_ATTACH is still pending, and a SIGCONT now would discard it
-    (SIGCONT discards every pending stop signal), leaving the tracer, Frida's helper, waiting for
-    that stop for good while the agent's thread waits for the helper."""
+    """Whether Frida's helper has attached a thread of ``pid`` that has not stopped for it yet
+    (state ``t``): the SIGSTOP of its PTRACE_ATTACH is still pending, and a SIGCONT now would
+    discard it (SIGCONT discards every pending stop signal), leaving the helper waiting for that
+    stop for good while the agent's thread waits for the helper."""
     for task in glob.glob(f"/proc/{pid}/task/*"):
-        if tracer(f"{task}/status") and _state(f"{task}/stat") != "t":
+        if _state(f"{task}/stat") != "t" and _is_helper(tracer(f"{task}/status")):
             return True
     return False
 
 
 def stuck_helpers(pid: int) -> List[int]:
-    """Frida helpers tracing a thread of ``pid``: tracers other than us that map frida's agent
-    (a helper shares the target's memory)."""
-    found = set()
-    for status in glob.glob(f"/proc/{pid}/task/*/status"):
-        tracer_pid = tracer(status)
-        if tracer_pid in (0, os.getpid()):
-            continue
-        try:
-            with open(f"/proc/{tracer_pid}/maps") as f:
-                if "frida-agent" in f.read():
-                    found.add(tracer_pid)
-        except OSError:
-            pass
-    return sorted(found)
+    """Frida helpers tracing a thread of ``pid``."""
+    found = {tracer(status) for status in glob.glob(f"/proc/{pid}/task/*/status")}
+    return sorted(t for t in found if _is_helper(t))
 
 
 def end_stuck_helpers(pid: int) -> List[int]:
