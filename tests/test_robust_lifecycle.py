@@ -5,7 +5,6 @@ of bench/lifecycle.py's stress loops (which run them hundreds of times under CPU
 from __future__ import annotations
 
 import ctypes
-import glob
 import os
 import signal
 import subprocess
@@ -15,17 +14,11 @@ import pytest
 
 from phasescope.sources.stopped import is_stopped, stuck_helpers, tracer
 
-from conftest import cli_command, end_process, log_lines, run_cli, wait_for
+from conftest import cli_command, end_process, log_lines, run_cli, thread_states, wait_for
 
 pytestmark = pytest.mark.slow
 
 PTRACE_ATTACH, PTRACE_DETACH, WALL = 16, 17, 0x40000000
-
-
-def thread_states(pid: int) -> list:
-    """The state letter of each thread of ``pid``, the main thread first."""
-    stats = sorted(glob.glob(f"/proc/{pid}/task/*/stat"), key=lambda p: int(p.split("/")[4]) != pid)
-    return [open(p).read().rsplit(")", 1)[1].split()[0] for p in stats]
 
 
 def start_workers(build, *args) -> subprocess.Popen:
@@ -87,9 +80,10 @@ def test_a_stop_counts_while_a_tracer_holds_the_main_thread(build):
         try:
             os.waitpid(target.pid, WALL)  # the attach's stop
             os.kill(target.pid, signal.SIGSTOP)
-            wait_for(lambda: thread_states(target.pid).count("T") == len(thread_states(target.pid)) - 1, 10,
+            states = lambda: [state for _, _, state, _ in thread_states(target.pid)]  # noqa: E731
+            wait_for(lambda: states()[1:] and set(states()[1:]) == {"T"}, 10,
                      lambda: f"the other threads to stop: {thread_states(target.pid)}")
-            assert thread_states(target.pid)[0] == "t"
+            assert states()[0] == "t"  # the main thread, lowest tid
             assert is_stopped(target.pid)
         finally:
             libc.ptrace(PTRACE_DETACH, target.pid, None, None)
