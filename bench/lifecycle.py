@@ -3,9 +3,10 @@
 CPU hogs (busy shells) on tests/programs/workers3.c, a 3-thread target:
 
     python3 bench/lifecycle.py stopped [--tries 100] [--hogs 3]
-        attach, then SIGSTOP the target before (odd tries) or during (even tries) the detach, then
-        SIGKILL it while stopped: counts targets not reapable within 15 s and Frida helpers left
-        tracing them (goal: 0 leftovers), and targets not left stopped
+        attach, then SIGSTOP the target before the detach, during it (0-190 ms in), or the moment
+        Frida's helper holds its main thread (in turn), then SIGKILL it while stopped: counts targets
+        not reapable within 15 s and Frida helpers left tracing them (goal: 0 leftovers), and
+        targets not left stopped
     python3 bench/lifecycle.py forks [--forks 500] [--hogs 3]
         exact mode on ``workers3 fork N``: a forked child that hangs hangs the run (goal: 0 hangs)
     python3 bench/lifecycle.py cycles [--cycles 300] [--mode exact|sampled] [--hogs 3]
@@ -30,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "host"))
 
-from phasescope.sources.stopped import is_stopped, stuck_helpers  # noqa: E402
+from phasescope.sources.stopped import is_stopped, stuck_helpers, tracer  # noqa: E402
 
 PHASESCOPE = [sys.executable, "-m", "phasescope.cli", "--no-dashboard"]
 
@@ -87,7 +88,7 @@ def stopped(exe: str, tries: int, tmp: str) -> int:
     for i in range(tries):
         if i % 10 == 0:
             print(f"try {i}: {failures} leftovers so far", flush=True)
-        when = "before" if i % 2 else "during"
+        when = ("during", "before", "helper")[i % 3]
         target = start_target(exe, "tick")
         log = os.path.join(tmp, "log.jsonl")
         if os.path.exists(log):
@@ -98,9 +99,15 @@ def stopped(exe: str, tries: int, tmp: str) -> int:
         if when == "before":
             os.kill(target.pid, signal.SIGSTOP)
             mon.send_signal(signal.SIGINT)
-        else:
+        elif when == "during":
             mon.send_signal(signal.SIGINT)
             time.sleep(0.01 * (i % 20))  # somewhere inside the detach
+            os.kill(target.pid, signal.SIGSTOP)
+        else:
+            mon.send_signal(signal.SIGINT)
+            end = time.monotonic() + 30
+            while not tracer(f"/proc/{target.pid}/status") and time.monotonic() < end:
+                pass
             os.kill(target.pid, signal.SIGSTOP)
         try:
             _, err = mon.communicate(timeout=90)

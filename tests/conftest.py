@@ -4,6 +4,7 @@ a condition, read and check an interval log."""
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import os
 import re
@@ -110,6 +111,19 @@ def end_process(proc: subprocess.Popen, timeout: float = 15.0) -> None:
         from phasescope.sources.stopped import stuck_helpers
         raise AssertionError(f"pid {proc.pid} killed but not reapable after {timeout:g} s; "
                              f"frida helpers tracing it: {stuck_helpers(proc.pid)}") from None
+
+
+def thread_states(pid: int) -> list:
+    """(tid, name, state, kernel wait channel) of each thread of ``pid``, in the order of their tids."""
+    out = []
+    for task in sorted(glob.glob(f"/proc/{pid}/task/*"), key=lambda t: int(t.rsplit("/", 1)[1])):
+        try:
+            state = open(f"{task}/stat").read().rsplit(")", 1)[1].split()[0]
+            out.append((task.rsplit("/", 1)[1], open(f"{task}/comm").read().strip(), state,
+                        open(f"{task}/wchan").read()))
+        except OSError:
+            pass
+    return out
 
 
 def log_lines(path) -> int:

@@ -4,7 +4,6 @@ fork and exec; and detaching and re-attaching to the same process leaves its out
 from __future__ import annotations
 
 import pytest
-import glob
 import json
 import os
 import re
@@ -13,7 +12,8 @@ import subprocess
 
 from phasescope.sources.stopped import is_stopped, stuck_helpers
 
-from conftest import check_thread_streams, cli_command, end_process, log_lines, read_records, run_cli, wait_for
+from conftest import (check_thread_streams, cli_command, end_process, log_lines, read_records, run_cli,
+                      thread_states, wait_for)
 
 pytestmark = pytest.mark.slow  # every test here starts a real process
 
@@ -87,19 +87,6 @@ def test_exec_ends_tracing_with_every_interval(build, tmp_path):
     check_thread_streams(records, s["skipped_empty"])
     # 10 units of ~0.8M instructions: all of them shipped before the image was replaced
     assert sum(rec["instructions"] for rec in records) >= 8_000_000
-
-
-def thread_states(pid: int) -> list:
-    """(tid, name, state, kernel wait channel) of each thread of ``pid``."""
-    out = []
-    for task in sorted(glob.glob(f"/proc/{pid}/task/*")):
-        try:
-            state = open(f"{task}/stat").read().rsplit(")", 1)[1].split()[0]
-            out.append((task.rsplit("/", 1)[1], open(f"{task}/comm").read().strip(), state,
-                        open(f"{task}/wchan").read()))
-        except OSError:
-            pass
-    return out
 
 
 def test_detach_and_reattach_twice(build, tmp_path):

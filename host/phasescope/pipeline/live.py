@@ -183,7 +183,10 @@ class LiveRun:
     def _request_stop(self, reason: str) -> None:
         self.stop_reason = reason
         self.state.status = "detaching"
-        self._resolve_hot_code()  # last chance to ask the agent
+        # Last chance to ask the agent; not one the user stopped (SIGSTOP): it cannot answer, and
+        # the detach, which continues it for the agent to unload, would wait QUERY_TIMEOUT first.
+        if self.agent is None or not is_stopped(self.session.pid):
+            self._resolve_hot_code()
         self.session.stop()  # queues the final partial intervals, then Ended("detached")
 
     def _pass_on(self, signame: str, now: float) -> bool:

@@ -33,8 +33,14 @@ def _state(stat_path: str) -> Optional[str]:
 
 
 def is_stopped(pid: int) -> bool:
-    """True when ``pid`` sits in a job-control stop (state T: SIGSTOP, SIGTSTP, SIGTTIN/TTOU)."""
-    return _state(f"/proc/{pid}/stat") == "T"
+    """True when ``pid`` sits in a job-control stop (state T: SIGSTOP, SIGTSTP, SIGTTIN/TTOU). Any
+    thread in it counts: a thread that Frida's helper holds (state t) joins the stop only once the
+    helper lets it go, so while the helper holds the main thread, /proc/PID/stat says ``t`` and
+    the rest of the process is stopped (the agent's thread too, mid-handshake with the helper)."""
+    state = _state(f"/proc/{pid}/stat")
+    if state in ("T", None):
+        return state == "T"
+    return any(_state(stat) == "T" for stat in glob.glob(f"/proc/{pid}/task/*/stat"))
 
 
 def wait_while_stopped(pid: int, give_up: Callable[[], Optional[str]]) -> Optional[str]:
@@ -50,14 +56,15 @@ def wait_while_stopped(pid: int, give_up: Callable[[], Optional[str]]) -> Option
 
 class Continued:
     """A detach that needs the target to run: :meth:`poll` continues it (SIGCONT) whenever it is
-    found stopped; :meth:`restore` stops it again if it was (the user's stop is kept) and says so."""
+    found stopped, unless an attach is pending (:func:`attach_pending`: then at a later poll);
+    :meth:`restore` stops it again if it was (the user's stop is kept) and says so."""
 
     def __init__(self, pid: int):
         self.pid = pid
         self.since: Optional[float] = None  # time.monotonic() of the first SIGCONT
 
     def poll(self) -> None:
-        if self.pid is not None and is_stopped(self.pid):
+        if self.pid is not None and is_stopped(self.pid) and not attach_pending(self.pid):
             if self.since is None:
                 self.since = time.monotonic()
             _signal(self.pid, signal.SIGCONT)
@@ -82,25 +89,41 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
+def tracer(status_path: str) -> int:
+    """The TracerPid of a /proc/.../status file: the pid tracing that thread, 0 for none (or gone)."""
+    try:
+        with open(status_path) as f:
+            return int(next(ln for ln in f if ln.startswith("TracerPid:")).split()[1])
+    except (OSError, StopIteration, ValueError):
+        return 0
+
+
+def _is_helper(tracer_pid: int) -> bool:
+    """Whether a tracer is Frida's helper: not us, and maps frida's agent (it shares the target's memory)."""
+    if tracer_pid in (0, os.getpid()):
+        return False
+    try:
+        with open(f"/proc/{tracer_pid}/maps") as f:
+            return "frida-agent" in f.read()
+    except OSError:
+        return False
+
+
+def attach_pending(pid: int) -> bool:
+    """Whether Frida's helper has attached a thread of ``pid`` that has not stopped for it yet
+    (state ``t``): the SIGSTOP of its PTRACE_ATTACH is still pending, and a SIGCONT now would
+    discard it (SIGCONT discards every pending stop signal), leaving the helper waiting for that
+    stop for good while the agent's thread waits for the helper."""
+    for task in glob.glob(f"/proc/{pid}/task/*"):
+        if _state(f"{task}/stat") != "t" and _is_helper(tracer(f"{task}/status")):
+            return True
+    return False
+
+
 def stuck_helpers(pid: int) -> List[int]:
-    """Frida helpers tracing a thread of ``pid``: tracers other than us that map frida's agent
-    (a helper shares the target's memory)."""
-    found = set()
-    for status in glob.glob(f"/proc/{pid}/task/*/status"):
-        try:
-            with open(status) as f:
-                tracer = int(next(ln for ln in f if ln.startswith("TracerPid:")).split()[1])
-        except (OSError, StopIteration, ValueError):
-            continue
-        if tracer in (0, os.getpid()):
-            continue
-        try:
-            with open(f"/proc/{tracer}/maps") as f:
-                if "frida-agent" in f.read():
-                    found.add(tracer)
-        except OSError:
-            pass
-    return sorted(found)
+    """Frida helpers tracing a thread of ``pid``."""
+    found = {tracer(status) for status in glob.glob(f"/proc/{pid}/task/*/status")}
+    return sorted(t for t in found if _is_helper(t))
 
 
 def end_stuck_helpers(pid: int) -> List[int]:
