@@ -103,6 +103,8 @@ def test_small_tables_alias_but_keep_working():
 def test_table_sizes_are_validated():
     with pytest.raises(InputError, match="rle entries"):
         PredictorConfig(rle_entries=0)
+    with pytest.raises(InputError, match="gpht entries must be from 1 to 65536"):
+        PredictorConfig(gpht_entries=1 << 31)
 
 
 def test_every_predictor_named_is_run_once():

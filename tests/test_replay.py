@@ -233,6 +233,9 @@ def test_unrecognised_input(tmp_path):
     (["--interval", "0"], "interval"),
     (["--table-size", "0"], "table size"),
     (["--rle-entries", "0"], "rle entries"),
+    (["--rle-entries", "2147483648"], "rle entries must be from 1 to 65536"),  # was killed allocating it
+    (["--rle-entries", "18446744073709551616"], "rle entries"),  # was an OverflowError traceback
+    (["--gpht-depth", "100000"], "gpht depth"),
 ])
 def test_out_of_range_options(tmp_path, flags, text):
     f = tmp_path / "a.bb"

@@ -17,6 +17,8 @@ UPDATE_POLICIES = ("none", "mean")
 MIN_INTERVAL = 1000
 MAX_INTERVAL = 1 << 40  # instructions: about 20 minutes of one core's work
 MAX_TABLE_CELLS = 1 << 24  # table_size x buckets: a 128 MiB table
+MAX_PREDICTOR_ENTRIES = 1 << 16  # per predictor table and thread: the paper's have 256, the GPHT 1024
+MAX_GPHT_DEPTH = 64  # phases of history
 FULL_POLICIES = ("evict", "nearest", "merge")
 EVICT_POLICIES = ("lru", "lfu")
 TESTS = ("manhattan", "multinomial")
@@ -234,9 +236,9 @@ class PredictorConfig:
 
     def __post_init__(self):
         for name in ("rle_entries", "markov_entries", "gpht_depth", "gpht_entries"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise InputError(f"{name.replace('_', ' ')} must be at least 1 (got {v!r})")
+            v, most = getattr(self, name), MAX_GPHT_DEPTH if name == "gpht_depth" else MAX_PREDICTOR_ENTRIES
+            if not isinstance(v, int) or not 1 <= v <= most:  # each thread's tables are allocated whole
+                raise InputError(f"{name.replace('_', ' ')} must be from 1 to {most} (got {v!r})")
         if self.shown not in PREDICTORS:
             raise InputError(f"shown prediction must be one of {', '.join(PREDICTORS)} (got {self.shown!r})")
 
