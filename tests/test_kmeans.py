@@ -45,7 +45,7 @@ def test_bic_prefers_the_true_k_to_one_cluster():
     assert kmeans.kmeans(x, 3, rng)[0] > kmeans.kmeans(x, 1, rng)[0]
 
 
-def test_cluster_spread_is_the_distance_to_the_cluster_mean():
+def test_cluster_distances_are_to_the_cluster_mean():
     # Two far-apart clusters; each member is its cluster's center with 0.25 units moved from one
     # random bucket to another, in pairs (+e, -e) so that the mean is the center: every member is
     # 0.5 units (Manhattan) from its cluster's mean.
@@ -59,8 +59,8 @@ def test_cluster_spread_is_the_distance_to_the_cluster_mean():
             f = np.full(32, 0.5)
             f[c: c + 8] += 2.0
             fps += [f + e, f - e]
-    spread = kmeans.cluster_spread(np.array(fps), kmeans.projection_matrix(32), 30, 0.5, np.random.default_rng(0))
-    assert spread == pytest.approx(0.5)
+    d = kmeans.cluster_distances(np.array(fps), kmeans.projection_matrix(32), 30, np.random.default_rng(0))
+    assert d == pytest.approx(np.full(120, 0.5))
 
 
 def test_due_doubles_then_keeps_the_period():
@@ -147,3 +147,45 @@ def test_kmeans_options_are_checked():
     with pytest.raises(InputError, match="k-means tracker"):
         engine_config_from_args(p.parse_args(["--tracker", "kmeans", "--update-policy", "mean"]))
     assert engine_config_from_args(p.parse_args(["--tracker", "clustered"])).tracker.calibrate_on == "kmeans"
+
+
+def drifts(n_phases=3, run=150, seed=8):
+    """bc's shape: long phases far apart, each drifting slowly over 0.1 of an interval (3.2 units
+    moved from one bucket to another over the run), with a little noise: k-means, whose BIC sees
+    the drift, cuts each phase into pieces."""
+    rng = np.random.default_rng(seed)
+    fps, truth = [], []
+    for p in range(n_phases):
+        for i in range(run):
+            f = np.full(32, 0.5)
+            f[8 * p: 8 * p + 8] += 2.0
+            f[8 * p] += 1.6 * i / run
+            f[8 * p + 7] -= 1.6 * i / run
+            fps.append(f + rng.normal(0, 0.002, 32))
+            truth.append(p)
+    return np.array(fps), np.array(truth)
+
+
+def test_drift_test_keeps_a_drifting_phase_whole():
+    fps, truth = drifts()
+    clustered = labels_of(preset("clustered"), fps)
+    drift = Tracker(preset("drift"))
+    got = np.array([m.phase for m in drift.classify_many(fps)])
+    assert adjusted_rand_index(clustered, truth) < 0.8  # k-means's pieces become phases
+    assert drift.drifting and adjusted_rand_index(got, truth) > 0.95 and len(set(got)) <= 6
+
+
+def test_drift_test_leaves_jumps_between_tight_phases_apart():
+    # cc1's shape (as above): the program jumps between tight phases, so no drift is found.
+    rng = np.random.default_rng(3)
+    centers = []
+    for p in range(4):
+        c = np.full(32, 1.0)
+        c[p] += 0.6
+        c[8 + p] -= 0.6
+        centers.append(c)
+    truth = rng.integers(0, 4, 600)
+    fps = np.array([centers[t] + rng.normal(0, 0.002, 32) for t in truth])
+    drift = Tracker(preset("drift"))
+    got = np.array([m.phase for m in drift.classify_many(fps)])
+    assert not drift.drifting and adjusted_rand_index(got[64:], truth[64:]) > 0.95

@@ -91,6 +91,11 @@ class TrackerConfig:
     #: (engine/kmeans_tracker.py: the last ``kmeans_window``; ``table_size`` bounds k)
     kmeans_every: int = 128
     kmeans_window: int = 1024
+    #: with ``calibrate_on`` ``kmeans``: a window whose median consecutive distance is under
+    #: ``drift_ratio`` x its median distance to its cluster's mean drifts within its clusters
+    #: (engine/tracker.py), and its threshold is at least ``drift_floor`` (0: off)
+    drift_ratio: float = 0.0
+    drift_floor: float = 0.10
 
     def __post_init__(self):
         _require(isinstance(self.buckets, int) and 1 <= self.buckets <= 1 << 20,
@@ -131,6 +136,10 @@ class TrackerConfig:
                  f"calibrate-on must be one of {', '.join(CALIBRATE_ON)} (got {self.calibrate_on!r})")
         _require(isinstance(self.calibrate_quantile, (int, float)) and 0 <= self.calibrate_quantile <= 1,
                  f"calibrate quantile must be from 0 to 1 (got {self.calibrate_quantile!r})")
+        _require(isinstance(self.drift_ratio, (int, float)) and 0 <= self.drift_ratio <= 100,
+                 f"drift ratio must be from 0 (off) to 100 (got {self.drift_ratio!r})")
+        _require(isinstance(self.drift_floor, (int, float)) and 0 <= self.drift_floor <= 2,
+                 f"drift floor must be a fraction of the interval from 0 to 2 (got {self.drift_floor!r})")
         _require(self.method == "table" or not (self.archive or self.calibrate),
                  "archive and calibrate are options of the table tracker")
         _require(self.test in TESTS, f"test must be one of {', '.join(TESTS)} (got {self.test!r})")
@@ -205,6 +214,11 @@ PRESETS["stable"] = dict(PRESETS["paper"], bits=None, update_policy="mean", tran
 # 30-phase table folded by merging (SimPoint's -maxK 30). Chosen on the tuning half (docs/quality.md).
 PRESETS["clustered"] = dict(PRESETS["stable"], calibrate_on="kmeans", calibrate=2.0, calibrate_quantile=0.5,
                             threshold=0.02, full_policy="merge", table_size=30)
+# Issue 28, continued: ``clustered`` with a drift test (engine/tracker.py): where the program's
+# consecutive intervals are closer than ``drift_ratio`` (3) x their distance to their k-means cluster's
+# mean, it drifts or flickers inside its clusters (bc) instead of jumping between tight ones (cc1),
+# k-means has cut one behaviour into pieces, and the threshold is at least ``drift_floor`` (0.15 of an interval).
+PRESETS["drift"] = dict(PRESETS["clustered"], drift_ratio=3.0, drift_floor=0.15)
 # Online SimPoint (engine/kmeans_tracker.py): k-means labels, not a threshold. Lost to the paper on
 # the tuning half (docs/quality.md); kept as the measured alternative.
 PRESETS["kmeans"] = dict(PRESETS["paper"], method="kmeans", buckets=128, bits=None, table_size=30)

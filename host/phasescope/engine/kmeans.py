@@ -2,7 +2,7 @@
 dimensions, Lloyd's k-means (k-means++ starts), its BIC, and its binary search for the smallest k
 whose BIC reaches 90% of the range seen (KMeans::bicScore, Simpoint::doClustering/findBestRun).
 Used by the k-means tracker (:mod:`.kmeans_tracker`) and by the table tracker's threshold
-calibrated on the program's own clusters (``calibrate_on="kmeans"``, :func:`cluster_spread`).
+calibrated on the program's own clusters (``calibrate_on="kmeans"``, :func:`cluster_distances`).
 """
 
 from __future__ import annotations
@@ -132,13 +132,12 @@ def due(count: int, every: int) -> bool:
     return count <= every and count & (count - 1) == 0 or count % every == 0
 
 
-def cluster_spread(footprints: np.ndarray, matrix: np.ndarray, max_k: int, quantile: float,
-                   rng: np.random.Generator) -> float:
-    """How wide the program's own clusters are: SimPoint's clustering of ``footprints`` (projected
-    by ``matrix``), then the ``quantile`` of each footprint's Manhattan distance to its cluster's
-    mean footprint, in footprint units."""
+def cluster_distances(footprints: np.ndarray, matrix: np.ndarray, max_k: int, rng: np.random.Generator) -> np.ndarray:
+    """SimPoint's clustering of ``footprints`` (projected by ``matrix``), then each footprint's
+    Manhattan distance to its cluster's mean footprint, in footprint units."""
     labels, centers = choose_k(project(footprints, matrix), max_k, rng)
     means = np.zeros((len(centers), footprints.shape[1]))
     np.add.at(means, labels, footprints)
     means /= np.maximum(np.bincount(labels, minlength=len(centers)), 1)[:, None]
-    return float(np.quantile(np.abs(footprints - means[labels]).sum(axis=1), quantile))
+    return np.abs(footprints - means[labels]).sum(axis=1)
+

@@ -119,6 +119,7 @@ class Tracker(BoundedTable):
             self._projection, self._rng = kmeans.projection_matrix(c.buckets), np.random.default_rng(kmeans.SEED)
         self._gaps = np.zeros(CALIBRATION_WINDOW)  # latest interval-to-interval distances, a ring
         self._gap_count = 0
+        self.drifting = False  # ``drift_ratio``: the last re-clustering found a drift
 
     # -- accumulator and footprint ------------------------------------------------------------
     def footprints(self, keys: Sequence[np.ndarray], counts: Sequence[np.ndarray]):
@@ -179,14 +180,25 @@ class Tracker(BoundedTable):
 
     def _calibrate_on_clusters(self, fp: np.ndarray) -> None:
         """``calibrate_on`` ``kmeans``: on re-clustering days (:func:`.kmeans.due`), ``calibrate`` x
-        the spread of SimPoint's clusters of the last :data:`CALIBRATION_WINDOW` footprints."""
+        the spread of SimPoint's clusters of the last :data:`CALIBRATION_WINDOW` footprints. With
+        ``drift_ratio``: when those footprints' median distance to the one before them is under
+        ``drift_ratio`` x their median distance to their cluster's mean, the program stays within
+        its clusters rather than jumping between them (a drift, or a flicker inside one behaviour,
+        which k-means cuts into pieces), and the threshold is at least ``drift_floor``."""
         c = self.config
         self._recent[(self._clock - 1) % CALIBRATION_WINDOW] = fp
         seen = min(self._clock, CALIBRATION_WINDOW)
         if seen >= 2 and kmeans.due(self._clock, c.kmeans_every):
-            spread = kmeans.cluster_spread(self._recent[:seen], self._projection, kmeans.MAX_K,
-                                           c.calibrate_quantile, self._rng)
+            window = self._recent[:seen]
+            to_mean = kmeans.cluster_distances(window, self._projection, kmeans.MAX_K, self._rng)
             low = c.threshold * self._scale
+            if c.drift_ratio:
+                order = np.roll(window, -(self._clock % CALIBRATION_WINDOW), axis=0) if self._clock > seen else window
+                gap = float(np.median(np.abs(np.diff(order, axis=0)).sum(axis=1)))
+                self.drifting = gap < c.drift_ratio * float(np.median(to_mean))
+                if self.drifting:
+                    low = max(low, c.drift_floor * self._scale)
+            spread = float(np.quantile(to_mean, c.calibrate_quantile))
             self._threshold_units = float(np.clip(c.calibrate * spread, low, max(low, c.threshold_max * self._scale)))
 
     def _thresholds(self, slots) -> np.ndarray:
