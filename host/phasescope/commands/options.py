@@ -41,7 +41,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                         "matches, an archive of evicted phases and a threshold calibrated per program; 'clustered' is 'stable' with "
                         "its threshold taken from the program's own k-means clusters (SimPoint's BIC, re-run every "
                         "128 intervals) and a 30-phase table folded by merging; 'drift' is 'clustered' with a threshold of at least "
-                        "0.15 where the program drifts inside its clusters instead of jumping between them; 'kmeans' labels each interval with "
+                        "0.15 where the program drifts inside its clusters instead of jumping between them (re-clustered every 256); 'kmeans' labels each interval with "
                         "its nearest k-means centroid, re-clustered online; 'coarse' keeps full-precision footprints, threshold 0.3, mean "
                         "representatives, 16 entries that fold their two closest phases together when full; 'sampled' (the default in sampled "
                         "mode) is the page tracker: code-page vectors, per-thread hysteresis, thresholds each phase "
