@@ -51,6 +51,10 @@ Issue 28 (the ``stable`` preset):
   ``calibrate_on`` ``nearest``: the distances are each interval's to the nearest of the last
   :data:`CALIBRATION_WINDOW` intervals, and ``calibrate_quantile`` picks the level (a program that
   jumps between tight phases, as cc1 does, has wide gaps but near neighbours; docs/quality.md).
+  ``kmeans``: the distances are each interval's to its cluster's mean when SimPoint's k-means
+  clusters the window; with ``drift_ratio`` (the ``drift`` preset), a window whose consecutive
+  intervals are closer than that many times those distances drifts inside its clusters (bc),
+  and its threshold is at least ``drift_floor``.
 
 Sampled windows (issue 9; ``PRESETS["sampled"]``), whose footprints carry sampling noise:
 
