@@ -11,7 +11,7 @@ source not committed (named by its file name), for trying a change.
 ``--programs``: the system programs of bench/sampled_overhead.py (bzip2, xz, python3, cc1, sqlite3)
 one after the other. Besides wall time it reports the CPU time of the target's main thread (as
 ``phasescope bench`` does for traced/bare), which a machine shared with other work inflates less
-than wall time. The agent's JavaScript is the tree's for every variant, so a revision's C source
+than wall time. ``--json`` adds every run's (wall, cpu) pair, in run order, to show the spread. The agent's JavaScript is the tree's for every variant, so a revision's C source
 must export the C functions the tree's agent calls.
 """
 
@@ -93,7 +93,8 @@ def _compare(argv, variants, runs_per: int) -> dict:
     wall = {k: min(w for w, _ in v) for k, v in runs.items()}
     cpu = {k: min(c for _, c in v) for k, v in runs.items()}
     row = {"command": target.argv, "runs": runs_per, "native_s": wall["native"], "native_cpu_s": cpu["native"],
-           "bare/native": wall["bare"] / wall["native"], "bare/native cpu": cpu["bare"] / cpu["native"]}
+           "bare/native": wall["bare"] / wall["native"], "bare/native cpu": cpu["bare"] / cpu["native"],
+           "runs_s": runs}
     for name, _ in variants:
         row[f"{name}/bare"] = wall[name] / wall["bare"]
         row[f"{name}/bare cpu"] = cpu[name] / cpu["bare"]
