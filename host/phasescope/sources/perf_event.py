@@ -77,7 +77,11 @@ def user_callers(raw: bytes, ip: int) -> tuple:
     nr = _U64.unpack_from(raw)[0]
     if not nr or 8 + 8 * nr > len(raw):
         return ()
-    chain = tuple(a for a in struct.unpack_from(f"<{nr}Q", raw, 8) if a < PERF_CONTEXT_MAX)
+    chain = struct.unpack_from(f"<{nr}Q", raw, 8)
+    if chain[0] >= PERF_CONTEXT_MAX and max(chain[1:], default=0) < PERF_CONTEXT_MAX:
+        chain = chain[1:]  # the usual chain: PERF_CONTEXT_USER, then the user IPs
+    elif max(chain) >= PERF_CONTEXT_MAX:
+        chain = tuple(a for a in chain if a < PERF_CONTEXT_MAX)
     return chain[1:] if chain[:1] == (ip,) else chain
 
 
