@@ -73,18 +73,16 @@ from phasescope.sources.perf_map import PerfMap
 from phasescope.sources.perf_event import (CLOCK_REALTIME, DEFAULT_RING_PAGES, LOST_RECORD, PERF_RECORD_COMM,
                                           PERF_RECORD_EXIT, PERF_RECORD_FORK, PERF_RECORD_LOST,
                                           PERF_RECORD_MISC_COMM_EXEC, PERF_RECORD_MISC_CPUMODE_MASK,
-                                          PERF_RECORD_MISC_USER, PERF_RECORD_SAMPLE, RECORD_HEADER, SAMPLE_RECORD, TASK_RECORD,
-                                          CHAIN_AT,
-                                          OpenedEvents, PerfEventAttr, Ring, comm_record, event_id, online_cpus,
-                                          open_on_cpus, sampling_attr,
-                                          wakeup_samples)
+                                          PERF_RECORD_MISC_USER, PERF_RECORD_SAMPLE, RECORD_HEADER, SAMPLE_RECORD,
+                                          TASK_RECORD, CHAIN_AT, OpenedEvents, PerfEventAttr, Ring, comm_record,
+                                          event_id, online_cpus, open_on_cpus, sampling_attr, wakeup_samples)
 from phasescope.sources.procfs import module_map_from_proc, process_comm, thread_ids
 from phasescope.sources.sample_code import SampleCode
 from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, check_sampling
 from phasescope.sources.stacks import window_stacks
 
-#: An accepted sample: its IP (or KERNEL_KEY), thread, time and raw user call chain (bytes, as
-#: :func:`~phasescope.sources.perf_event.chain_bytes`; empty without ``stacks``).
+#: An accepted sample: its IP (or KERNEL_KEY), thread, time and raw user call chain (the record's
+#: bytes from :data:`~phasescope.sources.perf_event.CHAIN_AT` on; empty without ``stacks``).
 SAMPLE_DTYPE = np.dtype([("ip", "<u8"), ("tid", "<u4"), ("time", "<u8"), ("chain", "O")])
 
 

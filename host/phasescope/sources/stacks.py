@@ -29,11 +29,11 @@ def window_stacks(ips: np.ndarray, raw_chains: np.ndarray, modules: ModuleMap,
                   keys_for: Callable[[np.ndarray], np.ndarray],
                   names_for: Callable[[List[int]], list], jit) -> Tuple[List[Stack], Frames, int]:
     """``(stacks, frames, leaf_only)`` of a window's samples: raw leaf IPs, their raw call chains
-    (:func:`~phasescope.sources.perf_event.chain_bytes`), the process's modules, its IP -> stable key function, its names function
-    (addresses -> ``(module, function)`` or None each) and its perf map
-    (:class:`~phasescope.sources.perf_map.PerfMap`)."""
+    (sample records' bytes from :data:`~phasescope.sources.perf_event.CHAIN_AT` on), the process's
+    modules, its IP -> stable key function, its names function (addresses -> ``(module,
+    function)`` or None each) and its perf map (:class:`~phasescope.sources.perf_map.PerfMap`)."""
     counted: Counter = Counter()
-    for (ip, raw), n in Counter(zip(ips.tolist(), raw_chains.tolist())).items():  # each distinct chain decoded once
+    for (ip, raw), n in Counter(zip(ips.tolist(), raw_chains.tolist())).items():  # a distinct chain decoded once
         counted[ip, user_callers(raw, ip)] += n
     returns = sorted({a for _, chain in counted for a in chain})
     inside = dict(zip(returns, (modules._index(np.array(returns, dtype=np.uint64)) >= 0).tolist())) if returns else {}
