@@ -15,6 +15,7 @@ rounds (every configuration sees the same machine load), the minimum over ``--ru
 Observers:
   native                       the program alone
   sampled N Hz                 ``phasescope --mode sampled --rate N --no-dashboard -o /dev/null -f ...``
+  sampled N Hz (vs)            the same, from another tree (``--vs OTHER/host``): before and after a change
   perf record -F N [-g]        ``perf record -e cpu-clock -F N [-g] -o TMP -- ...`` (the event sampled mode
                                uses; perf's own data file, no report)
   exp-bbv                      ``valgrind --tool=exp-bbv`` (10M-instruction intervals; ``--bbv-runs``
@@ -23,7 +24,8 @@ Exact mode and bare Stalker are timed by ``phasescope bench --json --no-valgrind
 its resume to its exit, the same way for both): ``/usr/bin/time`` cannot sit between Frida and the
 program, because exact mode follows the spawned process only, not a wrapper's child.
 
-    python3 bench/peers.py [--runs 3] [--rates 1000,97] [--only NAME] [--no-exact] [--steady SHORT,LONG] [--json]
+    python3 bench/peers.py [--runs 3] [--rates 1000,97] [--only NAME] [--no-exact] [--steady SHORT,LONG]
+                           [--vs OTHER/host] [--json]
 
 Needs perf (linux-perf), valgrind and root (or perf_event_paranoid <= 1) for perf record's and
 sampled mode's CPU-clock events.
@@ -55,14 +57,19 @@ def build_cpu_bound(tmp: str) -> str:
     return exe
 
 
-def observers(rates, tmp: str) -> dict:
-    """Observer name -> a function of the target argv giving the full command."""
-    ps = [sys.executable, "-m", "phasescope.cli"]
+def observers(rates, tmp: str, vs: str = "") -> dict:
+    """Observer name -> a function of the target argv giving the full command (``vs``: a second
+    phasescope tree, its host/ directory, run as "sampled N Hz (vs)" in the same rounds)."""
+    trees = {"": [sys.executable]}
+    if vs:
+        trees[" (vs)"] = ["env", f"PYTHONPATH={os.path.abspath(vs)}", sys.executable]
     data = os.path.join(tmp, "perf.data")
     out = {"native": lambda argv: argv}
     for hz in rates:
-        out[f"sampled {hz} Hz"] = (lambda h: lambda argv: ps + ["--mode", "sampled", "--rate", str(h), "--no-dashboard",
-                                                              "-o", os.devnull, "-f", argv[0], "--", *argv[1:]])(hz)
+        for tag, python in trees.items():
+            out[f"sampled {hz} Hz{tag}"] = (lambda h, py: lambda argv: py + [
+                "-m", "phasescope.cli", "--mode", "sampled", "--rate", str(h), "--no-dashboard", "-o", os.devnull,
+                "-f", argv[0], "--", *argv[1:]])(hz, python)
         for g in ([], ["-g"]):
             out[" ".join(["perf record -F", str(hz), *g])] = (
                 lambda h, g: lambda argv: ["perf", "record", "-q", "-e", "cpu-clock", *g, "-F", str(h), "-o", data,
@@ -107,15 +114,19 @@ def best(runs: list) -> dict:
 def steady_state(obs: dict, exe: str, rounds: tuple, tmp: str, runs: int) -> dict:
     """Observer name -> its CPU per second of the target once started, in % of a core: the
     difference between a long and a short run of the CPU-bound program (the fixed start-up cost
-    cancels), and the fixed cost itself in seconds."""
+    cancels), and the fixed cost itself in seconds; also that extra CPU in seconds and as a share of
+    the target's extra CPU (the figure a loaded machine leaves meaningful: wall time stretches
+    with the load, the samples taken do not)."""
     short, long = (measure(obs, [exe, str(n)], tmp, runs, 0) for n in rounds)
     out = {}
     for name in obs:
         if name in ("native", "exp-bbv"):
             continue
         s, l = best(short[name]), best(long[name])
-        per_s = (l["observer_cpu"] - s["observer_cpu"]) / (l["target_wall"] - s["target_wall"])
+        extra = l["observer_cpu"] - s["observer_cpu"]
+        per_s = extra / (l["target_wall"] - s["target_wall"])
         out[name] = {"per_second_pct": 100.0 * per_s, "fixed_s": s["observer_cpu"] - per_s * s["target_wall"],
+                     "extra_cpu_s": extra, "of_target_cpu_pct": 100.0 * extra / (l["target_cpu"] - s["target_cpu"]),
                      "short_wall": s["target_wall"], "long_wall": l["target_wall"]}
     return out
 
@@ -138,6 +149,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=25, help="rounds of bench/cpu_bound.c in the table (~3 s)")
     ap.add_argument("--steady", default="8,40", help="rounds of the short and long CPU-bound runs that give the "
                                                    "observers' steady-state CPU ('' to skip)")
+    ap.add_argument("--vs", default="", help="another tree's host/ directory: its sampled mode too, in the same rounds")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     for tool in ("perf", "valgrind"):
@@ -150,7 +162,7 @@ def main() -> None:
         exe = build_cpu_bound(tmp)
         programs = [(f"cpu_bound.c -O2 ({a.rounds} rounds)", [exe, str(a.rounds)])] + [
             w for w in workloads(files, tmp) if not w[0].startswith(("bzip2", "xz"))]
-        obs = observers(rates, tmp)
+        obs = observers(rates, tmp, a.vs)
         for label, target in programs:
             if a.only and a.only not in label:
                 continue
@@ -191,6 +203,7 @@ def main() -> None:
                       "of the target, and its fixed cost")
                 for name, r in steady.items():
                     print(f"  {name:22s} {r['per_second_pct']:5.2f}% of a core  fixed {r['fixed_s']:.3f} s CPU  "
+                          f"extra {r['extra_cpu_s']:.3f} s = {r['of_target_cpu_pct']:.2f}% of the target's CPU  "
                           f"(target {r['short_wall']:.2f} s and {r['long_wall']:.2f} s)", flush=True)
     if a.json:
         print(json.dumps(results, indent=1))

@@ -32,7 +32,7 @@ def test_a_function_keeps_its_key_when_recompiled_elsewhere(tmp_path):
         f.write("7f0000009000 300 JS:*parse /app.js:3:10\n7f00000a")
     again = pm.keys(pcs[2:3], pcs[2:3].copy())
     assert again[0] == jit_tag("JS:~parse /app.js:3:10")  # the same function: the same key page
-    assert pm.name(0x7F0000009010) == "JS:*parse /app.js:3:10"
+    assert pm.names([0x7F0000009010])[0] == "JS:*parse /app.js:3:10"
 
 
 def test_no_map_leaves_keys_alone(tmp_path):
@@ -47,17 +47,17 @@ def test_parse_and_lookup_with_growth_and_replacement(tmp_path):
     assert parse(path.read_text().splitlines()) == [(0x7F0000001000, 0x7F0000001100, "JS:*hot a.js:1"),
                                                     (0x7F0000002000, 0x7F0000002020, "LazyCompile:cold")]
     pm = PerfMap(1, str(path))
-    assert pm.name(0x7F0000001000) == "JS:*hot a.js:1" and pm.name(0x7F00000010FF) == "JS:*hot a.js:1"
-    assert pm.name(0x7F0000001100) is None and pm.name(0x10) is None
+    assert pm.names([0x7F0000001000])[0] == "JS:*hot a.js:1" and pm.names([0x7F00000010FF])[0] == "JS:*hot a.js:1"
+    assert pm.names([0x7F0000001100])[0] is None and pm.names([0x10])[0] is None
     with open(path, "a") as f:  # code compiled later, and newer code at an old address
         f.write("7f0000004000 10 JS:*later\n7f0000001000 80 JS:*recompiled\n7f0000005000 10 JS:*half")
-    assert pm.name(0x7F0000004008) == "JS:*later"
-    assert pm.name(0x7F0000001010) == "JS:*recompiled"
-    assert pm.name(0x7F0000005000) is None  # its line is not complete yet
+    assert pm.names([0x7F0000004008])[0] == "JS:*later"
+    assert pm.names([0x7F0000001010])[0] == "JS:*recompiled"
+    assert pm.names([0x7F0000005000])[0] is None  # its line is not complete yet
     with open(path, "a") as f:
         f.write("\n")
-    assert pm.name(0x7F0000005000) == "JS:*half"
-    assert PerfMap(2, str(tmp_path / "missing.map")).name(0x7F0000001000) is None
+    assert pm.names([0x7F0000005000])[0] == "JS:*half"
+    assert PerfMap(2, str(tmp_path / "missing.map")).names([0x7F0000001000])[0] is None
 
 
 def test_newer_code_drops_the_older_entries_it_overlaps(tmp_path):
@@ -67,14 +67,14 @@ def test_newer_code_drops_the_older_entries_it_overlaps(tmp_path):
     path.write_text("7f0000001000 100 JS:~dead a.js:1\n7f0000001200 100 JS:~kept a.js:2\n"
                     "7f0000000f00 180 JS:*math a.js:3\n")
     pm = PerfMap(1, str(path))
-    assert pm.name(0x7F0000001010) == "JS:*math a.js:3"  # the dead entry starts inside the new one
-    assert pm.name(0x7F0000001080) is None  # past the new code: the dead entry is gone
-    assert pm.name(0x7F0000001210) == "JS:~kept a.js:2"
+    assert pm.names([0x7F0000001010])[0] == "JS:*math a.js:3"  # the dead entry starts inside the new one
+    assert pm.names([0x7F0000001080])[0] is None  # past the new code: the dead entry is gone
+    assert pm.names([0x7F0000001210])[0] == "JS:~kept a.js:2"
     pcs = np.array([0x7F0000001010], dtype=np.uint64)
     assert pm.keys(pcs, pcs.copy())[0] == jit_tag("JS:math a.js:3") | 0x110
     with open(path, "a") as f:  # one line over several older ones
         f.write("7f0000000e00 600 JS:*big a.js:4\n")
-    assert {pm.name(a) for a in (0x7F0000000E00, 0x7F0000001010, 0x7F0000001210)} == {"JS:*big a.js:4"}
+    assert set(pm.names([0x7F0000000E00, 0x7F0000001010, 0x7F0000001210])) == {"JS:*big a.js:4"}
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ import functools
 import os
 import struct
 from dataclasses import dataclass
-from typing import Optional
+from typing import List, Optional
 
 import numpy as np
 
@@ -151,6 +151,13 @@ class ModuleMap:
             return None, pc
         m = self.modules[i]
         return m.name, pc - m.base
+
+    def module_names(self, pcs: List[int]) -> List[Optional[str]]:
+        """The name of the module holding each address (None outside every module), in one lookup."""
+        if not pcs:
+            return []
+        return [self.modules[i].name if i >= 0 else None
+                for i in self._index(np.array(pcs, dtype=np.uint64)).tolist()]
 
     def describe(self, pc: int) -> str:
         """``module+0xoffset`` or ``0xaddress``."""

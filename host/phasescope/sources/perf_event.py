@@ -42,6 +42,9 @@ SAMPLE_TYPE = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_S
 SAMPLE_RECORD = struct.Struct("<IHHQQIIQ")  # header, identifier, ip, pid, tid, time: 40 bytes
 #: ``--stacks``: SAMPLE_TYPE with the call chain after the time (``u64 nr, u64 ips[nr]``).
 SAMPLE_TYPE_STACKS = SAMPLE_TYPE | PERF_SAMPLE_CALLCHAIN
+#: Where the call chain starts in a sample record (kept as raw bytes per sample: decoding it,
+#: :func:`user_callers`, is done once per distinct chain of a window).
+CHAIN_AT = SAMPLE_RECORD.size
 #: Deepest user call chain asked for (``sample_max_stack``; the kernel's own limit is 127).
 MAX_STACK = 64
 #: Call-chain entries at or above this are context markers (PERF_CONTEXT_USER = -512, ...).
@@ -64,15 +67,22 @@ def records(data: bytes):
         off += size
 
 
-def user_chain(data: bytes, off: int, size: int) -> tuple:
-    """The user call chain of the sample record at ``off`` (SAMPLE_TYPE_STACKS), innermost first,
-    without context markers: the user IP (the sampled one, or where a kernel-mode sample entered
-    the kernel), then the return addresses."""
-    base = off + SAMPLE_RECORD.size
-    nr = _U64.unpack_from(data, base)[0]
-    if not nr or base + 8 + 8 * nr > off + size:
+def user_callers(raw: bytes, ip: int) -> tuple:
+    """The user return addresses of a raw chain (the bytes of a sample record from
+    :data:`CHAIN_AT` on: ``u64 nr, u64 ips[nr]``), innermost first, without
+    context markers and without the sampled ``ip`` itself at the top (a user-mode sample's chain
+    starts with it; a kernel-mode one's with where it entered the kernel, which is kept)."""
+    if len(raw) < 8:
         return ()
-    return tuple(a for a in struct.unpack_from(f"<{nr}Q", data, base + 8) if a < PERF_CONTEXT_MAX)
+    nr = _U64.unpack_from(raw)[0]
+    if not nr or 8 + 8 * nr > len(raw):
+        return ()
+    chain = struct.unpack_from(f"<{nr}Q", raw, 8)
+    if chain[0] >= PERF_CONTEXT_MAX and max(chain[1:], default=0) < PERF_CONTEXT_MAX:
+        chain = chain[1:]  # the usual chain: PERF_CONTEXT_USER, then the user IPs
+    elif max(chain) >= PERF_CONTEXT_MAX:
+        chain = tuple(a for a in chain if a < PERF_CONTEXT_MAX)
+    return chain[1:] if chain[:1] == (ip,) else chain
 
 
 def comm_record(data: bytes, off: int, size: int):

@@ -96,11 +96,18 @@ class PerfMap:
             lo -= 1
         self._starts[lo:hi], self._ends[lo:hi], self._names[lo:hi] = [start], [end], [name]
 
-    def name(self, address: int) -> Optional[str]:
-        """The name of the code range holding ``address`` (None where the map names nothing)."""
-        if not self._lookup(address):
-            self._refresh()
-        return self._lookup(address)
+    def names(self, addresses: List[int]) -> List[Optional[str]]:
+        """The name of the code range holding each address (None where the map names nothing);
+        the file is re-read (at most once a call) at the first address not named yet."""
+        out, refreshed = [], False
+        for a in addresses:
+            name = self._lookup(a)
+            if name is None and not refreshed:  # newer code, maybe: the rest are looked up in the newer map
+                self._refresh()
+                refreshed = True
+                name = self._lookup(a)
+            out.append(name)
+        return out
 
     def _lookup(self, address: int) -> Optional[str]:
         i = bisect.bisect_right(self._starts, address) - 1

@@ -73,18 +73,17 @@ from phasescope.sources.perf_map import PerfMap
 from phasescope.sources.perf_event import (CLOCK_REALTIME, DEFAULT_RING_PAGES, LOST_RECORD, PERF_RECORD_COMM,
                                           PERF_RECORD_EXIT, PERF_RECORD_FORK, PERF_RECORD_LOST,
                                           PERF_RECORD_MISC_COMM_EXEC, PERF_RECORD_MISC_CPUMODE_MASK,
-                                          PERF_RECORD_MISC_USER, PERF_RECORD_SAMPLE, SAMPLE_RECORD, TASK_RECORD,
-                                          OpenedEvents, PerfEventAttr, Ring, comm_record, event_id, online_cpus,
-                                          open_on_cpus, records, sampling_attr, user_chain,
-                                          wakeup_samples)
+                                          PERF_RECORD_MISC_USER, PERF_RECORD_SAMPLE, RECORD_HEADER, SAMPLE_RECORD,
+                                          TASK_RECORD, CHAIN_AT, OpenedEvents, PerfEventAttr, Ring, comm_record,
+                                          event_id, online_cpus, open_on_cpus, sampling_attr, wakeup_samples)
 from phasescope.sources.procfs import module_map_from_proc, process_comm, thread_ids
 from phasescope.sources.sample_code import SampleCode
 from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, check_sampling
 from phasescope.sources.stacks import window_stacks
 
-#: An accepted sample: its IP (or KERNEL_KEY), thread, time and user return addresses (a tuple,
-#: innermost first; empty without ``stacks``).
-SAMPLE_DTYPE = np.dtype([("ip", "<u8"), ("tid", "<u4"), ("time", "<u8"), ("callers", "O")])
+#: An accepted sample: its IP (or KERNEL_KEY), thread, time and raw user call chain (the record's
+#: bytes from :data:`~phasescope.sources.perf_event.CHAIN_AT` on; empty without ``stacks``).
+SAMPLE_DTYPE = np.dtype([("ip", "<u8"), ("tid", "<u4"), ("time", "<u8"), ("chain", "O")])
 
 
 class _Thread:
@@ -284,29 +283,30 @@ class Sampler(SampleCode):
 
     def _drain(self, final: bool) -> List[Interval]:
         watermark = time.time_ns()
-        samples, exits = [], []
-        for ring in self._rings.values():
-            data = ring.read()
-            if data:
-                samples.append(self._parse(data, exits))
-        batch = np.concatenate([self._held] + samples) if samples else self._held
-        if not final:
-            keep = batch["time"] < watermark
-            self._held, batch = batch[~keep], batch[keep]
-        else:
+        exits: list = []
+        data = b"".join([ring.read() for ring in self._rings.values()])  # complete records from each ring
+        batch = self._parse(data, exits) if data else self._held[:0]
+        if len(self._held):
+            batch = np.concatenate([self._held, batch])
+        if final:
             self._held = self._held[:0]
+        else:
+            newer = batch["time"] >= watermark
+            self._held, batch = (batch[newer], batch[~newer]) if newer.any() else (batch[:0], batch)
         out: List[Interval] = []
         if len(batch):
             batch = batch[np.argsort(batch["time"], kind="stable")]
-            tids = np.unique(batch["tid"])
-            order = np.argsort(batch["tid"], kind="stable")
-            grouped = batch[order]
-            bounds = np.searchsorted(grouped["tid"], tids, side="left")
-            ends = np.append(bounds[1:], len(grouped))
-            for tid, lo, hi in zip(tids.tolist(), bounds.tolist(), ends.tolist()):
+            tid = batch["tid"]
+            if tid.min() == tid.max():  # one thread (the usual case)
+                groups = [(int(tid[0]), batch)]
+            else:
+                grouped = batch[np.argsort(tid, kind="stable")]
+                cuts = np.flatnonzero(np.diff(grouped["tid"])) + 1
+                groups = [(int(g["tid"][0]), g) for g in np.split(grouped, cuts)]
+            for tid, recs in groups:
                 th = self._t.get(tid) or self._thread(tid, tid)
-                th.recs.append(grouped[lo:hi])
-                th.pending += hi - lo
+                th.recs.append(recs)
+                th.pending += len(recs)
                 out.extend(self._cut(th, final=False))
         exits = self._held_exits + exits
         if not final:
@@ -338,55 +338,70 @@ class Sampler(SampleCode):
             self._kids[pid] = [process_comm(pid), None, set()]
 
     def _parse(self, data: bytes, exits: List[int]) -> np.ndarray:
-        """Sample records of a chunk as a structured array; handles LOST/FORK/EXIT/COMM in place."""
+        """Sample records of a chunk as a structured array; handles LOST/FORK/EXIT/COMM in place.
+        The loop runs once per sample, so it is written out: one header and one body unpacked,
+        the call chain kept as a slice of raw bytes."""
         recs: list = []
-        unpack_sample = SAMPLE_RECORD.unpack_from
-        own, id_tid, pid, kids = self._own, self._id_tid, self.pid, self._kids
-        for rtype, misc, off, size in records(data):
+        keep = recs.append
+        header, sample = RECORD_HEADER.unpack_from, SAMPLE_RECORD.unpack_from
+        own, id_tid, pid, kids, stacks = self._own, self._id_tid, self.pid, self._kids, self.stacks
+        off, n = 0, len(data)
+        while off + 8 <= n:
+            if off + SAMPLE_RECORD.size <= n:  # read as a sample (most are), the header checked first
+                rtype, misc, size, ident, ip, spid, tid, t = sample(data, off)
+            else:
+                rtype, misc, size = header(data, off)
+            if size < 8 or off + size > n:
+                break
             if rtype == PERF_RECORD_SAMPLE:
-                _, _, _, ident, ip, spid, tid, t = unpack_sample(data, off)
+                chain = data[off + CHAIN_AT: off + size] if stacks else b""
                 if spid != pid and spid not in kids:
                     self.foreign += 1
                 elif tid in own and id_tid.get(ident, tid) != tid:
                     self.duplicates += 1
+                elif misc & PERF_RECORD_MISC_CPUMODE_MASK == PERF_RECORD_MISC_USER:
+                    keep((ip, tid, t, chain))
                 else:
-                    self._keep(recs, misc, ip, tid, t, user_chain(data, off, size) if self.stacks else ())
-            elif rtype == PERF_RECORD_LOST:
-                self.lost += LOST_RECORD.unpack_from(data, off + 8)[1]
-            elif rtype == PERF_RECORD_FORK:
-                rpid, ppid, tid, ptid, _ = TASK_RECORD.unpack_from(data, off + 8)
-                self._adopt(rpid, ppid)
-                if self._is_followed(rpid) and tid not in self._t:
-                    parent = self._t.get(ptid)
-                    self._thread(tid, parent.owner if parent is not None else ptid, rpid)
-            elif rtype == PERF_RECORD_EXIT:
-                rpid, _, tid, _, t = TASK_RECORD.unpack_from(data, off + 8)
-                if self._is_followed(rpid):
-                    exits.append((tid, t))
-            elif rtype == PERF_RECORD_COMM and misc & PERF_RECORD_MISC_COMM_EXEC:
-                rpid, name = comm_record(data, off, size)
-                kid = kids.get(rpid)
-                if kid is not None:  # a child's exec: another program, other modules
-                    kid[:] = [name, None, set()]
+                    self._kernel_sample(recs, tid, t, chain)
+            else:
+                self._record(data, rtype, misc, off, size, exits)
+            off += size
         self.samples += len(recs)
         return np.array(recs, dtype=self._held.dtype)
 
-    def _keep(self, recs: list, misc: int, ip: int, tid: int, t: int, chain: tuple) -> None:
-        """Append an accepted sample: user code as its IP, kernel mode as :data:`KERNEL_KEY`
-        (with ``kernel``; counted and dropped without), the user ``chain`` below it as its callers."""
-        if misc & PERF_RECORD_MISC_CPUMODE_MASK != PERF_RECORD_MISC_USER:
-            self.kernel_samples += 1
-            if self.kernel:
-                recs.append((KERNEL_KEY, tid, t, chain))
-        else:
-            recs.append((ip, tid, t, chain[1:] if chain[:1] == (ip,) else chain))
+    def _record(self, data: bytes, rtype: int, misc: int, off: int, size: int, exits: List[int]) -> None:
+        """A LOST, FORK, EXIT or COMM record (the target's, or a followed child's)."""
+        if rtype == PERF_RECORD_LOST:
+            self.lost += LOST_RECORD.unpack_from(data, off + 8)[1]
+        elif rtype == PERF_RECORD_FORK:
+            rpid, ppid, tid, ptid, _ = TASK_RECORD.unpack_from(data, off + 8)
+            self._adopt(rpid, ppid)
+            if self._is_followed(rpid) and tid not in self._t:
+                parent = self._t.get(ptid)
+                self._thread(tid, parent.owner if parent is not None else ptid, rpid)
+        elif rtype == PERF_RECORD_EXIT:
+            rpid, _, tid, _, t = TASK_RECORD.unpack_from(data, off + 8)
+            if self._is_followed(rpid):
+                exits.append((tid, t))
+        elif rtype == PERF_RECORD_COMM and misc & PERF_RECORD_MISC_COMM_EXEC:
+            rpid, name = comm_record(data, off, size)
+            kid = self._kids.get(rpid)
+            if kid is not None:  # a child's exec: another program, other modules
+                kid[:] = [name, None, set()]
+
+    def _kernel_sample(self, recs: list, tid: int, t: int, chain: bytes) -> None:
+        """A tick that hit kernel mode: counted; kept as :data:`KERNEL_KEY` with ``kernel``
+        (its chain is the user stack below the system call), dropped without."""
+        self.kernel_samples += 1
+        if self.kernel:
+            recs.append((KERNEL_KEY, tid, t, chain))
 
     # -- windows --------------------------------------------------------------------------
     def _cut(self, th: _Thread, final: bool) -> List[Interval]:
         w = self.window_samples
         if th.pending < w and not (final and th.pending):
             return []
-        recs = np.concatenate(th.recs)
+        recs = th.recs[0] if len(th.recs) == 1 else np.concatenate(th.recs)
         out = []
         start = 0
         while len(recs) - start >= w or (final and start < len(recs)):
@@ -412,7 +427,7 @@ class Sampler(SampleCode):
             iv.pid, iv.comm = th.pid, kid[0]
         if self.stacks:
             iv.stacks, iv.frames, leaf_only = window_stacks(
-                ips, recs["callers"], self.modules_of(th.pid), lambda a: self.keys_for(a, th.pid),
+                ips, recs["chain"], self.modules_of(th.pid), lambda a: self.keys_for(a, th.pid),
                 lambda pcs: self.names(pcs, th.pid), self.perf_map(th.pid))
             self.leaf_only += leaf_only
         th.seq += 1

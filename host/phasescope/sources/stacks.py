@@ -17,6 +17,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME, ModuleMap
+from phasescope.sources.perf_event import user_callers
 
 #: ``[count, leaf key, caller key, ...]``: one distinct stack of a window, innermost first.
 Stack = List[int]
@@ -24,19 +25,21 @@ Stack = List[int]
 Frames = Dict[int, Tuple[Optional[str], Optional[str]]]
 
 
-def window_stacks(ips: np.ndarray, callers: np.ndarray, modules: ModuleMap,
+def window_stacks(ips: np.ndarray, raw_chains: np.ndarray, modules: ModuleMap,
                   keys_for: Callable[[np.ndarray], np.ndarray],
                   names_for: Callable[[List[int]], list], jit) -> Tuple[List[Stack], Frames, int]:
-    """``(stacks, frames, leaf_only)`` of a window's samples: raw leaf IPs, their caller tuples
-    (innermost first), the process's modules, its IP -> stable key function, its names function
-    (addresses -> ``(module, function)`` or None each) and its perf map
-    (:class:`~phasescope.sources.perf_map.PerfMap`)."""
-    counted = Counter(zip(ips.tolist(), callers.tolist()))
+    """``(stacks, frames, leaf_only)`` of a window's samples: raw leaf IPs, their raw call chains
+    (sample records' bytes from :data:`~phasescope.sources.perf_event.CHAIN_AT` on), the process's
+    modules, its IP -> stable key function, its names function (addresses -> ``(module,
+    function)`` or None each) and its perf map (:class:`~phasescope.sources.perf_map.PerfMap`)."""
+    counted: Counter = Counter()
+    for (ip, raw), n in Counter(zip(ips.tolist(), raw_chains.tolist())).items():  # a distinct chain decoded once
+        counted[ip, user_callers(raw, ip)] += n
     returns = sorted({a for _, chain in counted for a in chain})
     inside = dict(zip(returns, (modules._index(np.array(returns, dtype=np.uint64)) >= 0).tolist())) if returns else {}
-    for a in returns:
-        if not inside[a]:
-            inside[a] = jit.name(a - 1) is not None
+    outside = [a for a in returns if not inside[a]]
+    for a, name in zip(outside, jit.names([a - 1 for a in outside])):
+        inside[a] = name is not None
     chains = {}
     for ip, chain in counted:
         kept = []
@@ -54,6 +57,9 @@ def window_stacks(ips: np.ndarray, callers: np.ndarray, modules: ModuleMap,
         stacks.append([n, keys[ip]] + [keys[a] for a in kept])
     user = [pc for pc in pcs if pc != KERNEL_KEY]
     frames: Frames = {KERNEL_KEY: (None, KERNEL_NAME)} if len(user) < len(pcs) else {}
-    for pc, named in zip(user, names_for(user)):
-        frames[keys[pc]] = named if named is not None else (modules.locate(pc)[0], None)
+    named = names_for(user)
+    unnamed = [pc for pc, n in zip(user, named) if n is None]
+    where = dict(zip(unnamed, modules.module_names(unnamed)))
+    for pc, n in zip(user, named):
+        frames[keys[pc]] = n if n is not None else (where[pc], None)
     return stacks, frames, leaf_only

@@ -29,8 +29,9 @@ from phasescope.errors import InputError
 from phasescope.sources.modules import ModuleMap
 from phasescope.sources.perf_event import (DEFAULT_RING_PAGES, LOST_RECORD, PERF_RECORD_COMM, PERF_RECORD_EXIT,
                                           PERF_RECORD_FORK, PERF_RECORD_LOST, PERF_RECORD_MISC_COMM_EXEC,
-                                          PERF_RECORD_SAMPLE, SAMPLE_RECORD, TASK_RECORD, Ring, comm_record,
-                                          online_cpus, paranoid_level, perf_event_open, records, user_chain)
+                                          PERF_RECORD_MISC_CPUMODE_MASK, PERF_RECORD_MISC_USER, PERF_RECORD_SAMPLE,
+                                          SAMPLE_RECORD, TASK_RECORD, CHAIN_AT, Ring, comm_record,
+                                          online_cpus, paranoid_level, perf_event_open, records)
 from phasescope.sources.procfs import module_map_from_proc, process_comm, process_exe
 from phasescope.sources.sample_code import refreshed_modules, stable_keys
 from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES
@@ -218,7 +219,11 @@ class SystemSampler(Sampler):
                 if tid not in threads:
                     self._thread(tid, tid, pid)
                     proc.threads.add(tid)
-                self._keep(recs, misc, ip, tid, t, user_chain(data, off, size) if self.stacks else ())
+                chain = data[off + CHAIN_AT: off + size] if self.stacks else b""
+                if misc & PERF_RECORD_MISC_CPUMODE_MASK == PERF_RECORD_MISC_USER:
+                    recs.append((ip, tid, t, chain))
+                else:
+                    self._kernel_sample(recs, tid, t, chain)
             elif rtype == PERF_RECORD_LOST:
                 self.lost += LOST_RECORD.unpack_from(data, off + 8)[1]
             elif rtype == PERF_RECORD_FORK:

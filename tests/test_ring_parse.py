@@ -1,0 +1,125 @@
+"""Sampled mode reading ring bytes: perf records built by hand (samples with call chains, kernel
+ticks, another process's samples, a duplicate, LOST, FORK and EXIT records) go through the
+Sampler's parsing and window cutting, and give the windows known by construction."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from phasescope.sources.modules import KERNEL_KEY, Module, ModuleMap, fnv1a32
+from phasescope.sources.sampler import Sampler
+
+PID = 1 << 23  # above any pid_max: no such process, nothing on disk for it
+TID2 = PID + 1
+IDENT, IDENT2 = 7, 8
+USER_CONTEXT = 2**64 - 512  # PERF_CONTEXT_USER, the marker that opens a user call chain
+BASE = 0x5555_0000_0000
+MODULE = Module("prog", BASE, 0x10000, "/nonexistent/prog")
+USER, KERNEL = 2, 1  # PERF_RECORD_MISC_USER, PERF_RECORD_MISC_KERNEL
+
+
+def key(address: int) -> int:
+    return fnv1a32("prog") << 32 | (address - BASE)
+
+
+def sample(ip: int, t: int, chain=(), *, tid: int = PID, pid: int = PID, ident: int = IDENT, misc: int = USER) -> bytes:
+    body = struct.pack("<QQIIQQ", ident, ip, pid, tid, t, len(chain)) + struct.pack(f"<{len(chain)}Q", *chain)
+    return struct.pack("<IHH", 9, misc, 8 + len(body)) + body
+
+
+def task(rtype: int, tid: int, t: int) -> bytes:  # FORK (7) or EXIT (4) of a thread of PID
+    return struct.pack("<IHHIIIIQ", rtype, 0, 32, PID, PID, tid, PID, t)
+
+
+def lost(n: int) -> bytes:
+    return struct.pack("<IHHQQ", 2, 0, 24, IDENT, n)
+
+
+class Chunks:
+    """A ring that gives the chunks it is handed, one per read."""
+
+    fd = -1
+
+    def __init__(self, chunks):
+        self.chunks = list(chunks)
+
+    def read(self) -> bytes:
+        return self.chunks.pop(0) if self.chunks else b""
+
+    def close(self) -> None:
+        pass
+
+
+def sampler(chunks, **kw) -> Sampler:
+    s = Sampler(PID, period_ns=1_000_000, modules=ModuleMap([MODULE]), **kw)
+    s.window_samples = 4  # below --window's least, to keep the records few
+    s._started = True  # as start() leaves it: its own events (one ring), their ids
+    s._own, s._id_tid, s._rings = {PID}, {IDENT: PID, IDENT2: TID2}, {0: Chunks(chunks)}
+    return s
+
+
+def drain(s: Sampler, reads: int):
+    windows = []
+    for _ in range(reads):
+        windows += s.poll(0)
+    return windows + s.stop()
+
+
+A, B, C = BASE + 0x100, BASE + 0x200, BASE + 0x300  # code addresses; B + 1 and C + 1 are return addresses
+
+
+def test_known_records_give_known_windows_stacks_and_counters():
+    first = b"".join([
+        sample(A, 10, (USER_CONTEXT, A, B + 1, C + 1)),  # A called from B, called from C
+        sample(A, 11, (USER_CONTEXT, A, B + 1, C + 1)),
+        sample(B, 12, (USER_CONTEXT, B, C + 1)),
+        sample(0xFFFF_FFFF_8100_0000, 13, (USER_CONTEXT, A, B + 1), misc=KERNEL),  # a kernel tick: dropped
+        sample(A, 14, (USER_CONTEXT, A, B + 1, C + 1), pid=PID + 5),  # another process's
+        lost(3),
+        task(7, TID2, 15),  # a thread is born: it samples through its parent's event
+        sample(C, 16, (USER_CONTEXT, C, 0x10)),  # a chain into no module: cut there, the leaf alone
+    ])
+    second = b"".join([
+        sample(A, 17, (USER_CONTEXT, A, B + 1, C + 1), tid=TID2),
+        sample(A, 18, (USER_CONTEXT, A, B + 1, C + 1), tid=PID, ident=IDENT2),  # a duplicate
+        sample(B, 19, (USER_CONTEXT, B, C + 1)),
+        task(4, TID2, 20),  # the thread exits: its window is cut, partial
+    ])
+    s = sampler([first, second])
+    windows = drain(s, 2)
+    assert (s.samples, s.kernel_samples, s.foreign, s.duplicates, s.lost, s.leaf_only) == (6, 1, 1, 1, 3, 1)
+    by = {(w.thread, w.seq): w for w in windows}
+    assert set(by) == {(PID, 0), (PID, 1), (TID2, 0)}
+    w = by[PID, 0]  # the first four samples of the main thread: A, A, B, C
+    assert not w.partial and w.samples == 4 and (w.start_ns, w.end_ns) == (10 - 1_000_000, 16)
+    assert dict(zip(w.pcs.tolist(), w.counts.tolist())) == {A: 2, B: 1, C: 1}
+    assert w.keys.tolist() == [key(A), key(B), key(C)]
+    assert w.stacks == [[2, key(A), key(B), key(C)], [1, key(B), key(C)], [1, key(C)]]  # in order of first sample
+    assert w.frames == {key(pc): ("prog", None) for pc in (A, B, C)}
+    assert by[PID, 1].partial and by[PID, 1].stacks == [[1, key(B), key(C)]]
+    t2 = by[TID2, 0]
+    assert t2.partial and t2.samples == 1 and t2.stacks == [[1, key(A), key(B), key(C)]]
+
+
+def test_kernel_ticks_kept_as_one_key_with_their_user_stack_and_no_stacks_mode():
+    tick = sample(0xFFFF_FFFF_8100_0000, 10, (USER_CONTEXT, A, B + 1), misc=KERNEL)  # entered the kernel at A
+    s = sampler([tick + sample(A, 11, (USER_CONTEXT, A, B + 1))], kernel=True)
+    [w] = drain(s, 1)
+    assert s.kernel_samples == 1 and w.pcs.tolist() == [A, KERNEL_KEY]
+    assert w.stacks == [[1, KERNEL_KEY, key(A - 1), key(B)], [1, key(A), key(B)]]  # every caller keyed at address - 1
+    assert w.frames[KERNEL_KEY] == (None, "[kernel]")
+    flat = sampler([struct.pack("<IHHQQIIQ", 9, USER, 40, IDENT, A, PID, PID, 10)], stacks=False)
+    [w] = drain(flat, 1)
+    assert w.pcs.tolist() == [A] and w.stacks is None
+
+
+def test_a_truncated_record_waits_and_a_chain_past_its_record_is_no_chain():
+    whole = sample(A, 10, (USER_CONTEXT, A, B + 1))
+    bad = bytearray(sample(B, 11, (USER_CONTEXT, B, C + 1)))
+    bad[48:56] = struct.pack("<Q", 99)  # nr larger than the record
+    s = sampler([whole + bytes(bad) + whole[:20]])
+    [w] = drain(s, 1)
+    assert s.samples == 2 and w.stacks == [[1, key(A), key(B)], [1, key(B)]]
+    assert np.array_equal(w.counts, [1, 1])
