@@ -7,7 +7,7 @@ code range, ``START`` and ``SIZE`` in hex (with or without ``0x``), appended as 
 later line for an overlapping range is newer code there, and the older lines it overlaps are dropped. The file is re-read when it
 has grown, so code compiled after the first lookup is named too.
 
-Two uses: :meth:`PerfMap.name` names an address (hot code, reports, profiles), and
+Two uses: :meth:`PerfMap.names` names addresses (hot code, reports, profiles), and
 :meth:`PerfMap.keys` gives samples in JIT code the key ``fnv1a32("jit!" + NAME) << 32 | offset``
 (NAME without V8's tier mark: ``JS:*f`` and ``JS:~f`` are one function), so the page tracker sees
 one function, not the addresses its latest compilation happened to get (issue 27).
@@ -96,11 +96,17 @@ class PerfMap:
             lo -= 1
         self._starts[lo:hi], self._ends[lo:hi], self._names[lo:hi] = [start], [end], [name]
 
-    def name(self, address: int) -> Optional[str]:
-        """The name of the code range holding ``address`` (None where the map names nothing)."""
-        if not self._lookup(address):
+    def names(self, addresses) -> List[Optional[str]]:
+        """The name of the code range holding each address (None where the map names nothing);
+        the file is re-read at most once, when some address is not named yet."""
+        out = [self._lookup(a) for a in addresses]
+        if None in out:
             self._refresh()
-        return self._lookup(address)
+            out = [name if name is not None else self._lookup(a) for a, name in zip(addresses, out)]
+        return out
+
+    def name(self, address: int) -> Optional[str]:
+        return self.names([address])[0]
 
     def _lookup(self, address: int) -> Optional[str]:
         i = bisect.bisect_right(self._starts, address) - 1

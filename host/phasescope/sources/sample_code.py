@@ -63,12 +63,10 @@ class SampleCode:
         pid = self.pid if pid is None else pid
         pcs = list(pcs)
         out = self._names.names(self.modules_of(pid), pcs)
-        jit = self.perf_map(pid)
-        for i, pc in enumerate(pcs):
-            if out[i] is None:
-                name = jit.name(pc)
-                if name is not None:
-                    out[i] = (JIT_MODULE, name)
+        unnamed = [i for i, named in enumerate(out) if named is None]
+        for i, name in zip(unnamed, self.perf_map(pid).names([pcs[i] for i in unnamed])):
+            if name is not None:
+                out[i] = (JIT_MODULE, name)
         return out
 
     def modules_of(self, pid: int) -> ModuleMap:

@@ -34,9 +34,9 @@ def window_stacks(ips: np.ndarray, callers: np.ndarray, modules: ModuleMap,
     counted = Counter(zip(ips.tolist(), callers.tolist()))
     returns = sorted({a for _, chain in counted for a in chain})
     inside = dict(zip(returns, (modules._index(np.array(returns, dtype=np.uint64)) >= 0).tolist())) if returns else {}
-    for a in returns:
-        if not inside[a]:
-            inside[a] = jit.name(a - 1) is not None
+    outside = [a for a in returns if not inside[a]]
+    for a, name in zip(outside, jit.names([a - 1 for a in outside])):
+        inside[a] = name is not None
     chains = {}
     for ip, chain in counted:
         kept = []
