@@ -87,7 +87,7 @@ class ElfSymbols:
         return self._tables[path]
 
     def names(self, modules: ModuleMap, pcs) -> List[Optional[tuple]]:
-        pcs = np.array([int(pc) for pc in pcs], dtype=np.uint64)
+        pcs = modules.canonical(np.array([int(pc) for pc in pcs], dtype=np.uint64))
         index = modules._index(pcs)
         out: List[Optional[tuple]] = [None] * len(pcs)
         for i in np.unique(index[index >= 0]).tolist():  # one lookup per module

@@ -33,7 +33,7 @@ def window_stacks(ips: np.ndarray, callers: np.ndarray, modules: ModuleMap,
     (:class:`~phasescope.sources.perf_map.PerfMap`)."""
     counted = Counter(zip(ips.tolist(), callers.tolist()))
     returns = sorted({a for _, chain in counted for a in chain})
-    inside = dict(zip(returns, (modules._index(np.array(returns, dtype=np.uint64)) >= 0).tolist())) if returns else {}
+    inside = dict(zip(returns, (modules._index(modules.canonical(returns)) >= 0).tolist())) if returns else {}
     outside = [a for a in returns if not inside[a]]
     for a, name in zip(outside, jit.names([a - 1 for a in outside])):
         inside[a] = name is not None
