@@ -18,6 +18,8 @@ import numpy as np
 
 from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME, ModuleMap
 
+#: Frames remembered across windows, at most (then forgotten at once).
+KNOWN_FRAMES = 100_000
 #: ``[count, leaf key, caller key, ...]``: one distinct stack of a window, innermost first.
 Stack = List[int]
 #: stable key -> ``(module, function)``; either may be None (unknown).
@@ -26,11 +28,13 @@ Frames = Dict[int, Tuple[Optional[str], Optional[str]]]
 
 def window_stacks(ips: np.ndarray, callers: np.ndarray, modules: ModuleMap,
                   keys_for: Callable[[np.ndarray], np.ndarray],
-                  names_for: Callable[[List[int]], list], jit) -> Tuple[List[Stack], Frames, int]:
+                  names_for: Callable[[List[int]], list], jit, known: Frames) -> Tuple[List[Stack], Frames, int]:
     """``(stacks, frames, leaf_only)`` of a window's samples: raw leaf IPs, their caller tuples
     (innermost first), the process's modules, its IP -> stable key function, its names function
-    (addresses -> ``(module, function)`` or None each) and its perf map
-    (:class:`~phasescope.sources.perf_map.PerfMap`)."""
+    (addresses -> ``(module, function)`` or None each), its perf map
+    (:class:`~phasescope.sources.perf_map.PerfMap`) and the frames of earlier windows (``known``,
+    updated: a module or perf-map key names one place for good, so each is named once; a raw
+    address is named anew each window)."""
     counted = Counter(zip(ips.tolist(), callers.tolist()))
     returns = sorted({a for _, chain in counted for a in chain})
     inside = dict(zip(returns, (modules._index(modules.canonical(returns)) >= 0).tolist())) if returns else {}
@@ -54,6 +58,16 @@ def window_stacks(ips: np.ndarray, callers: np.ndarray, modules: ModuleMap,
         stacks.append([n, keys[ip]] + [keys[a] for a in kept])
     user = [pc for pc in pcs if pc != KERNEL_KEY]
     frames: Frames = {KERNEL_KEY: (None, KERNEL_NAME)} if len(user) < len(pcs) else {}
-    for pc, named in zip(user, names_for(user)):
+    unknown = []
+    for pc in user:
+        if keys[pc] in known:
+            frames[keys[pc]] = known[keys[pc]]
+        else:
+            unknown.append(pc)
+    if len(known) + len(unknown) > KNOWN_FRAMES:
+        known.clear()
+    for pc, named in zip(unknown, names_for(unknown)):
         frames[keys[pc]] = named if named is not None else (modules.locate(pc)[0], None)
+        if keys[pc] != pc:
+            known[keys[pc]] = frames[keys[pc]]
     return stacks, frames, leaf_only
