@@ -38,3 +38,15 @@ def test_an_address_in_a_copy_is_keyed_and_located_as_the_original():
 def test_a_module_mapped_once_has_no_copies():
     mm = module_map_of([l for l in MAPS.splitlines(True) if "7fe6c36" not in l])
     assert mm.copies == [] and len(mm.modules) == 2
+
+
+def test_a_file_mapped_again_to_be_read_is_not_the_image():
+    """Frida maps libc once more, read-only, below the loaded image: the image is the mapping
+    that the executable ones lie near, and the extra view is neither its base nor a copy."""
+    maps = ("7f7044211000-7f70443e8000 r--p 00000000 fe:00 339380 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+            "7f704f69c000-7f704f6c2000 r--p 00000000 fe:00 339380 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+            "7f704f6c2000-7f704f818000 r-xp 00026000 fe:00 339380 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+            "7f704f86f000-7f704f871000 rw-p 001d3000 fe:00 339380 /usr/lib/x86_64-linux-gnu/libc.so.6\n")
+    mm = module_map_of(maps.splitlines(True))
+    assert mm.copies == [] and [(m.base, m.size) for m in mm.modules] == [(0x7F704F69C000, 0x1D5000)]
+    assert mm.locate(0x7F704F6C2010)[1] == 0x26010

@@ -62,8 +62,9 @@ def module_map_from_proc(pid: int) -> "ModuleMap":
 
     Same convention as the Frida module list: a module's base is its lowest mapping (the ELF
     header, file offset 0), its size spans all its mappings, its name is its soname, else the file's basename.
-    An executable mapping of a module's file far from the module (node 20 remaps its embedded
-    builtins next to its JIT code) is a copy (:class:`ModuleMap` ``copies``), not part of its span.
+    A mapping of a module's file far from where its image maps that offset is not part of its span;
+    an executable one is a copy (:class:`ModuleMap` ``copies``: node 20 remaps its embedded
+    builtins next to its JIT code).
     Used by tests and as the fallback for addresses outside every module Frida reported.
     """
     with open(f"/proc/{pid}/maps") as f:
@@ -85,9 +86,13 @@ def module_map_of(maps_lines) -> "ModuleMap":
     from phasescope.sources.modules import Module, ModuleMap, library_name  # numpy: not before a target starts
     modules, copies = [], []
     for path, maps in lines.items():
-        base = min([lo for lo, _, off, _ in maps if off == 0] or [lo for lo, _, _, _ in maps])
-        copy = [m for m in maps if m[3] and m[2] and abs(m[0] - base - m[2]) > _COPY_DISTANCE]
-        image = [m for m in maps if m not in copy]
+        near = lambda base, m: abs(m[0] - base - m[2]) <= _COPY_DISTANCE  # noqa: E731
+        # the image's header: the offset-0 mapping most executable mappings lie near (a file
+        # mapped again to be read, as Frida maps libc, is not the image)
+        base = max([lo for lo, _, off, _ in maps if off == 0] or [min(lo for lo, *_ in maps)],
+                   key=lambda b: (sum(1 for m in maps if m[3] and near(b, m)), -b))
+        image = [m for m in maps if near(base, m)]
+        copy = [m for m in maps if m[3] and not near(base, m)]
         for lo, hi, off, _ in copy:
             source = [m for m in image if m[2] <= off and off + hi - lo <= m[2] + m[1] - m[0]]
             if source:  # the image's mapping of the same bytes
