@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pytest
 import json
+import os
 import subprocess
 import sys
 import time
 
-from conftest import end_process, run_cli
+from conftest import end_process, run_cli, wait_for
 
 from phasescope.sources.device import resolve_device, resolve_target
 from phasescope.sources.events import BurstEvent, Ended, Output, ThreadExited, ThreadStarted
@@ -101,7 +102,8 @@ def test_detach_mid_burst_leaves_the_target_running(build, tmp_path):
     with open(tmp_path / "out", "wb") as f:
         proc = subprocess.Popen([exe, "2000"], stdout=f)
     try:
-        time.sleep(0.3)  # the worker runs
+        # the worker runs (on a loaded machine it can start well after 0.3 s)
+        wait_for(lambda: len(os.listdir(f"/proc/{proc.pid}/task")) >= 2, 30, "the worker thread")
         r = subprocess.run([sys.executable, "-c", DETACH_MID_BURST, str(proc.pid)], capture_output=True, text=True,
                            timeout=60)
         assert r.returncode == 0, r.stderr

@@ -212,7 +212,7 @@ def test_live_profile_output_equals_the_profile_of_its_log(build, tmp_path):
     exe = build("profiled.c", "-fno-omit-frame-pointer")
     log, live, offline = tmp_path / "run.log", tmp_path / "live.folded", tmp_path / "offline.folded"
     r = run_cli("--mode", "sampled", "--no-dashboard", "--log", str(log), "--profile", str(live),
-                "-f", exe, "400000", "100", timeout=240)
+                "-f", exe, "400000", "600", timeout=240)
     assert r.returncode == 0, r.stderr
     assert run_cli("profile", str(log), "-o", str(offline)).returncode == 0
     assert live.read_text() == offline.read_text() and "work_z" in live.read_text()

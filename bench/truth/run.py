@@ -14,7 +14,7 @@ phasescope.quality.simpoint, -maxK 30), and all are scored against the truth
 (bench/truth/truth_score.py).
 
     python3 bench/truth/run.py [--dir DIR] [--reuse] [--split tune|held-out|all] [--only NAME,...]
-                               [--window N] [--rate HZ] [-- REPLAY OPTIONS]
+                               [--window N] [--rate HZ] [--no-short-builtin-calls] [-- REPLAY OPTIONS]
 
 ``tune`` workloads chose the defaults; ``held-out`` ones are reported only (marked * in the table).
 """
@@ -39,7 +39,7 @@ from phasescope.engine.segments import merge  # noqa: E402
 from phasescope.formats.log import read_log  # noqa: E402
 from phasescope.quality.simpoint import reference_of  # noqa: E402
 from truth_score import read_truth, score_stream  # noqa: E402
-from workloads import WORKLOADS  # noqa: E402
+from workloads import NODE_FLAGS, WORKLOADS  # noqa: E402
 
 COLUMNS = ("ari", "v_measure", "detected", "false_per_10s", "recur_same", "distinct", "foretold", "shown_acc",
            "last_acc", "chg_prec", "chg_recall")
@@ -127,7 +127,11 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true", help="print the table as docs/quality.md has it")
     ap.add_argument("--merge", type=int, default=1, metavar="K",
                     help="score windows of K recorded windows (a log recorded with small windows stands for larger ones)")
+    ap.add_argument("--no-short-builtin-calls", action="store_true",
+                    help="run node with that flag (its builtins not copied next to its JIT code)")
     args = ap.parse_args(argv)
+    if args.no_short_builtin_calls:
+        NODE_FLAGS.append("--no-short-builtin-calls")
     rp = argparse.ArgumentParser(prog="replay options")
     add_engine_options(rp)
     config = engine_config_from_args(rp.parse_args(replay), interval_default=None, preset_default="sampled")

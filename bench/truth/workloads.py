@@ -13,6 +13,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
 
+#: node's flags: --perf-basic-prof: JIT code named in /tmp/perf-PID.map; --interpreted-frames-native-stack:
+#: each interpreted function's frame is a copy of the interpreter entry that the map names too.
+#: run.py --no-short-builtin-calls adds that flag (optimised code then calls the builtins in node's
+#: own text, not in the copy V8 maps near its code; phasescope keys the copy as the text anyway).
+NODE_FLAGS = ["--perf-basic-prof", "--interpreted-frames-native-stack"]
+
+
 @dataclass(frozen=True)
 class Workload:
     name: str
@@ -44,13 +51,8 @@ class Workload:
             return [PYTHON, os.path.join(HERE, "pylibs.py"), self.truth(out_dir), "--activities", self.activities,
                     *common]
         if self.kind == "node":
-            # --perf-basic-prof: JIT code named in /tmp/perf-PID.map; --interpreted-frames-native-stack:
-            # each interpreted function's frame is a copy of the interpreter entry that the map names too;
-            # --no-short-builtin-calls: optimised code calls the builtins in node's own text, not in an
-            # unnamed copy V8 makes near its code (one activity's builtins at two sets of addresses,
-            # one per tier); V8's own log goes beside the truth
-            return ["node", "--perf-basic-prof", "--interpreted-frames-native-stack", "--no-short-builtin-calls",
-                    "--no-logfile-per-isolate",
+            # V8's own log goes beside the truth
+            return ["node", *NODE_FLAGS, "--no-logfile-per-isolate",
                     "--logfile=" + os.path.join(out_dir, self.name + ".v8.log"), os.path.join(HERE, "nodework.js"),
                     self.truth(out_dir), self.activities, self.order, str(self.seconds), str(self.seed)]
         if self.kind == "perl":

@@ -101,9 +101,25 @@ class Module:
 class ModuleMap:
     """Sorted, non-overlapping modules of one process; vectorized address lookup."""
 
-    def __init__(self, modules=()):
+    def __init__(self, modules=(), copies=()):
+        """``copies``: ``(start, end, original)`` of code the process mapped a second time from a
+        module's file, elsewhere (node's embedded builtins, remapped next to its JIT code for short
+        calls): an address there is keyed and named as the same byte of the original."""
         self._by_base: dict[int, Module] = {m.base: m for m in modules}
+        self.copies = sorted(copies)
+        self._copies = np.array(self.copies, dtype=np.uint64).reshape(-1, 3).T
         self._rebuild()
+
+    def canonical(self, pcs: np.ndarray) -> np.ndarray:
+        """``pcs`` with each address in a copy replaced by the original's address."""
+        pcs = np.asarray(pcs, dtype=np.uint64)
+        if not self.copies:
+            return pcs
+        starts, ends, originals = self._copies
+        i = np.searchsorted(starts, pcs, side="right").astype(np.int64) - 1
+        safe = np.maximum(i, 0)
+        inside = (i >= 0) & (pcs < ends[safe])
+        return np.where(inside, pcs - starts[safe] + originals[safe], pcs)
 
     def add(self, module: Module) -> None:
         """Add or replace the module loaded at ``module.base``."""
@@ -136,7 +152,7 @@ class ModuleMap:
 
     def keys(self, pcs: np.ndarray) -> np.ndarray:
         """ASLR-stable keys for raw addresses (vectorized)."""
-        pcs = np.asarray(pcs, dtype=np.uint64)
+        pcs = self.canonical(pcs)
         idx = self._index(pcs)
         if not len(self.modules):
             return pcs.copy()
@@ -146,18 +162,19 @@ class ModuleMap:
 
     def locate(self, pc: int):
         """(module name, offset) for an address, or (None, pc) outside every module."""
-        i = int(self._index(np.array([pc], dtype=np.uint64))[0])
+        at = int(self.canonical(np.array([pc], dtype=np.uint64))[0])
+        i = int(self._index(np.array([at], dtype=np.uint64))[0])
         if i < 0:
             return None, pc
         m = self.modules[i]
-        return m.name, pc - m.base
+        return m.name, at - m.base
 
     def module_names(self, pcs: List[int]) -> List[Optional[str]]:
         """The name of the module holding each address (None outside every module), in one lookup."""
         if not pcs:
             return []
         return [self.modules[i].name if i >= 0 else None
-                for i in self._index(np.array(pcs, dtype=np.uint64)).tolist()]
+                for i in self._index(self.canonical(pcs)).tolist()]
 
     def describe(self, pc: int) -> str:
         """``module+0xoffset`` or ``0xaddress``."""

@@ -7,7 +7,7 @@ code range, ``START`` and ``SIZE`` in hex (with or without ``0x``), appended as 
 later line for an overlapping range is newer code there, and the older lines it overlaps are dropped. The file is re-read when it
 has grown, so code compiled after the first lookup is named too.
 
-Two uses: :meth:`PerfMap.name` names an address (hot code, reports, profiles), and
+Two uses: :meth:`PerfMap.names` names addresses (hot code, reports, profiles), and
 :meth:`PerfMap.keys` gives samples in JIT code the key ``fnv1a32("jit!" + NAME) << 32 | offset``
 (NAME without V8's tier mark: ``JS:*f`` and ``JS:~f`` are one function), so the page tracker sees
 one function, not the addresses its latest compilation happened to get (issue 27).

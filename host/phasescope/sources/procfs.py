@@ -53,30 +53,51 @@ def process_comm(pid: int) -> str:
         return ""
 
 
+#: A file's mapping further than this from where its image maps that offset is a second copy.
+_COPY_DISTANCE = 16 << 20
+
+
 def module_map_from_proc(pid: int) -> "ModuleMap":
     """A :class:`ModuleMap` of the file-backed executable modules of ``pid``, from /proc/PID/maps.
 
     Same convention as the Frida module list: a module's base is its lowest mapping (the ELF
     header, file offset 0), its size spans all its mappings, its name is its soname, else the file's basename.
+    A mapping of a module's file far from where its image maps that offset is not part of its span;
+    an executable one is a copy (:class:`ModuleMap` ``copies``: node 20 remaps its embedded
+    builtins next to its JIT code).
     Used by tests and as the fallback for addresses outside every module Frida reported.
     """
-    spans: Dict[str, List[int]] = {}
-    execs: Set[str] = set()
     with open(f"/proc/{pid}/maps") as f:
-        for line in f:
-            parts = line.split(None, 5)
-            if len(parts) < 6 or not parts[5].startswith("/"):
-                continue
-            path = parts[5].rstrip("\n")
-            if path.endswith(" (deleted)"):
-                path = path[: -len(" (deleted)")]
-            lo, hi = (int(x, 16) for x in parts[0].split("-"))
-            if path in spans:
-                spans[path][0] = min(spans[path][0], lo)
-                spans[path][1] = max(spans[path][1], hi)
-            else:
-                spans[path] = [lo, hi]
-            if "x" in parts[1]:
-                execs.add(path)
+        return module_map_of(f)
+
+
+def module_map_of(maps_lines) -> "ModuleMap":
+    """:func:`module_map_from_proc` of the lines of a maps file."""
+    lines: Dict[str, List[tuple]] = {}
+    for line in maps_lines:
+        parts = line.split(None, 5)
+        if len(parts) < 6 or not parts[5].startswith("/"):
+            continue
+        path = parts[5].rstrip("\n")
+        if path.endswith(" (deleted)"):
+            path = path[: -len(" (deleted)")]
+        lo, hi = (int(x, 16) for x in parts[0].split("-"))
+        lines.setdefault(path, []).append((lo, hi, int(parts[2], 16), "x" in parts[1]))
     from phasescope.sources.modules import Module, ModuleMap, library_name  # numpy: not before a target starts
-    return ModuleMap(Module(library_name(p, p), lo, hi - lo, p) for p, (lo, hi) in spans.items() if p in execs)
+    modules, copies = [], []
+    for path, maps in lines.items():
+        near = lambda base, m: abs(m[0] - base - m[2]) <= _COPY_DISTANCE  # noqa: E731
+        # the image's header: the offset-0 mapping most executable mappings lie near (a file
+        # mapped again to be read, as Frida maps libc, is not the image)
+        base = max([lo for lo, _, off, _ in maps if off == 0] or [min(lo for lo, *_ in maps)],
+                   key=lambda b: (sum(1 for m in maps if m[3] and near(b, m)), -b))
+        image = [m for m in maps if near(base, m)]
+        copy = [m for m in maps if m[3] and not near(base, m)]
+        for lo, hi, off, _ in copy:
+            source = [m for m in image if m[2] <= off and off + hi - lo <= m[2] + m[1] - m[0]]
+            if source:  # the image's mapping of the same bytes
+                copies.append((lo, hi, source[0][0] + off - source[0][2]))
+        if any(x for *_, x in image):
+            modules.append(Module(library_name(path, path), min(m[0] for m in image),
+                                  max(m[1] for m in image) - min(m[0] for m in image), path))
+    return ModuleMap(modules, copies)

@@ -24,7 +24,7 @@ def refreshed_modules(pid: int, ips, modules: Optional[ModuleMap], looked_up: Se
     ips = np.asarray(ips, dtype=np.uint64)
     user = ips[ips != np.uint64(KERNEL_KEY)]
     mm = modules if modules is not None else ModuleMap()
-    pages = set((user[mm._index(user) < 0] >> np.uint64(12)).tolist()) - looked_up
+    pages = set((user[mm._index(mm.canonical(user)) < 0] >> np.uint64(12)).tolist()) - looked_up
     if pages:
         looked_up = looked_up | pages
         try:
