@@ -65,6 +65,7 @@ from typing import Dict, List, Optional, Set
 
 import numpy as np
 
+from phasescope.engine.arrays import unique
 from phasescope.engine.interval import Interval
 from phasescope.errors import InputError
 from phasescope.sources.elf_symbols import ElfSymbols
@@ -298,7 +299,7 @@ class Sampler(SampleCode):
         out: List[Interval] = []
         if len(batch):
             batch = batch[np.argsort(batch["time"], kind="stable")]
-            tids = np.unique(batch["tid"])
+            tids = unique(batch["tid"])
             order = np.argsort(batch["tid"], kind="stable")
             grouped = batch[order]
             bounds = np.searchsorted(grouped["tid"], tids, side="left")
