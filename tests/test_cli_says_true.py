@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 import urllib.request
 
 import pytest
@@ -92,7 +93,7 @@ def test_one_library_has_one_name_in_both_modes(tmp_path):
     names = {}
     for mode in ("exact", "sampled"):
         summary = tmp_path / f"{mode}.json"
-        r = run_cli("--no-dashboard", "--mode", mode, "--summary", str(summary), "-f", "python3", str(script),
+        r = run_cli("--no-dashboard", "--mode", mode, "--summary", str(summary), "-f", sys.executable, str(script),
                     timeout=300)
         assert r.returncode == 0, r.stderr
         phases = json.loads(summary.read_text())["phases"]

@@ -76,6 +76,8 @@ from typing import Dict, Hashable, List, Optional
 
 import numpy as np
 
+from phasescope.engine.arrays import unique
+
 BLOCK_SHIFT = 6
 BLOCK_BYTES = 1 << BLOCK_SHIFT
 COLD = -1
@@ -219,7 +221,7 @@ class _Touched:
 
     def _merge(self) -> None:
         if self._pending:
-            self._union = np.unique(np.concatenate([self._union, *self._pending]))
+            self._union = unique(np.concatenate([self._union, *self._pending]))
             self._pending, self._pending_size = [], 0
 
     def count(self) -> int:
@@ -266,7 +268,7 @@ class PhaseLocality:
             return
         d = reuse_distances(blocks)
         self.add_distances(phase, d)
-        u = np.unique(blocks)
+        u = unique(blocks)
         self._touched.add(u)
         self._phases[phase].touched.add(u)
 

@@ -45,6 +45,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from phasescope.engine.arrays import unique
 from phasescope.engine.footprint import bucket_index
 from phasescope.engine.phase_table import BoundedTable, Match
 
@@ -93,7 +94,7 @@ class PageTracker(BoundedTable):
         if self.shift is None:
             first = next((np.asarray(k, dtype=np.uint64) for k in keys if len(k)), None)
             if first is not None:
-                pages = len(np.unique(np.right_shift(first, np.uint64(PAGE_SHIFT))))
+                pages = len(unique(np.right_shift(first, np.uint64(PAGE_SHIFT))))
                 self.shift = LINE_SHIFT if pages <= SMALL_PAGES else PAGE_SHIFT
         lens = np.fromiter((len(k) for k in keys), dtype=np.int64, count=n)
         flat = np.concatenate(keys) if n else np.zeros(0, np.uint64)
