@@ -114,6 +114,9 @@ struct _PsThread
   guint64 fmap_n;
   guint64 fmap_cap;
   guint64 ret_site;          /* where Stalker's code for a plain `ret` starts in this thread's code */
+  /* OF across Stalker's inline cache (see agent/x86_flags.c) */
+  guint64 of_tag;            /* real target of the thread's last ret or indirect jmp/call, until read */
+  guint64 of_val;            /* OF before that transfer (low byte) */
 };
 
 struct _PsGlobal
