@@ -35,6 +35,7 @@
  */
 
 #include <gum/gumstalker.h>
+#include <gum/guminterceptor.h>
 #include <gum/gumspinlock.h>
 #include <capstone.h>
 
@@ -57,6 +58,8 @@ struct ps_rusage
 extern int clock_gettime (int clk, struct ps_timespec * ts);
 extern int getrusage (int who, struct ps_rusage * usage);
 extern int mprotect (gpointer addr, gsize len, int prot);
+extern int munmap (gpointer addr, gsize len);
+extern gpointer mmap (gpointer addr, gsize len, int prot, int flags, int fd, gint64 offset);
 
 typedef struct _PsThread PsThread;
 typedef struct _PsGlobal PsGlobal;
@@ -114,6 +117,9 @@ struct _PsThread
   guint64 fmap_n;
   guint64 fmap_cap;
   guint64 ret_site;          /* where Stalker's code for a plain `ret` starts in this thread's code */
+  /* OF across Stalker's inline cache (see agent/x86_flags.c) */
+  guint64 of_tag;            /* real target of the thread's last ret or indirect jmp/call, until read */
+  guint64 of_val;            /* OF before that transfer (low byte) */
 };
 
 struct _PsGlobal
@@ -129,6 +135,11 @@ struct _PsGlobal
   guint64 dropped_instructions;
   guint64 win_hold;          /* --locality: the host is behind, open no scheduled window */
   guint64 rep_iterations;    /* count rep strings' iterations as valgrind does (ps_rep_count) */
+  GumSpinlock near_lock;     /* the reserve Stalker's code is placed in (agent/near.c) */
+  guint8 * near_base;
+  guint8 * near_cur;
+  guint8 * near_end;
+  guint64 near_fill;
 };
 
 extern PsGlobal ps;

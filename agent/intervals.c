@@ -109,6 +109,8 @@ ps_thread_init (guint8 * region, guint64 tid, guint64 slots, guint64 mslots, gui
   t->fmap_n = 0;
   t->fmap_cap = 0;
   t->ret_site = 0;
+  t->of_tag = 0;
+  t->of_val = 0;
   if (mslots != 0)
     ps_thread_locality (t, region, mslots, window, every);
   /* The first block takes the slow path, which samples the OS counters on the thread itself. */

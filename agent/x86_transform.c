@@ -27,7 +27,7 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   gboolean placed = FALSE, loop = FALSE, tail = FALSE, reps = FALSE;
   guint rep;
   GumAddress top = 0, block_pc = w->pc, again = 0, first_pc = 0;
-  gboolean popf = FALSE;
+  gboolean popf = FALSE, of_known = FALSE, reg_loop = FALSE;
   PsLoopCheck check;
   PsLoopJump jump;
   PsPatch patch;
@@ -42,6 +42,7 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
       loop = TRUE;
       if (!lp.unroll)  /* a register loop from the first iteration, one check an iteration */
       {
+        reg_loop = TRUE;
         ps_settle_slot (t, slot, lp.branch_pc);
         ps_emit_loop_entry (w, t, &lp, slot);
         top = w->pc;
@@ -80,18 +81,26 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
         loop = FALSE;
       }
     }
-    if (t->win_size != 0)
-      ps_emit_mem_slot (w, t, insn, block_pc);
     if (n == 0)
       first_pc = insn->address;
+    if (!of_known && !reg_loop)
+    {
+      if (ps_reads_of (insn))
+        ps_emit_of_restore (w, t, first_pc);
+      of_known = ps_reads_of (insn) || ps_writes_of (insn);
+    }
+    if (insn->id == X86_INS_RET && insn->size == 1)
+      t->ret_site = w->pc;  /* a resumed fault goes through the OF save too */
+    if (ps_is_cached_transfer (insn))
+      ps_emit_of_save (w, t, insn);
+    if (t->win_size != 0)
+      ps_emit_mem_slot (w, t, insn, block_pc);
     popf = popf || insn->id == X86_INS_POPFQ || insn->id == X86_INS_POPF;
     if (popf && ps_ends_block (insn))
     {
       ps_emit_clear_ac (w);
       popf = FALSE;
     }
-    if (insn->id == X86_INS_RET && insn->size == 1)
-      t->ret_site = w->pc;
     rep = ps.rep_iterations && t->stub != NULL ? ps_rep_kind (insn) : 0;
     if (rep != 0)
       again = ps_emit_rep_before (w);

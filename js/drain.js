@@ -7,7 +7,7 @@ function drain(force) {
   if (!force && gcUntil > now && !Array.from(bursts.values()).some(b => b.leaving))
     Stalker.garbageCollect();
   while (retired.length > 0 && now - retired[0][0] > 5000)
-    retired.shift();
+    releaseRegion(retired.shift()[1]);
   if (config.locality)
     api.win_hold(uint64(unacked > config.window / 2 ? 1 : 0));
   if (!force && unacked > config.window)

@@ -29,8 +29,10 @@ rpc.exports = {
   start(mainTid) {
     // A spawned process is still suspended: its main thread is followed from the first code it
     // runs before main (or by id once it runs), not from here.
-    if (mainTid !== null)
+    if (mainTid !== null) {
+      reserveNear(); // before the program maps anything
       earlyHooks = followMainEarly(mainTid);
+    }
     // The thread observer reports every existing pthread at once (and follows it). Not
     // Process.enumerateThreads(): it lists the same pthreads but also reads each thread's CPU
     // context through a ptrace helper, which stalls for 15 s on about one attach in eight.

@@ -86,6 +86,8 @@ function setup(opts) {
     clock_gettime: Module.getGlobalExportByName('clock_gettime'),
     getrusage: Module.getGlobalExportByName('getrusage'),
     mprotect: Module.getGlobalExportByName('mprotect'),
+    munmap: Module.getGlobalExportByName('munmap'),
+    mmap: Module.getGlobalExportByName('mmap'),
   };
   cm = new CModule(opts.source, symbols);
   // The C functions, by name without `ps_`; their signatures come from the C source itself (the

@@ -29,6 +29,21 @@ def test_planned_faults_and_alignment_flag_run_as_native(build):
     assert sum(int(i.counts.sum()) for i in trace.intervals) > 15_000_000
 
 
+def test_stalker_code_stays_in_reach_of_the_libraries(build):
+    # A JVM fills the address space below the libraries before its later threads start; their
+    # Stalker code and agent regions used to land more than 2 GB from libc (Stalker's far forms for
+    # every rip-relative access and branch back), and those threads computed wrong values. far_maps
+    # fills every gap within 2.25 GB below libc, then starts a thread and counts the anonymous
+    # executable mappings (a tracer's) out of reach of libc and of its own code.
+    exe = build("far_maps.c")
+    native = _native([exe])
+    assert native.stdout.endswith(b"far 0\n")
+    trace = trace_spawn([exe])
+    assert trace.ended.how == "exited" and trace.ended.code == 0, trace.ended
+    assert trace.output.get(1, b"") == native.stdout
+    assert int(trace.output.get(2, b"near 0").split()[-1]) > 0  # it saw the tracer's code
+
+
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_node_runs_to_its_end_under_exact_mode():
     script = "let s = 0; for (let i = 0; i < 3e6; i++) s += i % 7; console.log(s)"

@@ -1,0 +1,123 @@
+/* ---- Stalker's code near the program's code (issue 32) ----
+ * Stalker maps each thread's context and code slabs wherever mmap finds room: top-down, below
+ * whatever the program reserved by then. A JVM reserves gigabytes there (code cache, class space,
+ * malloc arenas) before its later threads start, so their code landed more than 2 GB below libc and
+ * libjvm, where each rip-relative access and branch to them takes Stalker's far forms; such threads
+ * computed wrong values (docs/exact-mode.md). The agent reserves address space (PROT_NONE, no
+ * memory) below the libraries as it loads and places Stalker's mappings in it, top-down:
+ * - a thread's context, mapped by the thread that calls Stalker.follow (often the agent's own,
+ *   which Frida's hooks ignore): just before, ps_near_carve unmaps the reserve's next unused part,
+ *   the highest gap mmap then finds;
+ * - its later slabs, mapped by the thread itself with the context (or a slab) as the hint: a hook
+ *   on mmap (near_on_mmap) makes an anonymous mapping hinted inside the reserve, or an executable
+ *   one with no hint, MAP_FIXED over the next unused part.
+ * No part is handed out twice (a freed one stays free); once the reserve is used up, mmap places
+ * them as before. */
+
+#define PS_PROT_EXEC 0x4
+#define PS_MAP_FIXED 0x10
+#define PS_MAP_ANONYMOUS 0x20
+#define PS_MAP_RESERVE 0x4022  /* MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE (with PROT_NONE) */
+#define PS_MAP_FAILED ((guint8 *) -1)
+
+/* Fills every gap above the reserve of `fill` bytes or more with PROT_NONE (mmap places top-down:
+ * the highest gap that holds a mapping), so that the part of the reserve ps_near_carve unmaps next
+ * is the highest gap a Stalker context fits in. The fillers are never freed. */
+static void
+ps_near_fill (guint8 * reserve, guint64 fill)
+{
+  const guint64 pieces[] = { 64 << 20, 4 << 20, fill };
+  guint8 * p;
+  guint i;
+  for (i = 0; i != G_N_ELEMENTS (pieces); i++)
+  {
+    while ((p = mmap (NULL, pieces[i], 0, PS_MAP_RESERVE, -1, 0)) != PS_MAP_FAILED && p > reserve)
+      ;
+    if (p != PS_MAP_FAILED)
+      munmap (p, pieces[i]);
+  }
+}
+
+/* Reserves `size` bytes of address space in the highest gap that holds them (see above), before
+ * the program runs (spawn). Returns the reserve, or NULL. */
+guint8 *
+ps_near_init (guint64 size, guint64 fill)
+{
+  guint8 * base = mmap (NULL, size, 0, PS_MAP_RESERVE, -1, 0);
+  if (base == PS_MAP_FAILED)
+    return NULL;
+  ps_near_fill (base, fill);
+  gum_spinlock_init (&ps.near_lock);
+  ps.near_fill = fill;
+  ps.near_cur = base + size;
+  ps.near_end = base + size;
+  ps.near_base = base;
+  return base;
+}
+
+/* The next unused `len` bytes (rounded up to pages) of the reserve, top-down; NULL when used up. */
+static guint8 *
+ps_near_take (gsize len)
+{
+  guint8 * at = NULL;
+  len = (len + ps.page - 1) & ~(ps.page - 1);
+  gum_spinlock_acquire (&ps.near_lock);
+  if (ps.near_base != NULL && (gsize) (ps.near_cur - ps.near_base) >= len)
+  {
+    ps.near_cur -= len;
+    at = ps.near_cur;
+  }
+  gum_spinlock_release (&ps.near_lock);
+  return at;
+}
+
+/* Unmaps the next unused `len` bytes of the reserve, having filled the gaps above it that opened
+ * since (before a Stalker.follow: see above). */
+void
+ps_near_carve (guint64 len)
+{
+  guint8 * at;
+  if (ps.near_base == NULL)
+    return;
+  ps_near_fill (ps.near_base, ps.near_fill);
+  at = ps_near_take (len);
+  if (at != NULL)
+    munmap (at, len);
+}
+
+/* A fresh (zeroed) read-write mapping of `len` bytes at `at`, a part of the reserve handed out
+ * before (an exited thread's region), or at the reserve's next unused part when `at` is NULL;
+ * NULL when the reserve is used up. A thread's region (PsThread, counters, cold code) lives there
+ * too: in reach of its code, rel32 and rip-relative. */
+guint8 *
+ps_near_map (guint8 * at, guint64 len)
+{
+  if (at == NULL)
+    at = ps_near_take (len);
+  if (at == NULL)
+    return NULL;
+  return mmap (at, len, 3 /* PROT_READ | PROT_WRITE */, 0x12 | PS_MAP_ANONYMOUS /* MAP_PRIVATE | MAP_FIXED */,
+      -1, 0) == (gpointer) at ? at : NULL;
+}
+
+/* mmap's on_enter: see above. */
+void
+near_on_mmap (GumInvocationContext * ic)
+{
+  gsize addr = GPOINTER_TO_SIZE (gum_invocation_context_get_nth_argument (ic, 0));
+  gsize len = GPOINTER_TO_SIZE (gum_invocation_context_get_nth_argument (ic, 1));
+  gsize prot = GPOINTER_TO_SIZE (gum_invocation_context_get_nth_argument (ic, 2));
+  gsize flags = GPOINTER_TO_SIZE (gum_invocation_context_get_nth_argument (ic, 3));
+  guint8 * at = NULL;
+
+  if ((flags & (PS_MAP_FIXED | PS_MAP_ANONYMOUS)) != PS_MAP_ANONYMOUS || ps.near_base == NULL || len == 0)
+    return;
+  if (addr == 0 ? (prot & PS_PROT_EXEC) == 0 :
+      addr < GPOINTER_TO_SIZE (ps.near_base) || addr >= GPOINTER_TO_SIZE (ps.near_end))
+    return;
+  at = ps_near_take (len);
+  if (at == NULL)
+    return;
+  gum_invocation_context_replace_nth_argument (ic, 0, at);
+  gum_invocation_context_replace_nth_argument (ic, 3, GSIZE_TO_POINTER (flags | PS_MAP_FIXED));
+}
