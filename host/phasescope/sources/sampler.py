@@ -135,7 +135,9 @@ class Sampler(SampleCode):
         self.children = children
         self.stacks = stacks
         self._names = ElfSymbols()
-        self._frames = {}  # stable key -> (module, function) of frames named so far
+        #: pid -> {stable key -> (module, function)} of frames named so far (per process: two
+        #: programs' modules, or JIT functions, can share a name and so a key)
+        self._frames: Dict[int, dict] = {}
         self._perf_maps: Dict[int, PerfMap] = {}
         #: followed child processes (``children``): pid -> [comm, module map, pages looked up]
         self._kids: Dict[int, list] = {}
@@ -429,7 +431,7 @@ class Sampler(SampleCode):
         if self.stacks:
             iv.stacks, iv.frames, leaf_only = window_stacks(
                 ips, recs["chain"], self.modules_of(th.pid), lambda a: self.keys_for(a, th.pid),
-                lambda pcs: self.names(pcs, th.pid), self.perf_map(th.pid), self._frames)
+                lambda pcs: self.names(pcs, th.pid), self.perf_map(th.pid), self._frames.setdefault(th.pid, {}))
             self.leaf_only += leaf_only
         th.seq += 1
         return iv
