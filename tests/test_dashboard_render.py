@@ -95,3 +95,4 @@ def test_the_end_of_run_report_fits_80_columns(monkeypatch):
         for p in summary["phases"][:20]:
             assert f"{100 * p['share']:.1f}%" in text
         assert "…" not in text
+        assert ("0 (transition)" in text) == (mode == "exact")  # the default table's first interval is unconfirmed

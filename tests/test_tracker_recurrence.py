@@ -124,12 +124,14 @@ def test_paper_preset_has_none_of_them():
     assert (c.archive, c.calibrate, c.transition_label) == (0, 0.0, "transition")
     assert (c.buckets, c.bits, c.threshold, c.table_size, c.update_policy, c.full_policy, c.evict_policy,
             c.transition) == (32, 6, 0.10, 64, "none", "evict", "lru", False)  # ISCA 2003
-    assert PRESETS["default"] == PRESETS["paper"]
+    assert PRESETS["default"] == PRESETS["confirmed"] == dict(PRESETS["paper"], transition=True, transition_label="nearest",
+                                                               update_policy="mean", adaptive=True, archive=4096)
 
 
-def test_stable_keeps_recurring_phases_under_few_ids():
+@pytest.mark.parametrize("name", ["stable", "confirmed"])
+def test_recurring_phases_keep_few_ids(name):
     # Four phases in turn, each 5 noisy intervals, with a one-off between runs: the paper gives
-    # every one-off an ID; stable labels each with its nearest phase and keeps four IDs.
+    # every one-off an ID; stable and confirmed label each with its nearest phase and keep four IDs.
     rng = np.random.default_rng(3)
     stream, truth = [], []
     for _ in range(10):
@@ -141,13 +143,34 @@ def test_stable_keeps_recurring_phases_under_few_ids():
             r = rng.uniform(0, 1, 32)
             stream.append(0.3 * phase(p) + 0.3 * phase(p + 1) + 0.4 * r / r.sum() * 32)
             truth.append(-1)
-    got = np.array(ids(TrackerConfig(**PRESETS["stable"]), stream))
+    got = np.array(ids(TrackerConfig(**PRESETS[name]), stream))
     paper = np.array(ids(TrackerConfig(**PRESETS["paper"]), stream))
     truth = np.array(truth)
     assert len(set(paper.tolist())) >= 40
     assert len(set(got.tolist())) == 4 + 1  # and the transition ID of the very first interval
     for p in range(4):
         assert len(set(got[truth == p][1:].tolist())) == 1
+
+
+def test_confirmed_is_the_paper_with_an_id_budget():
+    # The paper's footprint (32 buckets, 6 bits), threshold and 64-entry LRU table; what differs is
+    # when an ID is made, how a representative moves and how wide each phase's threshold is.
+    paper, confirmed = PRESETS["paper"], PRESETS["confirmed"]
+    assert {k for k in confirmed if confirmed[k] != paper.get(k)} == {
+        "transition", "transition_label", "update_policy", "adaptive", "archive"}
+
+
+def test_confirmed_gives_a_new_phase_its_id_at_its_second_interval():
+    # A for 6 intervals, then B (0.5 of an interval away) for 6: B's first interval matches nothing
+    # and is labelled A (nearest) as a transition; its second confirms B, which keeps its ID after.
+    # A and B alternating later keep those two IDs (B's representative is the mean of its first two).
+    a, b = phase(0), 0.75 * phase(0) + 0.25 * phase(1)
+    stream = [a] * 6 + [b] * 6 + [a, b] * 4
+    got = Tracker(TrackerConfig(**PRESETS["confirmed"])).classify_many(np.array(stream))
+    labels = [m.phase for m in got]
+    assert labels[1:7] == [1] * 6 and labels[7:12] == [2] * 5 and labels[12:] == [1, 2] * 4
+    assert [m.transition for m in got[5:8]] == [False, True, False]
+    assert labels[0] == TRANSITION  # the very first interval: an empty table, no nearest phase
 
 
 def macro_of(stream, **kw):

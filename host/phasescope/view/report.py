@@ -70,7 +70,12 @@ def print_report(summary: dict, top: int, file: Optional[TextIO] = None) -> None
                 f"{d['run_length']['mean']:.1f}/{d['run_length']['max']}", nxt,
                 _mean_cv(d["metrics"]["wall_ns"], 1e6), _mean_cv(d["metrics"]["ns_per_instruction"])]
 
-    rows = [row("all", w, [])] + [row(str(p["phase"]), p, p["transitions"]) for p in summary["phases"][:top]]
+    transition = summary.get("config", {}).get("tracker", {}).get("transition")  # ID 0 is the transition phase
+
+    def label(phase: int) -> str:
+        return "0 (transition)" if transition and phase == 0 else str(phase)
+
+    rows = [row("all", w, [])] + [row(label(p["phase"]), p, p["transitions"]) for p in summary["phases"][:top]]
     if len(summary["phases"]) > top:
         rest = summary["phases"][top:]
         rows.append([f"+{len(rest)} more", _pct(sum(p["share"] for p in rest)),
