@@ -28,7 +28,7 @@ from typing import Dict, Optional, Tuple
 
 from phasescope.engine.config import PREDICTORS, PRIMARY, PredictorConfig  # noqa: F401
 from phasescope.engine.predictors import (STREAM_PREDICTORS, Confidence, Gated, Hybrid, Measured, OrderLength,
-                                          context_of)
+                                          Periodic, context_of)
 
 HYBRID_MEMBERS = ("gpht", "rle_markov_q", "duration", "rle_markov", "last_phase")  # ties: the first
 GATED_MEMBER = "rle_markov"  # whose change predictions ``gated`` passes on once confirmed
@@ -61,6 +61,7 @@ class ThreadPredictors:
         self.gated = Gated(self.confidences)
         self.measured = Measured()
         self.order_length = OrderLength(config.rle_entries)
+        self.periodic = Periodic()
         self._contexts: Dict[str, tuple] = {}
         self._leaving: Optional[tuple] = None  # (phase, the phase expected after it) of the current run
         self.prediction: Optional[int] = None
@@ -91,9 +92,13 @@ class ThreadPredictors:
         candidate = out["hybrid"] if out["hybrid"] != phase else duration.next_different()
         out["measured"], measured_confidence = self.measured.observe(phase, duration.run, held, candidate)
         out["order_length"], order_length_confidence = self.order_length.observe(phase, held)
+        claim = self.periodic.observe(phase, held)
+        out["cycle"], cycle_confidence = (phase, measured_confidence if out["measured"] == phase else Periodic.UNSEEN) \
+            if claim is None \
+            else (claim, self.periodic.accuracy)
         self.prediction = out[self.shown]
         own = {"hybrid": hybrid_confidence, "gated": gated_confidence, "measured": measured_confidence,
-               "order_length": order_length_confidence}
+               "order_length": order_length_confidence, "cycle": cycle_confidence}
         self.confidence = own[self.shown] if self.shown in own else \
             self.confidences.confidence(self._contexts[self.shown])
         remaining = self.predictors["duration"].expected_remaining()
