@@ -357,18 +357,19 @@ class Periodic:
     """Changes of a recurring order, claimed from the first repetition (``cycle``, issue 27).
 
     The phase stream is kept as its last ``HISTORY`` runs (phase, length). The context of the
-    current run is the pair (phase before, phase): where that pair came before, the runs of the
-    phase that followed it give the phase next and the lengths seen. A change to that phase is
-    claimed when every earlier occurrence of the pair was followed by the same phase (a random
-    order's pairs seldom recur, and then seldom agree) and the run is within the lengths seen, from
-    the shortest to one past the longest (sampled windows cut a fixed CPU budget into runs that
-    vary by one), or one short of the shortest when the tracker held the window (it fitted no
-    phase: the run is ending). A fixed cycle is claimed from its second turn on, where a context of
-    (phase, run length) needs several turns. A claim is made public only while claims have held:
-    each run with a claim scores a saturating counter (0..7, from 3) once it ends, +1 when it went
-    to the phase claimed, -2 when not, and claims are shown while it is at least 3; a random order,
-    whose pairs recur now and then by chance, soon stops showing them. Else no claim (None).
-    ``accuracy``: the share of the claims shown so far that came (``UNSEEN`` before any).
+    current run is the pair (phase before, phase), or the phase alone where that pair has not come
+    before: where it came, the runs of the phase that followed give the phase next and the lengths
+    seen. A change to that phase is claimed when every earlier occurrence was followed by the same
+    phase and the run is within the lengths seen, from the shortest to one past the longest
+    (sampled windows cut a fixed CPU budget into runs that vary by one), or one short of the
+    shortest when the tracker held the window (it fitted no phase: the run is ending). A fixed
+    cycle is claimed from its second turn on, where a context of (phase, run length) needs
+    several turns. Claims are shown only while they have held: each run with a claim scores a
+    saturating counter (0..7) once it ends, +1 when it went to the phase claimed, -2 when not; it
+    starts at 2, so the first claim must come true unseen, and claims are shown while it is at
+    least 3. A random order, whose contexts recur now and then by chance, then shows none. Else no
+    claim (None). ``accuracy``: the share of the claims shown so far that came (``UNSEEN`` before
+    any).
     """
 
     HISTORY = 64
@@ -380,7 +381,7 @@ class Periodic:
         self.last: Optional[int] = None
         self.run = 0
         self.claims = self.hits = 0
-        self.trust = self.START  # the counter of runs whose claims held
+        self.trust = self.START - 1  # the counter of runs whose claims held: the first must hold unseen
         self._claim: Optional[int] = None  # the claim shown after the previous interval
         self._claimed: Optional[int] = None  # the latest claim made in the current run, shown or not
 
@@ -416,6 +417,11 @@ class Periodic:
             if runs[i][0] == phase and runs[i - 1][0] == before:
                 after.add(runs[i + 1][0])
                 lengths.append(runs[i][1])
+        if not after:  # the pair not seen yet: the phase alone
+            for i in range(len(runs) - 1):
+                if runs[i][0] == phase:
+                    after.add(runs[i + 1][0])
+                    lengths.append(runs[i][1])
         if len(after) != 1:
             return None
         lo, hi = min(lengths), max(lengths)
