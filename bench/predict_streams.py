@@ -15,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "host"))
 from phasescope.engine.predict import PredictorConfig, ThreadPredictors  # noqa: E402
 
-SHOWN = ("last_phase", "measured", "order_length", "hybrid")
+SHOWN = ("last_phase", "measured", "cycle", "order_length", "hybrid")
 
 
 def score(stream):

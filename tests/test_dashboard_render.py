@@ -46,7 +46,7 @@ def test_every_figure_is_whole(width, height, locality):
         assert figure in text, (figure, text)
     if locality:
         assert "42%" in text
-    assert "measured *" in text  # the shown predictor is listed first, whatever the height
+    assert LABELS[PRIMARY] + " *" in text  # the shown predictor is listed first, whatever the height
     assert "03:04:12 #132" in text  # the last phase change has room
     assert "%…" not in text  # what gives way is text (a code name, the command line), never a figure
 

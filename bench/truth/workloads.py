@@ -91,6 +91,7 @@ WORKLOADS = [
     Workload("pg-random-A", "pg", "tune", "point,range,seqscan,group,sort,join,insert,update,regex,json",
              "random", 1, 30),
     Workload("tool-A", "tool", "tune", "md5,sha1,sha256,aes-128-cbc,des-ede3,rsa2048", "fixed", 0, 30),
+    Workload("node-cycle-A", "node", "tune", "sort,strings,closure,deflate", "cycle", 1, 30),
     Workload("node-cycle-B", "node", "held-out", "json,regex,map,math", "cycle", 2, 30),
     Workload("node-random-B", "node", "held-out", "json,regex,sort,strings,map,math,bigint,closure,sha,deflate",
              "random", 3, 30),

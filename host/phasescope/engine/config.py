@@ -27,11 +27,13 @@ TRANSITION_LABELS = ("transition", "nearest")
 CALIBRATE_ON = ("gap", "nearest", "kmeans")  # what a calibrated threshold measures (TrackerConfig.calibrate_on)
 
 PREDICTORS = ("rle_markov", "last_phase", "markov1", "markov2", "rle_markov_q", "duration", "gpht", "hybrid",
-              "gated", "measured", "order_length")
-#: The prediction shown by default: ``measured``, which shows a change only where it has been
-#: right more often than "no change" (issue 27). The hybrid before it (74.6% overall against
-#: last-phase's 73.0% on bench/quality/run.py) lost 3-9 points to last-phase on sampled workloads.
-PRIMARY = "measured"
+              "gated", "measured", "order_length", "cycle")
+#: The prediction shown by default: ``cycle``, the change a recurring order claims where its
+#: claims have held, else ``measured``'s, which shows a change only where it has been right more
+#: often than "no change" (issue 27). The hybrid before them (74.6% overall against last-phase's
+#: 73.0% on bench/quality/run.py) lost 3-9 points to last-phase on sampled workloads; ``measured``
+#: alone foretold 18-50% of the truth cycles' changes, ``cycle`` 59-77% (docs/quality.md).
+PRIMARY = "cycle"
 
 MODES = ("fixed", "variable", "qphase")
 

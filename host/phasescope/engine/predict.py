@@ -3,7 +3,7 @@
 Each predictor sees one thread's phase stream: ``observe(phase)`` for every interval, then
 ``predict()`` gives that thread's next phase. Each thread gets one of every predictor of
 :data:`phasescope.engine.predictors.STREAM_PREDICTORS`, and the four that keep contexts of their
-own (``hybrid``, ``gated``, ``measured``, ``order_length``).
+own (``hybrid``, ``gated``, ``measured``, ``order_length``, ``cycle``).
 
 - ``rle_markov`` (the paper's), ``last_phase``, ``markov1`` / ``markov2``: see
   :mod:`phasescope.engine.markov`.
@@ -16,6 +16,10 @@ own (``hybrid``, ``gated``, ``measured``, ``order_length``).
 - ``order_length``: the phase order and the run lengths learned apart, a change claimed where both
   speak and shown once claims of its kind have been right more often than not
   (:class:`phasescope.engine.predictors.OrderLength`).
+- ``cycle`` (the default): on the page tracker's streams (sampled mode), the next phase of a
+  recurring order, claimed within the lengths seen once such claims have held
+  (:class:`phasescope.engine.predictors.Periodic`); else, and in exact mode, ``measured``'s (on
+  exact-mode logs the claims lost to last-phase on bc and gzip: docs/quality.md).
 
 Every predictor runs and is scored on every interval; one is shown (``PredictorConfig.shown``,
 ``--shown-prediction``; ``rle_markov`` is the paper's, bit for bit), with a confidence (0..1) and
@@ -28,7 +32,7 @@ from typing import Dict, Optional, Tuple
 
 from phasescope.engine.config import PREDICTORS, PRIMARY, PredictorConfig  # noqa: F401
 from phasescope.engine.predictors import (STREAM_PREDICTORS, Confidence, Gated, Hybrid, Measured, OrderLength,
-                                          context_of)
+                                          Periodic, context_of)
 
 HYBRID_MEMBERS = ("gpht", "rle_markov_q", "duration", "rle_markov", "last_phase")  # ties: the first
 GATED_MEMBER = "rle_markov"  # whose change predictions ``gated`` passes on once confirmed
@@ -47,7 +51,8 @@ class ThreadPredictors:
     recent lengths, or after an interval the tracker held, as long as successions have held: two
     confidence counters, the thread's and the phase's, are scored once per run, when the run ends
     (right if it ends in the phase expected), so a program whose phases follow each other in no
-    fixed order soon stops showing it. Sampled windows cut an activity of fixed CPU time into runs that
+    fixed order soon stops showing it. ``cycle`` claims the next phase of a recurring order on these
+    streams only. Sampled windows cut an activity of fixed CPU time into runs that
     vary by a window, which the confidence of an exact-length context never trusts
     (bench/truth/run.py: changes foretold on the fixed cycles 0-30% -> 74-82%).
     """
@@ -61,6 +66,7 @@ class ThreadPredictors:
         self.gated = Gated(self.confidences)
         self.measured = Measured()
         self.order_length = OrderLength(config.rle_entries)
+        self.periodic = Periodic()
         self._contexts: Dict[str, tuple] = {}
         self._leaving: Optional[tuple] = None  # (phase, the phase expected after it) of the current run
         self.prediction: Optional[int] = None
@@ -91,9 +97,13 @@ class ThreadPredictors:
         candidate = out["hybrid"] if out["hybrid"] != phase else duration.next_different()
         out["measured"], measured_confidence = self.measured.observe(phase, duration.run, held, candidate)
         out["order_length"], order_length_confidence = self.order_length.observe(phase, held)
+        claim = self.periodic.observe(phase, held) if self.leaving else None  # runs of sampled windows
+        out["cycle"], cycle_confidence = (out["measured"], measured_confidence) \
+            if claim is None \
+            else (claim, self.periodic.accuracy)
         self.prediction = out[self.shown]
         own = {"hybrid": hybrid_confidence, "gated": gated_confidence, "measured": measured_confidence,
-               "order_length": order_length_confidence}
+               "order_length": order_length_confidence, "cycle": cycle_confidence}
         self.confidence = own[self.shown] if self.shown in own else \
             self.confidences.confidence(self._contexts[self.shown])
         remaining = self.predictors["duration"].expected_remaining()

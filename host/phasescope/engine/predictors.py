@@ -33,7 +33,7 @@ least-recently-used entry (:class:`LruTable`). A table miss predicts the last ph
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import Dict, Hashable, Optional, Sequence, Tuple
 
 from phasescope.engine.markov import LastPhase, Markov, RleMarkov
@@ -350,6 +350,82 @@ class OrderLength:
         if hits >= self.MIN_HITS and hits >= stays:
             return to, hits / n
         return phase, stays / n if n else self.UNSEEN
+
+
+
+class Periodic:
+    """Changes of a recurring order, claimed from the first repetition (``cycle``, issue 27).
+
+    The phase stream is kept as its last ``HISTORY`` runs (phase, length). The context of the
+    current run is the pair (phase before, phase), or the phase alone where that pair has not come
+    before: where it came, the runs of the phase that followed give the phase next and the lengths
+    seen. A change to that phase is claimed when every earlier occurrence was followed by the same
+    phase and the run is within the lengths seen, from the shortest to one past the longest
+    (sampled windows cut a fixed CPU budget into runs that vary by one), or one short of the
+    shortest when the tracker held the window (it fitted no phase: the run is ending). A fixed
+    cycle is claimed from its second turn on, where a context of (phase, run length) needs
+    several turns. Claims are shown only while they have held: each run with a claim scores a
+    saturating counter (0..7) once it ends, +1 when it went to the phase claimed, -2 when not; it
+    starts at 2, so the first claim must come true unseen, and claims are shown while it is at
+    least 3. A random order, whose contexts recur now and then by chance, then shows none. Else no
+    claim (None). ``accuracy``: the share of the claims shown so far that came (``UNSEEN`` before
+    any).
+    """
+
+    HISTORY = 64
+    UNSEEN = 0.5
+    MAX, START = 7, 3
+
+    def __init__(self):
+        self.runs: deque = deque(maxlen=self.HISTORY)  # completed runs, (phase, length)
+        self.last: Optional[int] = None
+        self.run = 0
+        self.claims = self.hits = 0
+        self.trust = self.START - 1  # the counter of runs whose claims held: the first must hold unseen
+        self._claim: Optional[int] = None  # the claim shown after the previous interval
+        self._claimed: Optional[int] = None  # the latest claim made in the current run, shown or not
+
+    @property
+    def accuracy(self) -> float:
+        return self.hits / self.claims if self.claims else self.UNSEEN
+
+    def observe(self, phase: int, held: bool = False) -> Optional[int]:
+        """Feed one phase; the change claimed after it (None: none)."""
+        if self._claim is not None:
+            self.claims += 1
+            self.hits += phase == self._claim
+        if phase != self.last and self._claimed is not None:
+            self.trust = min(self.MAX, self.trust + 1) if phase == self._claimed else max(0, self.trust - 2)
+            self._claimed = None
+        claim = self._next(phase, held)
+        self._claimed = claim if claim is not None else self._claimed
+        self._claim = claim if self.trust >= self.START else None
+        return self._claim
+
+    def _next(self, phase: int, held: bool) -> Optional[int]:
+        if phase == self.last:
+            self.run += 1
+        else:
+            if self.last is not None:
+                self.runs.append((self.last, self.run))
+            self.last, self.run = phase, 1
+        if not self.runs:
+            return None
+        runs, before = list(self.runs), self.runs[-1][0]
+        after, lengths = set(), []
+        for i in range(1, len(runs) - 1):
+            if runs[i][0] == phase and runs[i - 1][0] == before:
+                after.add(runs[i + 1][0])
+                lengths.append(runs[i][1])
+        if not after:  # the pair not seen yet: the phase alone
+            for i in range(len(runs) - 1):
+                if runs[i][0] == phase:
+                    after.add(runs[i + 1][0])
+                    lengths.append(runs[i][1])
+        if len(after) != 1:
+            return None
+        lo, hi = min(lengths), max(lengths)
+        return after.pop() if lo - held <= self.run <= hi + 1 else None
 
 
 #: name -> one thread's instance from the :class:`~phasescope.engine.config.PredictorConfig`: every
