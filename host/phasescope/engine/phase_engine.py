@@ -18,7 +18,6 @@ import numpy as np
 from phasescope.engine.bursts import burst_summary
 from phasescope.engine.interval import Interval
 from phasescope.engine.config import EngineConfig  # noqa: F401
-from phasescope.engine.jit_frames import tracker_input
 from phasescope.engine.kmeans_tracker import KMeansTracker
 from phasescope.engine.macro import MacroTracker
 from phasescope.engine.predict import PREDICTORS, Scoreboard, ThreadPredictors
@@ -122,8 +121,7 @@ class PhaseEngine:
         return out
 
     def _feed_batch(self, batch: List[Interval]) -> List[IntervalResult]:
-        keys, weights = zip(*(tracker_input(iv) for iv in batch)) if batch else ((), ())
-        fps, totals = self.tracker.footprints(list(keys), list(weights))
+        fps, totals = self.tracker.footprints([iv.keys for iv in batch], [iv.counts for iv in batch])
         keep = np.nonzero(totals > 0)[0]
         self.skipped_empty += len(batch) - len(keep)
         if len(keep) < len(batch):

@@ -9,11 +9,12 @@ from typing import List, Optional, Set
 
 import numpy as np
 
-from phasescope.engine.jit_frames import JIT_MODULE
 from phasescope.sources.modules import KERNEL_KEY, ModuleMap
 from phasescope.sources.perf_map import PerfMap
 from phasescope.sources.procfs import module_map_from_proc
 
+#: The module name of code a perf map names (JIT code in anonymous memory).
+JIT_MODULE = "[jit]"
 
 
 def refreshed_modules(pid: int, ips, modules: Optional[ModuleMap], looked_up: Set[int]):
