@@ -225,7 +225,7 @@ class KernelSession(SampledSource):
 
     def events_until(self, due: Callable[[], float]) -> Iterator:
         """As :meth:`events`, each wait lasting at most ``due()`` seconds (asked before each wait).
-        A wait ends early when a ring has taken half a window of samples, an event is queued (the target's end,
+        A wait ends early when a ring has taken a window of samples, an event is queued (the target's end,
         its output) or a signal arrives (``signal.set_wakeup_fd``, on the main thread), so a quiet
         run costs no wake-ups on a clock (:class:`~phasescope.sources.protocol.Wakes`)."""
         try:
