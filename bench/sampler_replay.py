@@ -69,6 +69,8 @@ def replay_once(rec: dict, names=None, stacks: bool = True):
     s = Sampler(rec["pid"], modules=rec["modules"], stacks=stacks)
     s._names = names or s._names
     s._started, s._id_tid, s._own = True, dict(rec["id_tid"]), set(rec["own"])
+    s._last_scan = float("inf")  # no /proc fallback for lost EXIT records: the recorded pid is long gone
+    # (under load a replay outlasting 1 s would end its thread early and cut a window short)
     s._rings = {r[0]: Recorded(-1 - r[0]) for r in rec["reads"] if r}
     windows = []
     t0 = time.process_time()
