@@ -5,11 +5,14 @@ and window cutting (parse, windows, stacks, keys, names) and timed in CPU time. 
 digest says whether two trees make the same windows of the same bytes.
 
     python3 bench/sampler_replay.py capture OUT.pkl -- PROGRAM [ARGS]   (needs perf_event access)
-    python3 bench/sampler_replay.py replay OUT.pkl [...] [--reps 6] [--vs OTHER/host]
+    python3 bench/sampler_replay.py replay OUT.pkl [...] [--reps 6] [--no-stacks] [--engine] [--vs OTHER/host]
 
 ``replay`` prints, per recording, the samples, windows, the minimum CPU time over ``--reps``
 replays (ELF symbol tables read once before: a fixed cost, not a per-sample one), per sample, and
 the digest; ``--vs`` replays with another tree too (its ``host/``), alternating, in one run.
+``--no-stacks`` reads leaf IPs only (a run without ``--log`` or ``--profile``); ``--engine`` also
+feeds the windows to the live engine (sampled preset) and prints its CPU a window and a digest of
+its results, which must not change when only the cost does.
 """
 
 from __future__ import annotations
@@ -61,11 +64,13 @@ def capture(out: str, argv: list) -> None:
     print(f"{out}: {s.samples} samples, {sum(1 for r in reads if r)} ring reads")
 
 
-def replay_once(rec: dict, names=None):
+def replay_once(rec: dict, names=None, stacks: bool = True):
     from phasescope.sources.sampler import Sampler
-    s = Sampler(rec["pid"], modules=rec["modules"])
+    s = Sampler(rec["pid"], modules=rec["modules"], stacks=stacks)
     s._names = names or s._names
     s._started, s._id_tid, s._own = True, dict(rec["id_tid"]), set(rec["own"])
+    s._last_scan = float("inf")  # no /proc fallback for lost EXIT records: the recorded pid is long gone
+    # (under load a replay outlasting 1 s would end its thread early and cut a window short)
     s._rings = {r[0]: Recorded(-1 - r[0]) for r in rec["reads"] if r}
     windows = []
     t0 = time.process_time()
@@ -86,14 +91,37 @@ def digest(windows) -> str:
     return h.hexdigest()[:16]
 
 
-def replay(paths: list, reps: int) -> None:
+def engine_once(windows):
+    """The live engine's CPU time over ``windows`` (the sampled preset, as ``--mode sampled`` runs
+    it) and a digest of every result (phases, distances, predictions)."""
+    from phasescope.commands.monitor import MonitorCommand
+    from phasescope.commands.options import engine_config_from_args
+    from phasescope.pipeline.flow import Flow
+    args = MonitorCommand("phasescope").parser().parse_args(["--mode", "sampled", "-f", "x"])
+    flow = Flow(engine_config_from_args(args, preset_default="sampled"), [])
+    h = hashlib.sha256()
+    flow.subscribe(lambda r, iv: h.update(repr((r.phase, r.distance, r.new_phase, r.predictions, r.predicted,
+                                                r.confidence, r.expected_remaining, r.merged, r.macro, r.relabel,
+                                                r.footprint.tolist())).encode()))
+    t0 = time.process_time()
+    for w in windows:
+        flow.feed(w)
+    flow.flush()
+    return time.process_time() - t0, h.hexdigest()[:16]
+
+
+def replay(paths: list, reps: int, stacks: bool, engine: bool) -> None:
     for path in paths:
         with open(path, "rb") as f:
             rec = pickle.load(f)
-        _, s, _ = replay_once(rec)  # reads the ELF symbol tables
-        best, windows = min((replay_once(rec, s._names) for _ in range(reps)), key=lambda r: r[0])[::2]
+        _, s, _ = replay_once(rec, stacks=stacks)  # reads the ELF symbol tables
+        best, windows = min((replay_once(rec, s._names, stacks) for _ in range(reps)), key=lambda r: r[0])[::2]
         print(f"{os.path.basename(path)}: {s.samples} samples, {len(windows)} windows, {best * 1e3:.1f} ms CPU, "
               f"{best / max(1, s.samples) * 1e6:.1f} us a sample, windows {digest(windows)}", flush=True)
+        if engine:
+            runs = [engine_once(windows) for _ in range(reps)]
+            print(f"  engine: {min(r[0] for r in runs) / max(1, len(windows)) * 1e3:.3f} ms a window, "
+                  f"results {runs[0][1]}", flush=True)
 
 
 def main() -> None:
@@ -107,15 +135,18 @@ def main() -> None:
     r.add_argument("--reps", type=int, default=6)
     r.add_argument("--rounds", type=int, default=1, help="alternations with --vs")
     r.add_argument("--vs", default="", help="another tree's host/ directory, replayed in turn")
+    r.add_argument("--no-stacks", action="store_true", help="leaf only, as a run without --log or --profile")
+    r.add_argument("--engine", action="store_true", help="also the engine's CPU a window and its results' digest")
     a = ap.parse_args()
     if a.cmd == "capture":
         return capture(a.out, a.argv)
     if not a.vs:
-        return replay(a.paths, a.reps)
+        return replay(a.paths, a.reps, not a.no_stacks, a.engine)
+    flags = ["--no-stacks"] * a.no_stacks + ["--engine"] * a.engine
     for _ in range(a.rounds):
         for label, host in (("this tree", os.environ.get("PYTHONPATH", "")), ("--vs", os.path.abspath(a.vs))):
             print(f"[{label}]", flush=True)
-            subprocess.run([sys.executable, os.path.abspath(__file__), "replay", *a.paths, "--reps", str(a.reps)],
+            subprocess.run([sys.executable, os.path.abspath(__file__), "replay", *a.paths, "--reps", str(a.reps), *flags],
                            env={**os.environ, "PYTHONPATH": host}, check=True)
 
 

@@ -70,3 +70,11 @@ def test_injecting_sources_are_the_ones_frida_needs():
     assert SOURCES["exact"].injects(_monitor_args())
     assert not SOURCES["sampled"].injects(_monitor_args("--mode", "sampled"))
     assert SOURCES["sampled"].injects(_monitor_args("--mode", "sampled", "--bursts"))
+
+
+@pytest.mark.parametrize("outputs, stacks", [((), False), (("--log", "x.jsonl"), True),
+                                             (("--profile", "x.folded"), True), (("--summary", "x.json"), False)])
+def test_sampled_mode_asks_for_call_chains_only_when_an_output_keeps_them(outputs, stacks):
+    session = _build(_monitor_args("--mode", "sampled", *outputs))
+    assert isinstance(session, KernelSession)
+    assert session._sampling["stacks"] is stacks

@@ -24,7 +24,7 @@ from phasescope.commands.options import (add_device_options, add_run_options, ad
                                          validate_run_options)
 from phasescope.commands.outputs import OUTPUT_FILES, open_sinks
 from phasescope.commands.runner import Command, usage_error
-from phasescope.commands.sources import SOURCES, mode_help
+from phasescope.commands.sources import SOURCES, mode_help, wants_stacks
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sinks
 from phasescope.sources.device import Target, is_local, require_local, resolve_device, resolve_target
@@ -258,7 +258,8 @@ class MonitorCommand(Command):
             try:
                 sinks = open_sinks(args, config)
                 sampler = SystemSampler(process_filter(args), period_ns=10**9 // args.rate,
-                                        window_samples=args.window, kernel=args.kernel_samples)
+                                        window_samples=args.window, kernel=args.kernel_samples,
+                                        stacks=wants_stacks(args))
                 run = SystemRun(sampler, config, sinks, dashboard=not args.no_dashboard and sys.stdout.isatty(),
                                 out=out, refresh=args.refresh, status_every=args.status_every,
                                 duration=args.duration, phase_db_dir=db_dir, max_processes=args.max_processes)

@@ -49,14 +49,22 @@ def _exact(args, device, target: "Target", stdio: str, interval: int) -> "Sessio
                         trust_threshold=getattr(args, "trust_threshold", None))
 
 
+def wants_stacks(args) -> bool:
+    """Whether a sampled run asks the kernel for call chains: only when an output keeps them
+    (``--log``, ``--profile``). Naming every frame of every window was most of the host's work on
+    deep stacks (python3, cc1), and nothing else reads them."""
+    return bool(getattr(args, "log", None) or getattr(args, "profile", None))
+
+
 def _sampled(args, device, target: "Target", stdio: str, interval: int) -> "Session":
     kernel = getattr(args, "kernel_samples", False)
     if args.bursts:  # bursts need Stalker: the watching agent
         from phasescope.sources.sampled_session import SampledSession
         return SampledSession(device, target, stdio=stdio, rate_hz=args.rate, window_samples=args.window,
-                              bursts=True, kernel=kernel)
+                              bursts=True, kernel=kernel, stacks=wants_stacks(args))
     from phasescope.sources.kernel_session import KernelSession  # nothing injected
-    return KernelSession(target, stdio=stdio, rate_hz=args.rate, window_samples=args.window, kernel=kernel)
+    return KernelSession(target, stdio=stdio, rate_hz=args.rate, window_samples=args.window, kernel=kernel,
+                         stacks=wants_stacks(args))
 
 
 #: ``--mode`` word -> its source (``-a`` samples: sampled)

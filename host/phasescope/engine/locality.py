@@ -88,7 +88,7 @@ MAX_UNCERTAINTY = 0.05
 #: as misses in windows that never fill the cache): past them lie the reuses no window can see
 SIGNATURE_UNCERTAINTY = 0.005
 #: cache sizes (blocks) of the reuse signature: 16 per octave, 1 block to 2^24 blocks (1 GiB)
-SIGNATURE_BLOCKS = tuple(int(b) for b in np.unique(np.round(2.0 ** (np.arange(16 * 24 + 1) / 16)).astype(np.int64)))
+SIGNATURE_BLOCKS = tuple(int(b) for b in unique(np.round(2.0 ** (np.arange(16 * 24 + 1) / 16)).astype(np.int64)))
 
 
 def previous_occurrences(blocks: np.ndarray) -> np.ndarray:
@@ -249,7 +249,7 @@ class PhaseLocality:
             raise ValueError("cache sizes must be positive multiples of 64 bytes")
         cache_blocks = [b // BLOCK_BYTES for b in self.cache_bytes]
         # one grid for both the curve's sizes and the signature's (one estimate pass per window)
-        self._blocks = np.unique(np.array(cache_blocks + list(SIGNATURE_BLOCKS), np.int64))
+        self._blocks = unique(np.array(cache_blocks + list(SIGNATURE_BLOCKS), np.int64))
         self._curve_at = np.searchsorted(self._blocks, cache_blocks)
         self._signature_at = np.searchsorted(self._blocks, SIGNATURE_BLOCKS)
         self.max_uncertainty = max_uncertainty

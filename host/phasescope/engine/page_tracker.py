@@ -75,6 +75,7 @@ class PageTracker(BoundedTable):
         self._hits = np.zeros(c.table_size, dtype=np.int64)
         self._last_used = np.zeros(c.table_size, dtype=np.int64)
         self._cal = np.zeros((c.table_size, 3))  # calibration: matches, sum, sum of squares of distances
+        self._spreads: Optional[np.ndarray] = None  # :meth:`_spread`'s, None when stale
         self._used = 0
         self._clock = 0
         self._current: Dict[int, int] = {}  # thread -> slot of its current phase
@@ -132,13 +133,26 @@ class PageTracker(BoundedTable):
         overlap = np.minimum(self._reps[: self._used][:, nz], v[nz]).sum(axis=1)
         return np.maximum(2.0 - 2.0 * overlap, 0.0)
 
-    def _threshold(self, slots, floor: float, cap: float) -> np.ndarray:
-        n, s, sq = self._cal[slots].T
-        settled = n >= _SETTLED
-        nn = np.maximum(n, 1)
-        mean = s / nn
-        sd = np.sqrt(np.maximum(sq / nn - mean**2, 0.0))
-        return np.where(settled, np.clip(mean + Z * sd, floor, cap), cap)
+    def _spread(self) -> np.ndarray:
+        """Each used slot's own threshold, mean + Z sd of its calibration distances (NaN until
+        settled): kept until a calibration changes, since most windows change none."""
+        if self._spreads is None or len(self._spreads) != self._used:
+            n, s, sq = self._cal[: self._used].T
+            nn = np.maximum(n, 1)
+            mean = s / nn
+            sd = np.sqrt(np.maximum(sq / nn - mean**2, 0.0))
+            self._spreads = np.where(n >= _SETTLED, mean + Z * sd, np.nan)
+        return self._spreads
+
+    def _threshold(self, floor: float, cap: float) -> np.ndarray:
+        """Every used slot's threshold: its own spread within [floor, cap], ``cap`` until settled."""
+        spread = self._spread()
+        return np.where(np.isnan(spread), cap, np.clip(spread, floor, cap))
+
+    def _stay(self, slot: int) -> float:
+        """The distance under which a thread stays in its current phase's ``slot``."""
+        spread = float(self._spread()[slot])
+        return STAY_CAP if spread != spread else min(max(spread, STAY_FLOOR), STAY_CAP)
 
     def _classify(self, v: np.ndarray, thread: int) -> Match:
         d = self._distances(v)
@@ -148,9 +162,9 @@ class PageTracker(BoundedTable):
             cur = None  # its phase was evicted
         if not len(d) or nearest > JUMP:
             return self._new(v, thread, nearest)
-        rel = d / self._threshold(np.arange(self._used), MATCH_FLOOR, self.config.threshold)
+        rel = d / self._threshold(MATCH_FLOOR, self.config.threshold)
         best = int(rel.argmin())
-        if cur is not None and d[cur] < self._threshold([cur], STAY_FLOOR, STAY_CAP)[0] and not (
+        if cur is not None and d[cur] < self._stay(cur) and not (
                 best != cur and rel[best] < 1 and d[best] < d[cur] - SWITCH_MARGIN):
             self._held.pop(thread, None)
             return self._match(cur, v, d[cur], thread)
@@ -166,7 +180,7 @@ class PageTracker(BoundedTable):
         if held is not None and float(np.abs(held - v).sum()) < STAY_CAP:
             both = (held + v) / 2
             d2 = self._distances(both)
-            rel2 = d2 / self._threshold(np.arange(self._used), MATCH_FLOOR, self.config.threshold)
+            rel2 = d2 / self._threshold(MATCH_FLOOR, self.config.threshold)
             best = int(rel2.argmin())
             if rel2[best] < 1:
                 m = self._match(best, both, d2[best], thread, distance=nearest)
@@ -185,6 +199,7 @@ class PageTracker(BoundedTable):
         self._last_used[slot] = self._clock
         if self._hits[slot] > _SETTLED and self._cal[slot, 0] < CALIBRATION:  # against a settled centre
             self._cal[slot] += (1.0, dist, dist * dist)
+            self._spreads = None
         self._reps[slot] += (v - self._reps[slot]) / min(self._hits[slot], MEMORY)
         self._current[thread] = slot
         return Match(int(self._ids[slot]), float(dist if distance is None else distance), False)
@@ -207,6 +222,7 @@ class PageTracker(BoundedTable):
         self._ids[slot] = phase
         self._hits[slot] = 1
         self._cal[slot] = 0.0
+        self._spreads = None
         self._last_used[slot] = self._clock
 
     # -- the phase database and read access ---------------------------------------------------

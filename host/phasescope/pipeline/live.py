@@ -29,10 +29,8 @@ from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME
 from phasescope.sources.output import OutputRelay
 from phasescope.sources.stopped import is_stopped, wait_while_stopped
 from phasescope.sources.symbols import Symbolizer
-from phasescope.view.dashboard import render
 from phasescope.view.plain import PlainView
 from phasescope.view.report import print_hot_code, print_report
-from phasescope.view.screen import DashboardScreen
 from phasescope.view.snapshot import LiveState
 
 HOT_PHASES = 20  # phases whose top blocks are named and disassembled
@@ -105,8 +103,7 @@ class LiveRun:
             self.state.status = "tracing"
             self.state.threads_followed = len(self.session.threads)
             self.flow.start(self._start_info())
-            self.view = (DashboardScreen(lambda w, h: render(self.state.snapshot(), w, h), self.refresh)
-                         if self.dashboard else PlainView(self.state, self.out, self.status_every))
+            self.view = self._dashboard() if self.dashboard else PlainView(self.state, self.out, self.status_every)
             try:
                 with self.view:
                     self._loop(stop)
@@ -310,6 +307,12 @@ class LiveRun:
         s["end"] = {"how": end.how if end else ("aborted" if final else "running"), "code": end.code if end else None,
                     "signal": end.signal if end else None, "reason": self.stop_reason}
         return s
+
+    def _dashboard(self):
+        """The rich screen; its modules (rich's layout, live display) load only for it."""
+        from phasescope.view.dashboard import render
+        from phasescope.view.screen import DashboardScreen
+        return DashboardScreen(lambda w, h: render(self.state.snapshot(), w, h), self.refresh)
 
     def _finish(self) -> None:
         """Every exit path: detach if still attached, write the summary, report."""

@@ -16,11 +16,13 @@ import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Deque, Dict, List, Optional
+from typing import TYPE_CHECKING, Callable, Deque, Dict, List, Optional
 
 from phasescope.engine import EngineConfig, Interval, PhaseEngine
 from phasescope.errors import PhasescopeError
-from phasescope.sinks.phase_db import PhaseDb
+
+if TYPE_CHECKING:
+    from phasescope.sinks.phase_db import PhaseDb
 
 MAX_PROCESSES = 256  # engines alive at once
 FINISHED_KEPT = 200  # ended processes the summary and report remember
@@ -172,6 +174,7 @@ class ProcessEngines:
         run = ProcessRun(pid, comm or "", self.exe_of(pid), engine)
         if self.phase_db_dir is not None:
             try:
+                from phasescope.sinks.phase_db import PhaseDb  # only with --phase-db
                 run.db = PhaseDb(os.path.join(self.phase_db_dir, run.key + ".json"), self.config)
                 run.db.prepare(engine)
             except PhasescopeError as e:  # one program's database is unusable: say so, go on without it

@@ -14,6 +14,8 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from phasescope.engine.arrays import unique
+
 from phasescope.sources.modules import ModuleMap
 
 
@@ -90,7 +92,7 @@ class ElfSymbols:
         pcs = modules.canonical(np.array([int(pc) for pc in pcs], dtype=np.uint64))
         index = modules._index(pcs)
         out: List[Optional[tuple]] = [None] * len(pcs)
-        for i in np.unique(index[index >= 0]).tolist():  # one lookup per module
+        for i in unique(index[index >= 0]).tolist():  # one lookup per module
             m = modules.modules[i]
             table = self._table(m.path or m.name)
             if table is None:

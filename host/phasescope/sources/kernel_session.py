@@ -49,7 +49,7 @@ class KernelSession(SampledSource):
     final_cpu: Optional[float] = None
 
     def __init__(self, target: Target, stdio: str = "inherit", rate_hz: int = 10**9 // DEFAULT_PERIOD_NS,
-                 window_samples: int = DEFAULT_WINDOW_SAMPLES, kernel: bool = False):
+                 window_samples: int = DEFAULT_WINDOW_SAMPLES, kernel: bool = False, stacks: bool = True):
         check_sampling(rate_hz, window_samples)
         self.target = target
         self.stdio = stdio
@@ -58,7 +58,7 @@ class KernelSession(SampledSource):
         self.window_samples = window_samples
         self.kernel = kernel
         #: how the sampler's events are opened (:func:`~phasescope.sources.perf_event.open_events` too)
-        self._sampling = dict(period_ns=self.period_ns, kernel=kernel, children=True, stacks=True,
+        self._sampling = dict(period_ns=self.period_ns, kernel=kernel, children=True, stacks=stacks,
                               window_samples=window_samples)
         self.pid: Optional[int] = None
         self.sampler: Optional["Sampler"] = None
@@ -225,7 +225,7 @@ class KernelSession(SampledSource):
 
     def events_until(self, due: Callable[[], float]) -> Iterator:
         """As :meth:`events`, each wait lasting at most ``due()`` seconds (asked before each wait).
-        A wait ends early when a ring has taken half a window of samples, an event is queued (the target's end,
+        A wait ends early when a ring has taken a window of samples, an event is queued (the target's end,
         its output) or a signal arrives (``signal.set_wakeup_fd``, on the main thread), so a quiet
         run costs no wake-ups on a clock (:class:`~phasescope.sources.protocol.Wakes`)."""
         try:

@@ -232,10 +232,12 @@ class Ring:
 
 
 def wakeup_samples(window_samples: int) -> int:
-    """Samples a ring takes before it wakes the host: half a window, so that a window is read (and
-    its phase shown and served) within about one window of the target's CPU time, and the host
-    sleeps between (10-20 wake-ups per second at 1000 Hz, 1-2 at 97 Hz)."""
-    return max(1, window_samples // 2)
+    """Samples a ring takes before it wakes the host: a window. A thread that stays on one CPU
+    wakes the host as its window completes (10 wake-ups a second at 1000 Hz, one at 97 Hz); one that
+    moved between CPUs mid-window has samples in two rings, each short of a wake-up, so its
+    window is read within at most one more window per CPU (and within the live loop's quiet bound).
+    Half a window (20 wake-ups a second) cost the host about a sixth more CPU (docs/performance.md)."""
+    return max(1, window_samples)
 
 
 def sampling_attr(period_ns: int, stacks: bool, children: bool, kernel: bool, wakeup: int,

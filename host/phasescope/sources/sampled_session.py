@@ -33,7 +33,8 @@ class SampledSession(SampledSource):
 
 
     def __init__(self, device, target: Target, stdio: str = "inherit", rate_hz: int = 10**9 // DEFAULT_PERIOD_NS,
-                 window_samples: int = DEFAULT_WINDOW_SAMPLES, bursts: bool = False, kernel: bool = False):
+                 window_samples: int = DEFAULT_WINDOW_SAMPLES, bursts: bool = False, kernel: bool = False,
+                 stacks: bool = True):
         require_local(device)
         check_sampling(rate_hz, window_samples)
         self.trace = TraceSession(device, target, stdio=stdio, watch=True)
@@ -41,6 +42,7 @@ class SampledSession(SampledSource):
         self.rate_hz = rate_hz
         self.window_samples = window_samples
         self.kernel = kernel
+        self.stacks = stacks
         self.sampler: Optional[Sampler] = None
         self._known: set = set()  # the program's threads, as the agent reports them
         self._held: Dict[int, List[Interval]] = {}  # windows of threads not (yet) known to be the program's
@@ -101,7 +103,7 @@ class SampledSession(SampledSource):
 
     def _start_sampler(self, pid: int) -> None:
         self.sampler = Sampler(pid, period_ns=self.period_ns, window_samples=self.window_samples,
-                               kernel=self.kernel, modules=self.trace.modules).start()
+                               kernel=self.kernel, modules=self.trace.modules, stacks=self.stacks).start()
 
     def kill(self) -> None:
         """Terminate the target."""

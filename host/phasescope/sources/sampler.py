@@ -65,6 +65,7 @@ from typing import Dict, List, Optional, Set
 
 import numpy as np
 
+from phasescope.engine.arrays import unique_counts
 from phasescope.engine.interval import Interval
 from phasescope.errors import InputError
 from phasescope.sources.elf_symbols import ElfSymbols
@@ -238,7 +239,7 @@ class Sampler(SampleCode):
         self._watched.add(fd)
 
     def poll(self, timeout: float = 0.1) -> List[Interval]:
-        """Wait up to ``timeout`` s for a ring to take half a window of samples (or a descriptor given to
+        """Wait up to ``timeout`` s for a ring to take a window of samples (or a descriptor given to
         :meth:`watch` to be readable), read them all and return the completed windows."""
         if not self._started or self._stopped:
             return []
@@ -417,7 +418,7 @@ class Sampler(SampleCode):
 
     def _window(self, th: _Thread, recs: np.ndarray, partial: bool) -> Interval:
         ips, times = recs["ip"], recs["time"]
-        uniq, counts = np.unique(ips, return_counts=True)
+        uniq, counts = unique_counts(ips)
         keys = self.keys_for(uniq, th.pid)
         begin = th.last_end or int(times[0]) - self.period_ns
         end = int(times[-1])

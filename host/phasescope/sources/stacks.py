@@ -69,7 +69,7 @@ def window_stacks(ips: np.ndarray, raw_chains: np.ndarray, modules: ModuleMap,
             unknown.append(pc)
     if len(known) + len(unknown) > KNOWN_FRAMES:
         known.clear()
-    named = names_for(unknown)
+    named = names_for(unknown) if unknown else []  # most windows: every frame named before
     unnamed = [pc for pc, n in zip(unknown, named) if n is None]
     where = dict(zip(unnamed, modules.module_names(unnamed)))
     for pc, n in zip(unknown, named):
