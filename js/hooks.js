@@ -84,7 +84,7 @@ function installHooks() {
         jvmLoaded = true;
         sayUnfollowable('the JVM (libjvm.so) exactly: what its threads run in their first ' +
             `${JVM_THREAD_DELAY_MS} ms is not counted` + (nearReserved ? '' : ', and Java code can go wrong ' +
-            '(attached: Stalker\'s code cannot be kept within 2 GB of the libraries)') + ' (issue 32)');
+            '(Stalker\'s code could not be kept within 2 GB of the libraries)') + ' (issue 32)');
       }
       const base = m.base.toString();
       if (!knownModules.has(base)) {
