@@ -48,11 +48,20 @@ def attached(target: list, phasescope: str, tmp: str, after: float, duration: fl
     program had ended by the time it detached."""
     summary = os.path.join(tmp, "summary.json")
     program = subprocess.Popen(target, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines = os.path.join(tmp, "lines")
+    if os.path.exists(lines):
+        os.remove(lines)  # the run before's
     time.sleep(after)
-    traced = subprocess.run([phasescope, "--no-dashboard", "-o", os.path.join(tmp, "lines"), "--summary", summary,
-                             "-p", str(program.pid), "--duration", str(duration)],
-                            stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT)
-    alive = program.poll() is None
+    tracer = subprocess.Popen([phasescope, "--no-dashboard", "-o", lines, "--summary", summary,
+                               "-p", str(program.pid), "--duration", str(duration)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    alive = False
+    while tracer.poll() is None:  # whether the program runs once phasescope says it detached
+        if os.path.exists(lines) and b"detached;" in open(lines, "rb").read():
+            alive = program.poll() is None
+            break
+        time.sleep(0.05)
+    traced = subprocess.CompletedProcess(tracer.args, tracer.wait(timeout=TIMEOUT), None, tracer.stderr.read())
     out, err = program.communicate(timeout=TIMEOUT)
     if traced.returncode != 0:
         return None, b"phasescope exit %d: %s\n" % (traced.returncode, (traced.stderr.strip().splitlines() or [b""])[-1])
@@ -81,7 +90,7 @@ def main() -> int:
         subprocess.run([javac, "-d", tmp, os.path.join(ROOT, "bench", "jvm", "Phases.java")], check=True)
         target = [java, *args.java_flag, "-XX:+UseSerialGC", "-cp", tmp, "Phases", *args.program]
         native = run(target)
-        print(f"native: {native[0].decode().strip()}")
+        print(f"native: {native[0].decode().strip()}", flush=True)
         right = 0
         for i in range(args.runs):
             if args.attach is not None:
@@ -93,9 +102,10 @@ def main() -> int:
                               "-f", java, "--", *target[1:]])
             if traced == native:
                 right += 1
+                print(f"run {i + 1}: right", flush=True)
             else:
                 first = (traced[1].decode(errors="replace").strip().splitlines() or ["(no stderr)"])[0]
-                print(f"run {i + 1}: differs: {first[:160]}")
+                print(f"run {i + 1}: differs: {first[:160]}", flush=True)
         print(f"{' '.join(target[1:])}: {right} of {args.runs} byte-identical")
     return 0
 
