@@ -64,7 +64,9 @@ def attached(target: list, phasescope: str, tmp: str, after: float, duration: fl
     traced = subprocess.CompletedProcess(tracer.args, tracer.wait(timeout=TIMEOUT), None, tracer.stderr.read())
     out, err = program.communicate(timeout=TIMEOUT)
     if traced.returncode != 0:
-        return None, b"phasescope exit %d: %s\n" % (traced.returncode, (traced.stderr.strip().splitlines() or [b""])[-1])
+        text = traced.stderr + (open(lines, "rb").read() if os.path.exists(lines) else b"")
+        said = [line for line in text.splitlines() if b"phasescope:" in line]
+        return None, b"phasescope exit %d: %s\n" % (traced.returncode, b" / ".join(said[-2:]))
     counted = [t for t in json.load(open(summary))["threads"].values() if t["instructions"] > 0]
     if len(counted) < 2:
         return None, b"counted %d thread(s)\n" % len(counted)

@@ -12,6 +12,7 @@ const NEAR_GUARD = 1 << 20; // kept free beside the hole's neighbours
 const NEAR_STACK_ROOM = 256 << 20; // kept free below the main thread's stack (it grows down)
 
 let nearReserved = false; // whether the reserve was made
+let nearUnseen = false; // whether it lies where mmap never looks unless told (attached: see hooks.js)
 const nearRegions = new Map(); // region -> size, of the regions in the reserve
 const nearPool = []; // [region, size] of exited threads' regions there, mapped afresh for new ones
 
@@ -45,14 +46,17 @@ function mappings() {
 }
 
 // Where an attached program's reserve can go: the biggest part, up to NEAR_RESERVE, of a free gap
-// whose every byte lies within NEAR_REACH of all the code around libc (the libraries and, say, a
-// JIT's code cache near them): above the libraries, between them, or in a gap the program left.
+// whose every byte lies within NEAR_REACH of all the program's code around libc (the libraries
+// and, say, a JIT's code cache near them): above the libraries, between them, or in a gap the program left.
 // Placed at the gap's end nearest the code. {base, size}, the biggest found (size 0: none).
 function nearHole() {
   const maps = mappings();
   const libc = Module.getGlobalExportByName('mmap').toString();
   const anchor = parseInt(libc, 16);
-  const code = maps.filter(m => m.x && Math.abs(m.lo - anchor) < NEAR_REACH);
+  // Frida's own code (its agent, mapped where the attach found room, 2 GB below libc in a JVM) is
+  // not the program's: Stalker never runs copies of it.
+  const code = maps.filter(m => m.x && Math.abs(m.lo - anchor) < NEAR_REACH &&
+      !Cloak.hasRangeContaining(ptr(m.lo)));
   const lo = Math.min(...code.map(m => m.lo)), hi = Math.max(...code.map(m => m.hi));
   const reach = [hi - NEAR_REACH, lo + NEAR_REACH];
   let best = { base: 0, size: 0 };
@@ -80,7 +84,7 @@ function reserveNear(spawned) {
     if (hole.size < NEAR_MIN)
       return `pid ${Process.id} right: no hole of ${NEAR_MIN >> 20} MiB is left within 2 GB of its libraries ` +
           `(largest ${hole.size >> 20} MiB), so Stalker's code would lie out of their reach (issue 32)`;
-    nearReserved = !api.near_init_at(ptr(hole.base), uint64(hole.size)).isNull();
+    nearReserved = nearUnseen = !api.near_init_at(ptr(hole.base), uint64(hole.size)).isNull();
   }
   if (nearReserved) {
     const mmap = Module.getGlobalExportByName('mmap');
