@@ -113,6 +113,17 @@ ps_near_carve (guint64 len)
     munmap (at, len);
 }
 
+/* Where mmap places `len` bytes on its own now (unmapped again), or NULL. */
+guint8 *
+ps_near_probe (guint64 len)
+{
+  guint8 * p = mmap (NULL, len, 0, PS_MAP_RESERVE, -1, 0);
+  if (p == PS_MAP_FAILED)
+    return NULL;
+  munmap (p, len);
+  return p;
+}
+
 /* A fresh (zeroed) read-write mapping of `len` bytes at `at`, a part of the reserve handed out
  * before (an exited thread's region), or at the reserve's next unused part when `at` is NULL;
  * NULL when the reserve is used up. A thread's region (PsThread, counters, cold code) lives there

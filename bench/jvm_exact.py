@@ -65,8 +65,9 @@ def attached(target: list, phasescope: str, tmp: str, after: float, duration: fl
     out, err = program.communicate(timeout=TIMEOUT)
     if traced.returncode != 0:
         text = traced.stderr + (open(lines, "rb").read() if os.path.exists(lines) else b"")
-        said = [line for line in text.splitlines() if b"phasescope:" in line]
-        return None, b"phasescope exit %d: %s\n" % (traced.returncode, b" / ".join(said[-2:]))
+        said = [line for line in text.splitlines() if b"phasescope:" in line or b" exited " in line]
+        return None, b"phasescope exit %d: %s; the program's stderr: %s\n" % (
+            traced.returncode, b" / ".join(said[-2:]), err.strip()[:300])
     counted = [t for t in json.load(open(summary))["threads"].values() if t["instructions"] > 0]
     if len(counted) < 2:
         return None, b"counted %d thread(s)\n" % len(counted)
@@ -107,7 +108,7 @@ def main() -> int:
                 print(f"run {i + 1}: right", flush=True)
             else:
                 first = (traced[1].decode(errors="replace").strip().splitlines() or ["(no stderr)"])[0]
-                print(f"run {i + 1}: differs: {first[:160]}", flush=True)
+                print(f"run {i + 1}: differs: {first[:800]}", flush=True)
         print(f"{' '.join(target[1:])}: {right} of {args.runs} byte-identical")
     return 0
 

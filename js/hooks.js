@@ -6,8 +6,8 @@
 // bare Stalker); followed 20 ms after it appears, 3 of 3 ran right. Threads created once libjvm.so
 // is loaded are followed that much later: what they run meanwhile is not counted.
 // A thread is reported to onAdded inside Frida's hook on its start, where no hook or replacement
-// sees the mmap of its Stalker context: in an attached program whose reserve lies where mmap never
-// looks (nearUnseen), it is followed from the agent's thread as soon as that runs.
+// sees the mmap of its Stalker context: in an attached program that left no room for it within
+// reach of its code (a JVM), it is followed from the agent's thread as soon as that runs.
 const JVM_THREAD_DELAY_MS = 20;
 let jvmLoaded = false;
 const lateThreads = new Set();
@@ -65,7 +65,7 @@ function installHooks() {
     onAdded(thread) {
       if (jvmLoaded && !config.watch)
         followLater(thread.id, JVM_THREAD_DELAY_MS);
-      else if (nearUnseen && thread.id === Process.getCurrentThreadId())
+      else if (thread.id === Process.getCurrentThreadId() && !config.watch && !contextInReach())
         followLater(thread.id, 0);
       else
         follow(thread.id);

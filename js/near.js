@@ -12,7 +12,7 @@ const NEAR_GUARD = 1 << 20; // kept free beside the hole's neighbours
 const NEAR_STACK_ROOM = 256 << 20; // kept free below the main thread's stack (it grows down)
 
 let nearReserved = false; // whether the reserve was made
-let nearUnseen = false; // whether it lies where mmap never looks unless told (attached: see hooks.js)
+let nearWindow = null; // attached: [lo, hi] of the addresses in reach of all the program's code
 const nearRegions = new Map(); // region -> size, of the regions in the reserve
 const nearPool = []; // [region, size] of exited threads' regions there, mapped afresh for new ones
 
@@ -58,7 +58,7 @@ function nearHole() {
   const code = maps.filter(m => m.x && Math.abs(m.lo - anchor) < NEAR_REACH &&
       !Cloak.hasRangeContaining(ptr(m.lo)));
   const lo = Math.min(...code.map(m => m.lo)), hi = Math.max(...code.map(m => m.hi));
-  const reach = [hi - NEAR_REACH, lo + NEAR_REACH];
+  const reach = nearWindow = [hi - NEAR_REACH, lo + NEAR_REACH];
   let best = { base: 0, size: 0 };
   for (let i = 1; i < maps.length; i++) {
     const below = maps[i].path === '[stack]' ? NEAR_STACK_ROOM : NEAR_GUARD;
@@ -84,7 +84,7 @@ function reserveNear(spawned) {
     if (hole.size < NEAR_MIN)
       return `pid ${Process.id} right: no hole of ${NEAR_MIN >> 20} MiB is left within 2 GB of its libraries ` +
           `(largest ${hole.size >> 20} MiB), so Stalker's code would lie out of their reach (issue 32)`;
-    nearReserved = nearUnseen = !api.near_init_at(ptr(hole.base), uint64(hole.size)).isNull();
+    nearReserved = !api.near_init_at(ptr(hole.base), uint64(hole.size)).isNull();
   }
   if (nearReserved) {
     const mmap = Module.getGlobalExportByName('mmap');
@@ -92,4 +92,15 @@ function reserveNear(spawned) {
     observers.push({ detach: () => Interceptor.revert(mmap) });
   }
   return null;
+}
+
+// Whether a thread's context, mapped where mmap places it on its own, would lie in reach of the
+// program's code: always for a spawned program (ps_near_carve), for an attached one only while the
+// program left room near its code (a thread followed inside Frida's hook on its start: see hooks.js).
+function contextInReach() {
+  if (nearWindow === null)
+    return true;
+  const at = api.near_probe(uint64(NEAR_CONTEXT));
+  const a = parseInt(at.toString(), 16);
+  return !at.isNull() && a >= nearWindow[0] && a + NEAR_CONTEXT <= nearWindow[1];
 }
