@@ -44,8 +44,8 @@ def run(argv: list, timeout: int = TIMEOUT) -> tuple:
 
 def attached(target: list, phasescope: str, tmp: str, after: float, duration: float) -> tuple:
     """The program's stdout and stderr, started natively and traced with -p from ``after`` seconds
-    in for ``duration``; (None, why) when phasescope failed, counted fewer than two threads, or the
-    program had ended by the time it detached."""
+    in for ``duration``, and what went wrong on phasescope's side (None: nothing): it failed,
+    counted fewer than two threads, or the program had ended by the time it detached."""
     summary = os.path.join(tmp, "summary.json")
     program = subprocess.Popen(target, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     lines = os.path.join(tmp, "lines")
@@ -66,14 +66,11 @@ def attached(target: list, phasescope: str, tmp: str, after: float, duration: fl
     if traced.returncode != 0:
         text = traced.stderr + (open(lines, "rb").read() if os.path.exists(lines) else b"")
         said = [line for line in text.splitlines() if b"phasescope:" in line or b" exited " in line]
-        return None, b"phasescope exit %d: %s; the program's stderr: %s\n" % (
-            traced.returncode, b" / ".join(said[-2:]), err.strip()[:300])
+        return out, err, f"phasescope exit {traced.returncode}: {b' / '.join(said[-2:]).decode()}"
     counted = [t for t in json.load(open(summary))["threads"].values() if t["instructions"] > 0]
     if len(counted) < 2:
-        return None, b"counted %d thread(s)\n" % len(counted)
-    if not alive:
-        return None, b"the program ended before phasescope detached\n"
-    return out, err
+        return out, err, f"counted {len(counted)} thread(s)"
+    return out, err, None if alive else "the program ended before phasescope detached"
 
 
 def main() -> int:
@@ -97,7 +94,12 @@ def main() -> int:
         right = 0
         for i in range(args.runs):
             if args.attach is not None:
-                traced = attached(target, phasescope, tmp, args.attach, args.duration)
+                *traced, problem = attached(target, phasescope, tmp, args.attach, args.duration)
+                if problem is not None:
+                    same = "the same" if tuple(traced) == native else "NOT the same"
+                    print(f"run {i + 1}: {problem[:600]} (the program's output: {same} as native)", flush=True)
+                    continue
+                traced = tuple(traced)
             elif args.bare:
                 traced = run([sys.executable, os.path.join(ROOT, "bench", "jvm", "bare_stalker.py"), *target])
             else:
