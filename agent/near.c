@@ -11,9 +11,10 @@
  * - A thread's context is mapped by the thread that calls Stalker.follow, with no hint. A
  *   replacement of mmap (near_mmap) maps an anonymous executable mapping with no hint MAP_FIXED
  *   over the reserve's next unused part. It does not see calls made inside another hook's callback
- *   (a thread followed as it is created, in a spawned program): for those, ps_near_carve unmaps
- *   the reserve's next unused part just before the follow, the highest gap mmap then finds (spawn
- *   only: an attached program's reserve lies above where mmap looks).
+ *   (a thread followed as it is created): for those, in a spawned program, ps_near_carve unmaps
+ *   the reserve's next unused part just before the follow, the highest gap mmap then finds; an
+ *   attached program's reserve lies where mmap does not look, so such a thread is followed from
+ *   the agent's thread instead when mmap would place its context out of reach (ps_near_probe).
  * - Its later slabs are mapped by the thread itself, hinted at the context or a slab: near_mmap
  *   maps an anonymous mapping hinted inside the reserve MAP_FIXED over its next unused part.
  * No part is handed out twice (a freed one stays free); once the reserve is used up, mmap places
