@@ -4,13 +4,19 @@
  * malloc arenas) before its later threads start, so their code landed more than 2 GB below libc and
  * libjvm, where each rip-relative access and branch to them takes Stalker's far forms; such threads
  * computed wrong values (docs/exact-mode.md). The agent reserves address space (PROT_NONE, no
- * memory) below the libraries as it loads and places Stalker's mappings in it, top-down:
- * - a thread's context, mapped by the thread that calls Stalker.follow (often the agent's own,
- *   which Frida's hooks ignore): just before, ps_near_carve unmaps the reserve's next unused part,
- *   the highest gap mmap then finds;
- * - its later slabs, mapped by the thread itself with the context (or a slab) as the hint: a hook
- *   on mmap (near_on_mmap) makes an anonymous mapping hinted inside the reserve, or an executable
- *   one with no hint, MAP_FIXED over the next unused part.
+ * memory) within 2 GB of the libraries and places Stalker's mappings in it, top-down. A spawned
+ * program's reserve lies just below the libraries, made before the program maps more
+ * (ps_near_init); an attached program's in a hole within reach that the agent found, often above
+ * the libraries, where mmap never looks unless told (ps_near_init_at, js/near.js).
+ * - A thread's context is mapped by the thread that calls Stalker.follow, with no hint. A
+ *   replacement of mmap (near_mmap) maps an anonymous executable mapping with no hint MAP_FIXED
+ *   over the reserve's next unused part. It does not see calls made inside another hook's callback
+ *   (a thread followed as it is created): for those, in a spawned program, ps_near_carve unmaps
+ *   the reserve's next unused part just before the follow, the highest gap mmap then finds; an
+ *   attached program's reserve lies where mmap does not look, so such a thread is followed from
+ *   the agent's thread instead when mmap would place its context out of reach (ps_near_probe).
+ * - Its later slabs are mapped by the thread itself, hinted at the context or a slab: near_mmap
+ *   maps an anonymous mapping hinted inside the reserve MAP_FIXED over its next unused part.
  * No part is handed out twice (a freed one stays free); once the reserve is used up, mmap places
  * them as before. */
 
@@ -18,6 +24,7 @@
 #define PS_MAP_FIXED 0x10
 #define PS_MAP_ANONYMOUS 0x20
 #define PS_MAP_RESERVE 0x4022  /* MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE (with PROT_NONE) */
+#define PS_MAP_FIXED_NOREPLACE 0x100000
 #define PS_MAP_FAILED ((guint8 *) -1)
 
 /* Fills every gap above the reserve of `fill` bytes or more with PROT_NONE (mmap places top-down:
@@ -38,21 +45,43 @@ ps_near_fill (guint8 * reserve, guint64 fill)
   }
 }
 
-/* Reserves `size` bytes of address space in the highest gap that holds them (see above), before
- * the program runs (spawn). Returns the reserve, or NULL. */
-guint8 *
-ps_near_init (guint64 size, guint64 fill)
+/* Makes [base, base + size) the reserve; `fill`: see ps_near_fill (0: no carving). */
+static guint8 *
+ps_near_adopt (guint8 * base, guint64 size, guint64 fill)
 {
-  guint8 * base = mmap (NULL, size, 0, PS_MAP_RESERVE, -1, 0);
-  if (base == PS_MAP_FAILED)
-    return NULL;
-  ps_near_fill (base, fill);
   gum_spinlock_init (&ps.near_lock);
   ps.near_fill = fill;
   ps.near_cur = base + size;
   ps.near_end = base + size;
   ps.near_base = base;
+  if (fill != 0)
+    ps_near_fill (base, fill);
   return base;
+}
+
+/* Reserves `size` bytes of address space in the highest gap that holds them, before the program
+ * runs (spawn): just below the libraries. Returns the reserve, or NULL. */
+guint8 *
+ps_near_init (guint64 size, guint64 fill)
+{
+  guint8 * base = mmap (NULL, size, 0, PS_MAP_RESERVE, -1, 0);
+  return base == PS_MAP_FAILED ? NULL : ps_near_adopt (base, size, fill);
+}
+
+/* Reserves `size` bytes at `at` exactly, a hole the agent found free (attach). Returns the reserve,
+ * or NULL when it is taken meanwhile. */
+guint8 *
+ps_near_init_at (guint8 * at, guint64 size)
+{
+  guint8 * base = mmap (at, size, 0, PS_MAP_RESERVE | PS_MAP_FIXED_NOREPLACE, -1, 0);
+  if (base == PS_MAP_FAILED)
+    return NULL;
+  if (base != at)
+  {
+    munmap (base, size); /* a kernel before 4.17 took the address as a hint */
+    return NULL;
+  }
+  return ps_near_adopt (base, size, 0);
 }
 
 /* The next unused `len` bytes (rounded up to pages) of the reserve, top-down; NULL when used up. */
@@ -77,12 +106,23 @@ void
 ps_near_carve (guint64 len)
 {
   guint8 * at;
-  if (ps.near_base == NULL)
+  if (ps.near_base == NULL || ps.near_fill == 0)
     return;
   ps_near_fill (ps.near_base, ps.near_fill);
   at = ps_near_take (len);
   if (at != NULL)
     munmap (at, len);
+}
+
+/* Where mmap places `len` bytes on its own now (unmapped again), or NULL. */
+guint8 *
+ps_near_probe (guint64 len)
+{
+  guint8 * p = mmap (NULL, len, 0, PS_MAP_RESERVE, -1, 0);
+  if (p == PS_MAP_FAILED)
+    return NULL;
+  munmap (p, len);
+  return p;
 }
 
 /* A fresh (zeroed) read-write mapping of `len` bytes at `at`, a part of the reserve handed out
@@ -100,24 +140,18 @@ ps_near_map (guint8 * at, guint64 len)
       -1, 0) == (gpointer) at ? at : NULL;
 }
 
-/* mmap's on_enter: see above. */
-void
-near_on_mmap (GumInvocationContext * ic)
+/* The replacement of mmap: see above. */
+gpointer
+near_mmap (gpointer addr, gsize len, int prot, int flags, int fd, gint64 offset)
 {
-  gsize addr = GPOINTER_TO_SIZE (gum_invocation_context_get_nth_argument (ic, 0));
-  gsize len = GPOINTER_TO_SIZE (gum_invocation_context_get_nth_argument (ic, 1));
-  gsize prot = GPOINTER_TO_SIZE (gum_invocation_context_get_nth_argument (ic, 2));
-  gsize flags = GPOINTER_TO_SIZE (gum_invocation_context_get_nth_argument (ic, 3));
-  guint8 * at = NULL;
+  gsize a = GPOINTER_TO_SIZE (addr);
+  guint8 * at;
 
   if ((flags & (PS_MAP_FIXED | PS_MAP_ANONYMOUS)) != PS_MAP_ANONYMOUS || ps.near_base == NULL || len == 0)
-    return;
-  if (addr == 0 ? (prot & PS_PROT_EXEC) == 0 :
-      addr < GPOINTER_TO_SIZE (ps.near_base) || addr >= GPOINTER_TO_SIZE (ps.near_end))
-    return;
+    return mmap (addr, len, prot, flags, fd, offset);
+  if (a == 0 ? (prot & PS_PROT_EXEC) == 0 :
+      a < GPOINTER_TO_SIZE (ps.near_base) || a >= GPOINTER_TO_SIZE (ps.near_end))
+    return mmap (addr, len, prot, flags, fd, offset);
   at = ps_near_take (len);
-  if (at == NULL)
-    return;
-  gum_invocation_context_replace_nth_argument (ic, 0, at);
-  gum_invocation_context_replace_nth_argument (ic, 3, GSIZE_TO_POINTER (flags | PS_MAP_FIXED));
+  return mmap (at != NULL ? at : addr, len, prot, at != NULL ? flags | PS_MAP_FIXED : flags, fd, offset);
 }

@@ -5,11 +5,14 @@
 // in the clone path) makes Java code compute wrong values later (java -version: 3 runs of 3 with
 // bare Stalker); followed 20 ms after it appears, 3 of 3 ran right. Threads created once libjvm.so
 // is loaded are followed that much later: what they run meanwhile is not counted.
+// A thread is reported to onAdded inside Frida's hook on its start, where no hook or replacement
+// sees the mmap of its Stalker context: in an attached program that left no room for it within
+// reach of its code (a JVM), it is followed from the agent's thread as soon as that runs.
 const JVM_THREAD_DELAY_MS = 20;
 let jvmLoaded = false;
 const lateThreads = new Set();
 
-function followLater(tid) {
+function followLater(tid, delayMs) {
   lateThreads.add(tid);
   setTimeout(() => {
     if (!lateThreads.delete(tid))
@@ -19,7 +22,7 @@ function followLater(tid) {
     } catch (e) {
       // the thread ended before it could be followed
     }
-  }, JVM_THREAD_DELAY_MS);
+  }, delayMs);
 }
 
 // A forked child inherits every hook but has no host, and must run no JavaScript: a lock that
@@ -61,7 +64,9 @@ function installHooks() {
   observers.push(Process.attachThreadObserver({
     onAdded(thread) {
       if (jvmLoaded && !config.watch)
-        followLater(thread.id);
+        followLater(thread.id, JVM_THREAD_DELAY_MS);
+      else if (thread.id === Process.getCurrentThreadId() && !config.watch && !contextInReach())
+        followLater(thread.id, 0);
       else
         follow(thread.id);
     },
@@ -84,7 +89,7 @@ function installHooks() {
         jvmLoaded = true;
         sayUnfollowable('the JVM (libjvm.so) exactly: what its threads run in their first ' +
             `${JVM_THREAD_DELAY_MS} ms is not counted` + (nearReserved ? '' : ', and Java code can go wrong ' +
-            '(attached: Stalker\'s code cannot be kept within 2 GB of the libraries)') + ' (issue 32)');
+            '(Stalker\'s code could not be kept within 2 GB of the libraries)') + ' (issue 32)');
       }
       const base = m.base.toString();
       if (!knownModules.has(base)) {

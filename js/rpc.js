@@ -27,18 +27,21 @@ rpc.exports = {
     return { arch: Process.arch, platform: Process.platform, pid: Process.id, fast };
   },
   start(mainTid) {
+    // Before any thread is followed (a spawned program: before it maps anything). A program
+    // exact mode cannot follow right is left untouched: the host says why and exits.
+    const refused = reserveNear(mainTid !== null);
+    if (refused !== null)
+      return { threads: [], refused };
     // A spawned process is still suspended: its main thread is followed from the first code it
     // runs before main (or by id once it runs), not from here.
-    if (mainTid !== null) {
-      reserveNear(); // before the program maps anything
+    if (mainTid !== null)
       earlyHooks = followMainEarly(mainTid);
-    }
     // The thread observer reports every existing pthread at once (and follows it). Not
     // Process.enumerateThreads(): it lists the same pthreads but also reads each thread's CPU
     // context through a ptrace helper, which stalls for 15 s on about one attach in eight.
     installHooks();
     pump();
-    return Array.from(threads.keys());
+    return { threads: Array.from(threads.keys()), refused: null };
   },
   burst(tid) {
     return startBurst(tid);

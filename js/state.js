@@ -4,7 +4,8 @@
  * events. One script in the target: the host joins js/*.js in the order of
  * phasescope.resources.PARTS (this file first: its 'use strict' and state hold for all of them).
  *
- * RPC: init(options) -> {arch, platform, pid, fast}; start(mainTid or null) -> [tid];
+ * RPC: init(options) -> {arch, platform, pid, fast};
+ *      start(mainTid or null) -> {threads: [tid], refused: null or why exact mode cannot follow it};
  *      resumed() after a spawned process was resumed; stop();
  *      burst(tid) -> bool (watch mode: follow the thread for one exact interval, see startBurst).
  * Messages to the host (send(meta[, data])), see host/phasescope/sources/wire.py:

@@ -13,43 +13,6 @@ function newRegion(tid) {
   return region;
 }
 
-// Stalker's code near the program's (agent/near.c): address space reserved below the libraries
-// before the program maps more, and Stalker's executable mappings handed out of it.
-const NEAR_RESERVE = 1 << 30;
-const NEAR_CONTEXT = 1 << 20; // room for a thread's Stalker context (about 310 KiB in Frida 17)
-const NEAR_FILL = 256 << 10; // gaps above the reserve at least this big are filled: a context fits none left
-
-let nearReserved = false; // whether reserveNear made the reserve (spawned programs)
-const nearRegions = new Map(); // region -> size, of the regions in the reserve
-const nearPool = []; // [region, size] of exited threads' regions there, mapped afresh for new ones
-
-// A zeroed region of `size` bytes, in the reserve while it has room.
-function allocRegion(size) {
-  const i = nearPool.findIndex(([, s]) => s === size);
-  const region = api.near_map(i < 0 ? NULL : nearPool.splice(i, 1)[0][0], uint64(size));
-  if (region.isNull())
-    return Memory.alloc(size);
-  nearRegions.set(region.toString(), size);
-  return region;
-}
-
-// Once no thread can touch `region` any more (see `retired`).
-function releaseRegion(region) {
-  const size = nearRegions.get(region.toString());
-  if (size !== undefined) {
-    nearRegions.delete(region.toString());
-    nearPool.push([region, size]);
-  }
-}
-
-function reserveNear() {
-  if (Process.platform !== 'linux' || Process.arch !== 'x64' || config.watch)
-    return;
-  nearReserved = !api.near_init(uint64(NEAR_RESERVE), uint64(NEAR_FILL)).isNull();
-  if (nearReserved)
-    observers.push(Interceptor.attach(Module.getGlobalExportByName('mmap'), { onEnter: cm.near_on_mmap }));
-}
-
 function follow(tid) {
   if (stopping || threads.has(tid) || tid === deferredMain)
     return;

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from agent_support import trace_spawn
-from conftest import run_cli
+from conftest import cli_command, end_process, run_cli, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -42,6 +42,56 @@ def test_stalker_code_stays_in_reach_of_the_libraries(build):
     assert trace.ended.how == "exited" and trace.ended.code == 0, trace.ended
     assert trace.output.get(1, b"") == native.stdout
     assert int(trace.output.get(2, b"near 0").split()[-1]) > 0  # it saw the tracer's code
+
+
+def _attached_far_maps(exe: str, *mode: str, tmp_path) -> tuple:
+    """far_maps MODE... wait, attached with -p once filled, let go once phasescope is in (or gone):
+    (phasescope's exit code, its stderr, the program's stdout, whether it ran when phasescope was in)."""
+    program = subprocess.Popen([exe, *mode, "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+    lines = tmp_path / "lines"
+    try:
+        assert program.stdout.readline() == b"ready\n"
+        tracer = subprocess.Popen(cli_command("--no-dashboard", "-o", str(lines), "-p", str(program.pid)),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for(lambda: tracer.poll() is not None or (lines.exists() and "tracing:" in lines.read_text()),
+                     timeout=60, what="phasescope to follow the program")
+            running = program.poll() is None
+            program.stdin.write(b"go\n")
+            program.stdin.close()
+            out = program.stdout.read()
+            program.wait(timeout=60)
+            tracer.wait(timeout=60)
+            return tracer.returncode, tracer.stderr.read(), out, running
+        finally:
+            end_process(tracer)
+    finally:
+        end_process(program)
+
+
+def test_attached_stalker_code_stays_in_reach_of_the_libraries(build, tmp_path):
+    # Attached (-p) to a program that filled the space below the libraries, as a running JVM has,
+    # the reserve cannot go there: it goes in the free space above them, within reach. On the tree
+    # before, the thread's Stalker code landed out of reach ("far 1").
+    exe = build("far_maps.c")
+    native = _native([exe])
+    code, err, out, running = _attached_far_maps(exe, tmp_path=tmp_path)
+    assert code == 0 and running, err
+    assert out == native.stdout
+    assert native.stdout.endswith(b"far 0\n")
+
+
+def test_attaching_with_no_room_near_the_libraries_is_refused_before_any_thread_is_followed(build, tmp_path):
+    # Nothing free within 2 GB of the libraries, above or below: Stalker's code would lie out of
+    # their reach, where it goes wrong. One line naming sampled mode, exit 2, the program untouched.
+    exe = build("far_maps.c")
+    code, err, out, running = _attached_far_maps(exe, "all", tmp_path=tmp_path)
+    assert code == 2 and running, err
+    line = err.strip()
+    assert len(line.splitlines()) == 1 and "Traceback" not in line, line
+    assert "within 2 GB of its libraries" in line and "--mode sampled" in line and "--bursts" in line, line
+    assert out == _native([exe, "all"]).stdout
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")

@@ -16,7 +16,7 @@ PARTS = {
     "agent": ("core.c", "near.c", "intervals.c", "locality.c", "threads.c", "faults.c", "portable.c",
               "x86_emit.c", "x86_memslots.c", "x86_loop_plan.c", "x86_loop_emit.c", "x86_rep.c",
               "x86_flags.c", "x86_transform.c"),
-    "js": ("state.js", "threads.js", "bursts.js", "drain.js", "faults.js", "hooks.js", "rpc.js"),
+    "js": ("state.js", "near.js", "threads.js", "bursts.js", "drain.js", "faults.js", "hooks.js", "rpc.js"),
 }
 
 

@@ -24,7 +24,8 @@ from phasescope.sources.device import is_local, process_state
 from phasescope.sources.procfs import process_comm
 from phasescope.sources.protocol import QUERY_TIMEOUT, Agent, Bursts, Locality, Session, Wakes, capability
 from phasescope.sources.events import (AgentError, BurstEvent, ChildEnded, Dropped, Ended, Forked, IntervalEvent,
-                                      ModulesChanged, Output, ThreadExited, ThreadStarted, Unfollowable)
+                                      ModulesChanged, Output, SAMPLED_INSTEAD, ThreadExited, ThreadStarted,
+                                      Unfollowable)
 from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME
 from phasescope.sources.output import OutputRelay
 from phasescope.sources.stopped import is_stopped, wait_while_stopped
@@ -260,8 +261,7 @@ class LiveRun:
             self.agent_errors.append(event.message)
             self.view.note(f"phasescope: agent error: {event.message} (the trace may be incomplete)")
         elif isinstance(event, Unfollowable):
-            self.view.note(f"phasescope: exact mode cannot follow {event.reason}; "
-                           "trace it with --mode sampled (or --bursts)")
+            self.view.note(f"phasescope: exact mode cannot follow {event.reason}; {SAMPLED_INSTEAD}")
         elif isinstance(event, ChildEnded):
             self.children.end(event.pid)
         elif isinstance(event, Forked):

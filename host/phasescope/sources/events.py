@@ -59,6 +59,10 @@ class AgentError:
     message: str
 
 
+#: what to do instead where exact mode cannot follow a program, or part of it
+SAMPLED_INSTEAD = "trace it with --mode sampled (or --bursts)"
+
+
 @dataclass
 class Unfollowable:
     """Exact mode cannot follow part of the program (``reason``: what, e.g. the JVM): counts or the

@@ -51,8 +51,8 @@ from phasescope.sources.agent_queries import AgentQueries
 from phasescope.sources.calls import (GONE, STOP_TIMEOUT, BoundedRpc, bounded, detach_session, first_line,
                                      kill_quietly, unload)
 from phasescope.sources.device import Target, resolve_target
-from phasescope.sources.events import (AgentError, Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output,
-                                      ThreadExited, ThreadStarted, Unfollowable)
+from phasescope.sources.events import (SAMPLED_INSTEAD, AgentError, Dropped, Ended, Forked, IntervalEvent,
+                                      ModulesChanged, Output, ThreadExited, ThreadStarted, Unfollowable)
 from phasescope.sources.modules import Module, ModuleMap, library_name
 from phasescope.sources.procfs import main_thread_cpu
 from phasescope.sources.protocol import Agent, Locality
@@ -204,9 +204,12 @@ class TraceSession(AgentQueries):
             self._attach()
             self._load()
             try:
-                tids = self._script.exports_sync.start(spawned)
+                started = self._script.exports_sync.start(spawned)
             except GONE as e:
                 raise PhasescopeError(f"pid {self.pid} ended while phasescope started: {first_line(e)}") from None
+            if started["refused"] is not None:
+                raise InputError(f"exact mode cannot follow {started['refused']}; {SAMPLED_INSTEAD}")
+            tids = started["threads"]
             if before_resume is not None:
                 before_resume(self.pid)
             if spawned is not None:
