@@ -79,7 +79,7 @@ def test_the_end_of_run_report_fits_80_columns(monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     rng = np.random.default_rng(1)
     for mode in ("exact", "sampled"):
-        engine = PhaseEngine(EngineConfig(tracker=preset("sampled" if mode == "sampled" else "default")))
+        engine = PhaseEngine(EngineConfig(tracker=preset("sampled" if mode == "sampled" else "confirmed")))
         for i in range(60):
             keys = (np.arange(20, dtype=np.uint64) + 100 * (i // 20)) << np.uint64(12)
             counts = rng.integers(1, 50, 20).astype(np.uint64)
@@ -95,4 +95,4 @@ def test_the_end_of_run_report_fits_80_columns(monkeypatch):
         for p in summary["phases"][:20]:
             assert f"{100 * p['share']:.1f}%" in text
         assert "…" not in text
-        assert ("0 (transition)" in text) == (mode == "exact")  # the default table's first interval is unconfirmed
+        assert ("0 (transition)" in text) == (mode == "exact")  # confirmed's first interval is unconfirmed

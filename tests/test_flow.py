@@ -7,7 +7,6 @@ import json
 import numpy as np
 
 from phasescope.engine import EngineConfig
-from phasescope.engine.tracker import preset
 from phasescope.engine.interval import Interval
 from phasescope.engine.segments import SegmentConfig
 from phasescope.pipeline.flow import Flow
@@ -30,7 +29,7 @@ def stream(pattern="AAABBBAAABBB", threads=(1, 2)):
 
 
 def run(tmp_path, name, sinks_of, live, segments=SegmentConfig()):
-    config = EngineConfig(tracker=preset("paper"), segments=segments)
+    config = EngineConfig(segments=segments)
     sinks = sinks_of(tmp_path / name, config)
     flow = Flow(config, sinks)
     phases = []

@@ -12,7 +12,6 @@ import pytest
 from phasescope.engine.interval import Interval
 from phasescope.engine.phase_engine import EngineConfig, PhaseEngine
 from phasescope.engine.segments import SegmentConfig, Segmenter, locus, qphase_cut, segment_stream
-from phasescope.engine.tracker import preset
 from phasescope.errors import InputError
 from phasescope.formats.log import dumps, to_record
 
@@ -107,7 +106,7 @@ def test_fixed_passes_units_through():
 
 
 def test_each_segment_is_one_interval_of_its_own_phase():
-    engine = PhaseEngine(EngineConfig(tracker=preset("paper")))  # one unit a phase: nothing for `confirmed` to confirm
+    engine = PhaseEngine()
     res = engine.feed_many(run(SegmentConfig("variable", 0.5, 3, 100), units([("A", 37), ("B", 45), ("A", 20)])))
     assert [r.phase for r in res] == [res[0].phase, res[1].phase, res[0].phase]
     assert res[0].phase != res[1].phase

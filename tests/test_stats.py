@@ -5,8 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from phasescope.engine.phase_engine import EngineConfig, PhaseEngine
-from phasescope.engine.tracker import preset
+from phasescope.engine.phase_engine import PhaseEngine
 from phasescope.engine.interval import Interval
 from phasescope.engine.stats import Running, Stats
 
@@ -87,7 +86,7 @@ def test_engine_summary_is_json_and_shares_sum_to_one():
     import json
     rng = np.random.default_rng(3)
     base = np.arange(1, 11) * 100.0
-    e = PhaseEngine(EngineConfig(tracker=preset("paper")))
+    e = PhaseEngine()
     for i in range(30):
         keys = np.arange(10, dtype=np.uint64) + np.uint64(100 * (i % 3))
         counts = (base * rng.uniform(0.97, 1.03, 10)).astype(np.uint64)

@@ -35,8 +35,8 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                                   "Defaults: --tracker default; each option below overrides the preset.")
     g.add_argument("--tracker", choices=sorted(PRESETS), default=None,
                    help="preset: 'paper' is ISCA 2003 exactly (6-bit footprints, threshold 0.1, 64-entry LRU "
-                        "table); 'default' is 'confirmed' (as close to SimPoint as 'paper' on programs nobody tuned "
-                        "for, with 2-3x fewer phase IDs: docs/quality.md); 'stable' (issue 28) adds full precision, mean "
+                        "table), and 'default' is the same (it generalized best to programs nobody tuned for: "
+                        "bench/quality/generalize.py); 'stable' (issue 28) adds full precision, mean "
                         "representatives, one-off intervals labelled with their nearest phase until a second "
                         "matches, an archive of evicted phases and a threshold calibrated per program; 'clustered' is 'stable' with "
                         "its threshold taken from the program's own k-means clusters (SimPoint's BIC, re-run every "

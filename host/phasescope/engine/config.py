@@ -233,10 +233,7 @@ PRESETS["confirmed"] = dict(PRESETS["paper"], transition=True, transition_label=
 # Online SimPoint (engine/kmeans_tracker.py): k-means labels, not a threshold. Lost to the paper on
 # the tuning half (docs/quality.md); kept as the measured alternative.
 PRESETS["kmeans"] = dict(PRESETS["paper"], method="kmeans", buckets=128, bits=None, table_size=30)
-# The default (stop 36): ``confirmed``. Against ``paper`` on the nine programs no setting was chosen on
-# (held-out half and five new ones): mean ARI vs SimPoint 0.578 vs 0.558, IDs within 2x SimPoint's k on 8
-# of 9 (``paper`` 5), no program more than 0.05 below ``paper`` (docs/quality.md). ``paper`` stays, bit for bit.
-PRESETS["default"] = PRESETS["confirmed"]
+PRESETS["default"] = PRESETS["paper"]  # one definition: the default is the paper's tracker, bit for bit
 
 
 def preset(name: str = "default", **overrides) -> TrackerConfig:
