@@ -59,7 +59,7 @@ function follow(tid) {
     return;
   }
   let options = {};
-  if (config.bare) { // baseline for the benchmark: Stalker without phasescope's counters
+  if (config.bare === true) { // baseline for the benchmark: Stalker without phasescope's counters
     threads.set(tid, null);
   } else {
     const region = newRegion(tid);
