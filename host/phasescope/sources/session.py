@@ -39,7 +39,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional, Union
 
 import frida
 
@@ -54,7 +54,7 @@ from phasescope.sources.device import Target, resolve_target
 from phasescope.sources.events import (AgentError, Dropped, Ended, Forked, IntervalEvent, ModulesChanged, Output,
                                       ThreadExited, ThreadStarted, Unfollowable)
 from phasescope.sources.modules import Module, ModuleMap, library_name
-from phasescope.sources.procfs import main_thread_cpu
+from phasescope.sources.procfs import main_thread_cpu, process_cpu
 from phasescope.sources.protocol import Agent, Locality
 from phasescope.sources.stdio import PipedStdio
 from phasescope.sources.stopped import Continued, end_stuck_helpers
@@ -85,7 +85,10 @@ class TraceSession(AgentQueries):
     inherited, or piped into :class:`Output` events. ``slots``: counters per thread (blocks beyond
     share one slot with PC 0). ``buffer_bytes``: each of the agent's two output buffers.
     ``window``: bytes of records in flight before the agent waits for the host. ``bare``: plain
-    ``Stalker.follow`` without counters (benchmark baseline; no intervals). ``watch``: no Stalker
+    ``Stalker.follow`` without counters (benchmark baseline; no intervals); ``"handled"``: the same
+    with what a runtime needs to run right under Stalker, as exact mode does it (EFLAGS.AC cleared
+    after a popf, OF across Stalker's inline cache, its own fault handler shown the real PC), the
+    JVM's baseline (bench/jvm_cost.py). ``watch``: no Stalker
     at all; the agent only reports modules, threads and the end (sampled mode). ``trust_threshold``:
     ``Stalker.trustThreshold`` (None: Frida's default). ``counter_source``:
     C source of the hot path instead of the shipped ``agent/*.c``. ``portable``: count with
@@ -104,7 +107,7 @@ class TraceSession(AgentQueries):
         slots: int = 1 << 18,
         buffer_bytes: int = 16 << 20,
         window: int = 32 << 20,
-        bare: bool = False,
+        bare: Union[bool, str] = False,
         watch: bool = False,
         trust_threshold: Optional[int] = None,
         counter_source: Optional[str] = None,
@@ -166,6 +169,9 @@ class TraceSession(AgentQueries):
         self.final_at: Optional[float] = None
         #: CPU seconds of the target's main thread then (the agent holds the ending thread); None if unread
         self.final_cpu: Optional[float] = None
+        #: CPU seconds of all its threads then, the exited ones included (a runtime's work runs on
+        #: threads other than main); None if unread
+        self.final_process_cpu: Optional[float] = None
         #: called from :meth:`events` when the target is about to end and the agent can still
         #: answer (symbols, code): the last chance to look things up in a process that exits
         self.before_final_ack: Optional[Callable[[], None]] = None
@@ -461,6 +467,7 @@ class TraceSession(AgentQueries):
             self.final_at = time.perf_counter()
             if self.pid is not None:
                 self.final_cpu = main_thread_cpu(self.pid)
+                self.final_process_cpu = process_cpu(self.pid)
             self._final_pending = True
             put(_FinalAck())
             timer = threading.Timer(FINAL_ACK_GRACE, self._post_final_ack)  # a consumer that stopped reading
