@@ -7,8 +7,8 @@ follow of JVM threads, AC clear, OF carry and fault handling; bench/jvm/bare_sta
 exact mode (the agent as ``phasescope -f`` runs it), interleaved, RUNS times each. Reports each
 configuration's CPU seconds of the whole target (user + system of all its threads: the JVM's work
 runs on threads other than main; the traced targets' read when the agent reports their exit) and
-wall seconds from resume to exit, min and median, and the ratios of the minima. Every run's output
-must be the native one's.
+wall seconds from resume to exit, min and median, and the ratios of the minima; a run that did not
+exit 0 is counted and left out.
 
     python3 bench/jvm_cost.py [--runs 5] [--program "2 2 300000"] [--program "2 6 3000000"] [--json]
 """
@@ -24,10 +24,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Optional
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(ROOT, "host"))
 from phasescope.commands.bench import _traced  # noqa: E402
+from phasescope.errors import PhasescopeError  # noqa: E402
 from phasescope.sources.device import resolve_device, resolve_target  # noqa: E402
 from phasescope.sources.session import TraceSession  # noqa: E402
 
@@ -45,8 +47,13 @@ def native(argv) -> tuple:
     return time.perf_counter() - t0, usage.ru_utime + usage.ru_stime
 
 
-def traced(session, what: str) -> tuple:
-    run = _traced(session, what)
+def traced(session, what: str, failed: list) -> Optional[tuple]:
+    """(wall, CPU) of one run, None (its reason appended to ``failed``) when it did not exit 0."""
+    try:
+        run = _traced(session, what)
+    except PhasescopeError as e:
+        failed.append(str(e))
+        return None
     return run[0], session.final_process_cpu
 
 
@@ -58,16 +65,19 @@ def measure(argv, runs: int) -> dict:
     device = resolve_device()
     target = resolve_target(device, argv=argv)
     got = {"native": [], "bare": [], "traced": []}
+    failed = {"bare": [], "traced": []}
     for _ in range(runs):
         got["native"].append(native(target.argv))
-        got["bare"].append(traced(TraceSession(device, target, stdio="inherit", bare="handled"), "bare Stalker"))
-        got["traced"].append(traced(TraceSession(device, target, stdio="inherit"), "exact mode"))
+        got["bare"].append(traced(TraceSession(device, target, stdio="inherit", bare="handled"), "bare Stalker",
+                                  failed["bare"]))
+        got["traced"].append(traced(TraceSession(device, target, stdio="inherit"), "exact mode", failed["traced"]))
+    pairs = [t[1] / b[1] for b, t in zip(got["bare"], got["traced"]) if b and t]
+    got = {k: [r for r in v if r] for k, v in got.items()}
     cpu = {k: summary([c for _, c in v]) for k, v in got.items()}
     wall = {k: summary([w for w, _ in v]) for k, v in got.items()}
-    pairs = [t[1] / b[1] for b, t in zip(got["bare"], got["traced"])]
-    return {"command": target.argv, "runs": runs, "cpu_s": cpu, "wall_s": wall, "every_run": got,
+    return {"command": target.argv, "runs": runs, "failed": failed, "cpu_s": cpu, "wall_s": wall, "every_run": got,
             "traced/bare cpu": cpu["traced"]["min"] / cpu["bare"]["min"],
-            "traced/bare cpu, paired median": statistics.median(pairs),
+            "traced/bare cpu, paired median": statistics.median(pairs) if pairs else None,
             "bare/native cpu": cpu["bare"]["min"] / cpu["native"]["min"],
             "traced/native cpu": cpu["traced"]["min"] / cpu["native"]["min"],
             "traced/bare wall": wall["traced"]["min"] / wall["bare"]["min"]}
@@ -95,6 +105,9 @@ def main() -> int:
                 c, w = row["cpu_s"][k], row["wall_s"][k]
                 print(f"  {k:<7} cpu min {c['min']:7.2f} median {c['median']:7.2f}   wall min {w['min']:7.2f} "
                       f"median {w['median']:7.2f}")
+            for k, why in row["failed"].items():
+                if why:
+                    print(f"  {k}: {len(why)} of {args.runs} runs failed: {'; '.join(why)}")
             print(f"  traced/bare cpu {row['traced/bare cpu']:.2f}x (paired median "
                   f"{row['traced/bare cpu, paired median']:.2f}x), bare/native {row['bare/native cpu']:.1f}x, "
                   f"traced/native {row['traced/native cpu']:.1f}x; traced/bare wall {row['traced/bare wall']:.2f}x",

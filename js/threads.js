@@ -50,8 +50,13 @@ function reserveNear() {
     observers.push(Interceptor.attach(Module.getGlobalExportByName('mmap'), { onEnter: cm.near_on_mmap }));
 }
 
+// Not once the process ends (finish(): exit, crash): a thread followed by id is stopped by a ptrace
+// helper, a child process that waits on a socket for the agent's thread; should the process die
+// meanwhile (exit_group after the host's final-ack, a runtime's abort), the helper waits forever,
+// holding the stopped thread's exit (so the process is never reaped) and a copy of its pipes. A JVM
+// thread's late follow (hooks.js) can come at any time.
 function follow(tid) {
-  if (stopping || threads.has(tid) || tid === deferredMain)
+  if (stopping || finished || threads.has(tid) || tid === deferredMain)
     return;
   if (config.watch) { // sampled mode: the kernel samples the thread; the agent only reports it
     threads.set(tid, null);

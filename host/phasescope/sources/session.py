@@ -77,6 +77,9 @@ FINAL_ACK_GRACE = 15.0
 #: seconds the end of a piped target waits for the end of its output
 OUTPUT_GRACE = 5.0
 
+#: seconds between looks for a Frida helper stuck behind a dead target while no event comes
+STUCK_POLL = 1.0
+
 
 class TraceSession(AgentQueries):
     """One traced process. Thread-safe: Frida callbacks feed a queue that :meth:`events` drains.
@@ -335,13 +338,24 @@ class TraceSession(AgentQueries):
     # -- events ----------------------------------------------------------------------------------
 
     def events(self, timeout: Optional[float] = None) -> Iterator:
-        """Yield events until :class:`Ended`; with a timeout, yield None whenever none came in time."""
+        """Yield events until :class:`Ended`; with a timeout, yield None whenever none came in time.
+        While none comes, a Frida helper left behind by a target that died while the agent followed
+        one of its threads by id is ended (``end_stuck_helpers``): else the target is never reaped,
+        and its end never reported."""
+        waited = 0.0
         while True:
+            step = STUCK_POLL if timeout is None else max(0.0, min(STUCK_POLL, timeout - waited))
             try:
-                event = self._queue.get(timeout=timeout)
+                event = self._queue.get(timeout=step)
             except queue.Empty:
-                yield None
+                if self.pid is not None:
+                    end_stuck_helpers(self.pid, orphans=True)
+                waited += step
+                if timeout is not None and waited >= timeout:
+                    waited = 0.0
+                    yield None
                 continue
+            waited = 0.0
             if isinstance(event, _Ack):
                 self._ack(event.nbytes)
                 continue
