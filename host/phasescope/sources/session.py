@@ -76,7 +76,6 @@ FINAL_ACK_GRACE = 15.0
 
 #: seconds the end of a piped target waits for the end of its output
 OUTPUT_GRACE = 5.0
-
 #: seconds between looks for a Frida helper stuck behind a dead target while no event comes
 STUCK_POLL = 1.0
 
@@ -88,13 +87,11 @@ class TraceSession(AgentQueries):
     inherited, or piped into :class:`Output` events. ``slots``: counters per thread (blocks beyond
     share one slot with PC 0). ``buffer_bytes``: each of the agent's two output buffers.
     ``window``: bytes of records in flight before the agent waits for the host. ``bare``: plain
-    ``Stalker.follow`` without counters (benchmark baseline; no intervals); ``"handled"``: the same
-    with what a runtime needs to run right under Stalker, as exact mode does it (EFLAGS.AC cleared
-    after a popf, OF across Stalker's inline cache, its own fault handler shown the real PC), the
-    JVM's baseline (bench/jvm_cost.py). ``watch``: no Stalker
-    at all; the agent only reports modules, threads and the end (sampled mode). ``trust_threshold``:
-    ``Stalker.trustThreshold`` (None: Frida's default). ``counter_source``:
-    C source of the hot path instead of the shipped ``agent/*.c``. ``portable``: count with
+    ``Stalker.follow`` without counters (benchmark baseline; no intervals); ``"handled"``: with exact
+    mode's handling of runtimes (AC, OF, faults), the JVM's baseline (bench/jvm_cost.py). ``watch``:
+    no Stalker at all; the agent only reports modules, threads and the end (sampled mode).
+    ``trust_threshold``: ``Stalker.trustThreshold`` (None: Frida's default). ``counter_source``: C
+    source of the hot path instead of the shipped ``agent/*.c``. ``portable``: count with
     a C callout per block (the path used where no inline fast path exists, e.g. arm64) on x86-64 too.
     ``locality``: sample windows of memory addresses (``{"window": N, "every": M}``; inline path
     only), attached to intervals as ``Interval.locality``. ``rep_count``: a rep string instruction
@@ -172,8 +169,7 @@ class TraceSession(AgentQueries):
         self.final_at: Optional[float] = None
         #: CPU seconds of the target's main thread then (the agent holds the ending thread); None if unread
         self.final_cpu: Optional[float] = None
-        #: CPU seconds of all its threads then, the exited ones included (a runtime's work runs on
-        #: threads other than main); None if unread
+        #: CPU seconds of all its threads then, exited ones included (a JVM works off main); None if unread
         self.final_process_cpu: Optional[float] = None
         #: called from :meth:`events` when the target is about to end and the agent can still
         #: answer (symbols, code): the last chance to look things up in a process that exits
@@ -338,18 +334,15 @@ class TraceSession(AgentQueries):
     # -- events ----------------------------------------------------------------------------------
 
     def events(self, timeout: Optional[float] = None) -> Iterator:
-        """Yield events until :class:`Ended`; with a timeout, yield None whenever none came in time.
-        While none comes, a Frida helper left behind by a target that died while the agent followed
-        one of its threads by id is ended (``end_stuck_helpers``): else the target is never reaped,
-        and its end never reported."""
+        """Yield events until :class:`Ended`, None whenever none came within ``timeout``; meanwhile
+        end Frida helpers stuck behind a dead target (else its end never comes: stopped.py)."""
         waited = 0.0
         while True:
             step = STUCK_POLL if timeout is None else max(0.0, min(STUCK_POLL, timeout - waited))
             try:
                 event = self._queue.get(timeout=step)
             except queue.Empty:
-                if self.pid is not None:
-                    end_stuck_helpers(self.pid, orphans=True)
+                end_stuck_helpers(self.pid, orphans=True)
                 waited += step
                 if timeout is not None and waited >= timeout:
                     waited = 0.0

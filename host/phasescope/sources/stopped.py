@@ -146,13 +146,13 @@ def stuck_helpers(pid: int) -> List[int]:
     return sorted(t for t in found if _is_helper(t))
 
 
-def end_stuck_helpers(pid: int, orphans: bool = False) -> List[int]:
+def end_stuck_helpers(pid: Optional[int], orphans: bool = False) -> List[int]:
     """Kill the helpers still tracing a thread of ``pid`` once ``pid`` is dead (every thread a zombie,
     or gone), and with ``orphans`` every :func:`orphaned_helpers`: nothing can ever answer them, and
     they keep the zombie from its parent, which then never learns that it ended. The pids killed.
-    Cheap while the main thread lives (one read)."""
+    Cheap while the main thread lives (one read). None: no target yet."""
     dead = ("Z", "X", None)
-    if _state(f"/proc/{pid}/stat") not in dead or any(
+    if pid is None or _state(f"/proc/{pid}/stat") not in dead or any(
             _state(stat) not in dead for stat in glob.glob(f"/proc/{pid}/task/*/stat")):
         return []  # a main thread that left (pthread_exit) while others run is a zombie too
     helpers = sorted(set(stuck_helpers(pid)) | set(orphaned_helpers() if orphans else ()))
