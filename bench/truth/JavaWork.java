@@ -1,12 +1,12 @@
 // A JVM workload whose activities are known by construction, for bench/truth/ (issue 32): each
 // activity runs Java code the JIT compiles (integer hashing, floating-point sweeps, sorting, string
 // building, hash maps) or an intrinsic (SHA-256) on a worker thread for a budget of its CPU time
-// (the thread's CPU clock, ThreadMXBean), in a random order or a fixed cycle; writes
+// (/proc/thread-self/stat, 10 ms ticks, as nodework.js), in a random order or a fixed cycle; writes
 // {"activity", "start_ns", "end_ns"} lines to the truth file. Same arguments as nodework.js:
 //   java -cp DIR JavaWork TRUTH ACTIVITIES(comma) random|cycle SECONDS SEED
 import java.io.FileWriter;
-import java.lang.management.ManagementFactory;
-import java.lang.management.ThreadMXBean;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.security.MessageDigest;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -15,6 +15,13 @@ public class JavaWork {
     static long seed;
     static double rand() { seed = (seed * 1103515245L + 12345L) & 0xffffffffL; return seed / 4294967296.0; }
     static long sink;
+
+    // The calling thread's CPU time (user + system), in ns. Not ThreadMXBean: under exact mode its
+    // first use failed (IllegalAccessError linking a method handle in java.management, issue 32).
+    static long cpuNs() throws Exception {
+        String[] f = new String(Files.readAllBytes(Paths.get("/proc/thread-self/stat"))).split("\\) ")[1].split(" ");
+        return (Long.parseLong(f[11]) + Long.parseLong(f[12])) * 10_000_000L;
+    }
 
     static final int[] numbers = new int[200000];
     static final double[] vec = new double[4096];
@@ -36,15 +43,18 @@ public class JavaWork {
     // On a thread of its own, not the JVM's main thread: the work on main crashed under exact mode,
     // and under bare Stalker with the same handling, 4 runs of 4 (docs/exact-mode.md, issue 32).
     public static void main(String[] args) throws Exception {
+        int[] failed = {0};
         Thread worker = new Thread(() -> {
             try {
                 run(args);
-            } catch (Exception e) {
-                throw new RuntimeException(e);
+            } catch (Throwable e) {
+                e.printStackTrace();
+                failed[0] = 1;
             }
         });
         worker.start();
         worker.join();
+        if (failed[0] != 0) System.exit(1);
     }
 
     static void run(String[] args) throws Exception {
@@ -57,11 +67,10 @@ public class JavaWork {
         for (int i = 0; i < data.length; i++) data[i] = (byte) (i * 31 + (i >> 8));
         HashMap<String, Double> budget = new HashMap<>();
         for (String n : names) budget.put(n, 0.6 + rand() * 2.4);
-        ThreadMXBean clock = ManagementFactory.getThreadMXBean();
         try (FileWriter out = new FileWriter(args[0])) {
-            long start = clock.getCurrentThreadCpuTime();
+            long start = cpuNs();
             String last = "";
-            for (int i = 0; clock.getCurrentThreadCpuTime() - start < seconds * 1e9; i++) {
+            for (int i = 0; cpuNs() - start < seconds * 1e9; i++) {
                 String name;
                 double b;
                 if (cycle) {
@@ -73,10 +82,10 @@ public class JavaWork {
                     name = c[(int) (rand() * c.length)];
                     b = 0.6 + rand() * 2.4;
                 }
-                long t0 = clock.getCurrentThreadCpuTime();
-                while (clock.getCurrentThreadCpuTime() - t0 < b * 1e9) sink += work(name);
+                long t0 = cpuNs();
+                while (cpuNs() - t0 < b * 1e9) sink += work(name);
                 out.write("{\"activity\": \"" + name + "\", \"start_ns\": " + t0 + ", \"end_ns\": "
-                          + clock.getCurrentThreadCpuTime() + "}\n");
+                          + cpuNs() + "}\n");
                 last = name;
             }
         }
