@@ -17,6 +17,7 @@ at ten points of every activity (the same fractions of the same activity in each
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import subprocess
 import sys
@@ -30,9 +31,14 @@ sys.path.insert(0, HERE)
 from phasescope.commands.options import add_engine_options, engine_config_from_args  # noqa: E402
 from phasescope.engine.macro import MacroConfig, MacroTracker  # noqa: E402
 from phasescope.formats.log import read_log  # noqa: E402
-from run import classify, main_thread, record  # noqa: E402
 from truth_score import read_truth, score_stream, window_ends  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
+
+# bench/truth/run.py by its path: bench/quality/run.py is another module named run
+_spec = importlib.util.spec_from_file_location("truth_run", os.path.join(HERE, "run.py"))
+truth_run = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(truth_run)
+classify, main_thread, record = truth_run.classify, truth_run.main_thread, truth_run.record
 
 MODES = {"exact": "default", "sampled": "sampled"}  # mode -> its live tracker preset
 POINTS = 10  # per activity, for exact vs sampled
