@@ -17,6 +17,77 @@ ps_emit_clear_ac (GumX86Writer * w)
   gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, 128);
 }
 
+/* What a block does for the program's sake, counted or not (issue 32): HotSpot runs right only with
+ * it. Per block: its first real instruction, whether OF is known yet, whether a popf ran. */
+typedef struct
+{
+  GumAddress code;  /* where the block's compiled code starts */
+  guint64 first;
+  gboolean of_known;
+  gboolean popf;
+} PsKeep;
+
+/* Before `insn`'s own code (and before its memory slot): OF handed across Stalker's inline cache
+ * (x86_flags.c; `of_check` FALSE in a register loop), the `ret` site a resumed fault goes through. */
+static void
+ps_keep_before (GumX86Writer * w, PsThread * t, PsKeep * k, const cs_insn * insn, gboolean of_check)
+{
+  if (k->first == 0)
+    k->first = insn->address;
+  if (!k->of_known && of_check)
+  {
+    if (ps_reads_of (insn))
+      ps_emit_of_restore (w, t, k->first);
+    k->of_known = ps_reads_of (insn) || ps_writes_of (insn);
+  }
+  if (insn->id == X86_INS_RET && insn->size == 1)
+    t->ret_site = w->pc;  /* a resumed fault goes through the OF save too */
+  if (ps_is_cached_transfer (insn))
+    ps_emit_of_save (w, t, insn);
+}
+
+/* Just before `insn` itself: AC cleared before a block end that follows a popf. */
+static void
+ps_keep_ac (GumX86Writer * w, PsKeep * k, const cs_insn * insn)
+{
+  k->popf = k->popf || insn->id == X86_INS_POPFQ || insn->id == X86_INS_POPF;
+  if (k->popf && ps_ends_block (insn))
+  {
+    ps_emit_clear_ac (w);
+    k->popf = FALSE;
+  }
+}
+
+/* After the block's last instruction: AC cleared if Stalker cut the block after a popf; the block
+ * noted for a fault in it (faults.c). */
+static void
+ps_keep_end (GumX86Writer * w, PsThread * t, PsKeep * k)
+{
+  if (k->popf)
+    ps_emit_clear_ac (w);
+  if (k->first != 0)
+    ps_fault_note (t, k->code, w->pc, k->first);
+}
+
+/* Bare Stalker with the same handling and no counters: the cost baseline for runtimes that need
+ * it (bench/jvm/; TraceSession(bare="handled")). */
+void
+transform_bare (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer user_data)
+{
+  PsThread * t = user_data;
+  GumX86Writer * w = output->writer.x86;
+  const cs_insn * insn;
+  PsKeep k = { w->pc, 0, FALSE, FALSE };
+
+  while (gum_stalker_iterator_next (iterator, &insn))
+  {
+    ps_keep_before (w, t, &k, insn, TRUE);
+    ps_keep_ac (w, &k, insn);
+    gum_stalker_iterator_keep (iterator);
+  }
+  ps_keep_end (w, t, &k);
+}
+
 void
 transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer user_data)
 {
@@ -26,8 +97,9 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   guint64 n = 0, slot, last_pc = 0;
   gboolean placed = FALSE, loop = FALSE, tail = FALSE, reps = FALSE;
   guint rep;
-  GumAddress top = 0, block_pc = w->pc, again = 0, first_pc = 0;
-  gboolean popf = FALSE, of_known = FALSE, reg_loop = FALSE;
+  GumAddress top = 0, block_pc = w->pc, again = 0;
+  gboolean reg_loop = FALSE;
+  PsKeep k = { w->pc, 0, FALSE, FALSE };
   PsLoopCheck check;
   PsLoopJump jump;
   PsPatch patch;
@@ -81,26 +153,10 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
         loop = FALSE;
       }
     }
-    if (n == 0)
-      first_pc = insn->address;
-    if (!of_known && !reg_loop)
-    {
-      if (ps_reads_of (insn))
-        ps_emit_of_restore (w, t, first_pc);
-      of_known = ps_reads_of (insn) || ps_writes_of (insn);
-    }
-    if (insn->id == X86_INS_RET && insn->size == 1)
-      t->ret_site = w->pc;  /* a resumed fault goes through the OF save too */
-    if (ps_is_cached_transfer (insn))
-      ps_emit_of_save (w, t, insn);
+    ps_keep_before (w, t, &k, insn, !reg_loop);
     if (t->win_size != 0)
       ps_emit_mem_slot (w, t, insn, block_pc);
-    popf = popf || insn->id == X86_INS_POPFQ || insn->id == X86_INS_POPF;
-    if (popf && ps_ends_block (insn))
-    {
-      ps_emit_clear_ac (w);
-      popf = FALSE;
-    }
+    ps_keep_ac (w, &k, insn);
     rep = ps.rep_iterations && t->stub != NULL ? ps_rep_kind (insn) : 0;
     if (rep != 0)
       again = ps_emit_rep_before (w);
@@ -113,10 +169,7 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
       reps = TRUE;
     }
   }
-  if (popf)
-    ps_emit_clear_ac (w);
-  if (n != 0)
-    ps_fault_note (t, block_pc, w->pc, first_pc);
+  ps_keep_end (w, t, &k);
 
   if (tail)
     ps_emit_loop_tail (w, t, &lp, &jump, slot);

@@ -3,14 +3,13 @@
 
 Compiles bench/jvm/Phases.java (two-thread integer and floating-point rounds, a checksum known from
 the native run), runs it once natively and RUNS times under ``phasescope --no-dashboard -f java``
-(phasescope's own lines to a file), or with --bare under bench/jvm/bare_stalker.py (Stalker with
-the same JVM handling, no counters), and counts the runs whose stdout and stderr are byte-identical
-to the native run's. A failed run's first line of stderr is shown. With --attach S, each run starts
-the program natively and attaches ``phasescope -p PID --duration D`` S seconds in: a run is right
-when phasescope exits 0 having counted instructions on at least two threads, the program still
-runs when it detaches, and its output is the native run's (the program must outlast S + D). bare_stalker.js has no reserve
-near the libraries (agent/near.c): under --bare the JVM's later threads still run Stalker's far
-forms, and go wrong.
+(phasescope's own lines to a file), or with --bare under bench/jvm/bare_stalker.py (the agent's
+bare="handled": Stalker with exact mode's JVM handling and near reserve, no counters), and counts
+the runs whose stdout and stderr are byte-identical to the native run's. A failed run's first line
+of stderr is shown. With --attach S, each run starts the program natively and attaches
+``phasescope -p PID --duration D`` S seconds in: a run is right when phasescope exits 0 having
+counted instructions on at least two threads, the program still runs when it detaches, and its
+output is the native run's (the program must outlast S + D).
 
     python3 bench/jvm_exact.py [--runs N] [--bare | --attach S [--duration D]] [--java-flag=-Xint ...]
                                [-- THREADS ROUNDS WORK]

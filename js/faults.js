@@ -33,8 +33,8 @@ function programHandler(sig) {
 
 // Whether the program handles this kind of fault itself; hooks its handlers (once each).
 function programHandles(type) {
-  if (Process.arch !== 'x64' || Process.platform !== 'linux' || config.watch || config.bare ||
-      transformFn !== cm.transform)
+  if (Process.arch !== 'x64' || Process.platform !== 'linux' || config.watch || config.bare === true ||
+      (transformFn !== cm.transform && transformFn !== cm.transform_bare))
     return false;
   let handles = false;
   for (const sig of SIGNALS_OF[type] || []) {

@@ -103,6 +103,9 @@ function setup(opts) {
         name === 'ps_thread_recent' || name === 'ps_drain' ? EXCLUSIVE : {});
   // Inline counters where the fast path exists (x86-64), else a C callout per block.
   transformFn = (opts.portable || cm.transform === undefined) ? cm.transform_portable : cm.transform;
+  // bare 'handled': Stalker with what the program needs to run right (AC, OF, its faults), no counters
+  if (opts.bare === 'handled' && cm.transform_bare !== undefined)
+    transformFn = cm.transform_bare;
   const bufSize = roundPages(opts.bufferBytes);
   globals.buffers = [Memory.alloc(bufSize), Memory.alloc(bufSize)];
   globals.lenOut = Memory.alloc(8);

@@ -13,8 +13,13 @@ function newRegion(tid) {
   return region;
 }
 
+// Not once the process ends (finish(): exit, crash): a thread followed by id is stopped by a ptrace
+// helper, a child process that waits on a socket for the agent's thread; should the process die
+// meanwhile (exit_group after the host's final-ack, a runtime's abort), the helper waits forever,
+// holding the stopped thread's exit (so the process is never reaped) and a copy of its pipes. A JVM
+// thread's late follow (hooks.js) can come at any time.
 function follow(tid) {
-  if (stopping || threads.has(tid) || tid === deferredMain)
+  if (stopping || finished || threads.has(tid) || tid === deferredMain)
     return;
   if (config.watch) { // sampled mode: the kernel samples the thread; the agent only reports it
     threads.set(tid, null);
@@ -22,7 +27,7 @@ function follow(tid) {
     return;
   }
   let options = {};
-  if (config.bare) { // baseline for the benchmark: Stalker without phasescope's counters
+  if (config.bare === true) { // baseline for the benchmark: Stalker without phasescope's counters
     threads.set(tid, null);
   } else {
     const region = newRegion(tid);

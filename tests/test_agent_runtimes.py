@@ -29,6 +29,18 @@ def test_planned_faults_and_alignment_flag_run_as_native(build):
     assert sum(int(i.counts.sum()) for i in trace.intervals) > 15_000_000
 
 
+def test_bare_stalker_with_the_same_handling_runs_it_counting_nothing(build):
+    # The JVM's cost baseline (bench/jvm_cost.py): plain bare Stalker never gets past the AC probe
+    # and the planned faults (a SIGBUS loop); bare="handled" is the agent with exact mode's handling
+    # of them and no counters.
+    exe = build("planned_faults.c")
+    native = _native([exe, "300000"])
+    handled = trace_spawn([exe, "300000"], bare="handled")
+    assert handled.ended.how == "exited" and handled.ended.code == 0, handled.ended
+    assert handled.output.get(1, b"") == native.stdout
+    assert sum(int(i.counts.sum()) for i in handled.intervals) == 0
+
+
 def test_stalker_code_stays_in_reach_of_the_libraries(build):
     # A JVM fills the address space below the libraries before its later threads start; their
     # Stalker code and agent regions used to land more than 2 GB from libc (Stalker's far forms for

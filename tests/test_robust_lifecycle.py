@@ -4,15 +4,17 @@ of bench/lifecycle.py's stress loops (which run them hundreds of times under CPU
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
 
-from phasescope.sources.stopped import is_stopped, stuck_helpers, tracer
+from phasescope.sources.stopped import end_stuck_helpers, is_stopped, stuck_helpers, tracer
 
 from conftest import cli_command, end_process, log_lines, run_cli, thread_states, wait_for
 
@@ -149,3 +151,30 @@ def test_attach_detach_cycles_leave_the_target_running(build, mode):
         assert seen.startswith("tick"), seen
     finally:
         end_process(target)
+
+
+def test_a_helper_left_behind_a_dead_target_is_ended(tmp_path):
+    # Frida's ptrace helper, blocked for good when its target died while the agent followed a thread
+    # by id (a JVM's late follow at exit: the java -version hang of issue 32), is an orphan of one
+    # thread that maps frida's agent; it keeps the dead target's end from phasescope. Stand-in: a
+    # python3 mapping a file of that name, its parent gone.
+    agent, pid_file = tmp_path / "frida-agent-64.so", tmp_path / "pid"
+    agent.write_bytes(b"\0" * 4096)
+    code = (f"import mmap, os, time; f = open({str(agent)!r}, 'rb'); m = mmap.mmap(f.fileno(), 4096, "
+            "prot=mmap.PROT_READ); print(os.getpid(), flush=True); time.sleep(60)")
+    shell = f'"$0" -c "$1" > {pid_file} 2>/dev/null < /dev/null & echo $$'  # the stand-in outlives its shell
+    parent = subprocess.run(["sh", "-c", shell, sys.executable, code], capture_output=True, text=True, timeout=30)
+    wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), 20)
+    orphan = int(pid_file.read_text())
+    try:
+        assert end_stuck_helpers(os.getpid(), orphans=True) == []  # its target lives: nothing ended
+        assert orphan in end_stuck_helpers(int(parent.stdout), orphans=True)
+        wait_for(lambda: not os.path.exists(f"/proc/{orphan}") or _zombie(orphan), 10)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(orphan, signal.SIGKILL)
+
+
+def _zombie(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "Z"

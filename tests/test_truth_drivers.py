@@ -24,6 +24,18 @@ def test_prediction_scores_count_changes_said_and_come():
     assert s["chg_prec"] == pytest.approx(1 / 2) and s["chg_recall"] == pytest.approx(1 / 2)
 
 
+def test_two_runs_are_compared_at_the_same_points_of_each_activity():
+    # bench/truth/modes.py: each run's windows are placed on its own truth clock, and read at the
+    # same fractions of the same activities; here run B's activities last twice as long.
+    from modes import POINTS, at_points
+    truth_a = [("a", 0, 100), ("b", 100, 300)]
+    truth_b = [("a", 0, 200), ("b", 200, 600)]
+    a = at_points(np.array([50, 50, 100, 100.0]), np.array([1, 1, 2, 2]), truth_a, 2)
+    b = at_points(np.array([200, 200, 200.0]), np.array([7, 8, 8]), truth_b, 2)
+    assert a.tolist() == [1] * POINTS + [2] * POINTS
+    assert b.tolist() == [7] * POINTS + [8] * POINTS
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
 def test_openssl_speed_attached_with_its_algorithms_as_truth(tmp_path):

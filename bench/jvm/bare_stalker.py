@@ -1,31 +1,39 @@
 #!/usr/bin/env python3
-"""Runs a program under bare Stalker with phasescope's JVM handling (bare_stalker.js), its output
-untouched: the baseline of bench/jvm_exact.py --bare (issue 32).
+"""Runs a program under bare Stalker with exact mode's handling of runtimes and no counters (the agent's
+``bare="handled"``: the near reserve, JVM threads followed late, EFLAGS.AC, OF across the inline cache,
+the program's fault handler shown the real PC), its output untouched: the baseline of
+bench/jvm_exact.py --bare (issue 32). Exits with the program's code.
 
     python3 bench/jvm/bare_stalker.py PROGRAM [ARGS...]
 """
 
 import os
 import sys
-import threading
 
-import frida
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "host"))
+from phasescope.sources.device import resolve_device, resolve_target  # noqa: E402
+from phasescope.sources.events import Ended  # noqa: E402
+from phasescope.sources.session import TraceSession  # noqa: E402
 
 
 def main() -> int:
     if len(sys.argv) < 2:
         print("bare_stalker: usage: bare_stalker.py PROGRAM [ARGS...]", file=sys.stderr)
         return 2
-    device = frida.get_local_device()
-    pid = device.spawn(sys.argv[1:])
-    session = device.attach(pid)
-    gone = threading.Event()
-    session.on("detached", lambda *_: gone.set())
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "bare_stalker.js")) as f:
-        script = session.create_script(f.read())
-    script.load()
-    device.resume(pid)
-    return 0 if gone.wait(600) else 3  # the output is what counts (the target is not our child)
+    device = resolve_device()
+    session = TraceSession(device, resolve_target(device, argv=sys.argv[1:]), stdio="inherit", bare="handled")
+    ended = None
+    session.start()
+    try:
+        for event in session.events():
+            if isinstance(event, Ended):
+                ended = event
+    finally:
+        session.stop()
+    if ended is None or ended.how != "exited":
+        print(f"bare_stalker: {ended.describe() if ended else 'ended without a report'}", file=sys.stderr)
+        return 3
+    return ended.code
 
 
 if __name__ == "__main__":

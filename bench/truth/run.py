@@ -45,12 +45,14 @@ COLUMNS = ("ari", "v_measure", "detected", "false_per_10s", "recur_same", "disti
            "last_acc", "chg_prec", "chg_recall")
 
 
-def record(w, out_dir: str, rate: int, window: int) -> str:
-    """Run the workload under sampled mode (launched, or attached by its driver); returns its log path."""
+def record(w, out_dir: str, rate: int, window: int, mode: str = "sampled") -> str:
+    """Run the workload under sampled mode (launched, or attached by its driver), or exact mode (10M
+    intervals; rate and window unused); returns its log path."""
     log = os.path.join(out_dir, w.name + ".jsonl")
     stdout = os.path.join(out_dir, w.name + ".stdout")
-    phasescope = [sys.executable, "-m", "phasescope.cli", "--mode", "sampled", "--no-dashboard", "--rate", str(rate),
-                  "--window", str(window), "--log", log, "-o", os.path.join(out_dir, w.name + ".phasescope.txt")]
+    sampling = ["--rate", str(rate), "--window", str(window)] if mode == "sampled" else []
+    phasescope = [sys.executable, "-m", "phasescope.cli", "--mode", mode, "--no-dashboard", *sampling,
+                  "--log", log, "-o", os.path.join(out_dir, w.name + ".phasescope.txt")]
     for stale in (log, phasescope[-1]):
         if os.path.exists(stale):
             os.remove(stale)

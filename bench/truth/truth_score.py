@@ -34,15 +34,21 @@ def read_truth(path: str) -> List[tuple]:
         return [(r["activity"], r["start_ns"], r["end_ns"]) for r in map(json.loads, f) if r["end_ns"] > r["start_ns"]]
 
 
+def window_ends(cpu_ns: np.ndarray, truth: List[tuple]) -> np.ndarray:
+    """Where each window of one thread ends on the truth's CPU clock."""
+    end = np.cumsum(cpu_ns, dtype=np.float64)
+    if len(end) and 0.9 < truth[-1][2] / end[-1] < 1.1:
+        end *= truth[-1][2] / end[-1]  # samples lost or rounded: stretch onto the truth's clock
+    return end
+
+
 def score_stream(cpu_ns: np.ndarray, phases: np.ndarray, predictions: np.ndarray, truth: List[tuple],
                  live: Optional[np.ndarray] = None) -> dict:
     """``cpu_ns``, ``phases`` (as the log settles them), ``predictions``: per window of one thread,
     in order; ``live``: the phases as shown live, which the predictions are scored against
     (default: ``phases``)."""
     from sklearn.metrics import adjusted_rand_score, v_measure_score
-    end = np.cumsum(cpu_ns, dtype=np.float64)
-    if len(end) and 0.9 < truth[-1][2] / end[-1] < 1.1:
-        end *= truth[-1][2] / end[-1]  # samples lost or rounded: stretch onto the truth's clock
+    end = window_ends(cpu_ns, truth)
     start = end - np.diff(end, prepend=0.0)
     mid = (start + end) / 2
     starts = np.array([s for _, s, _ in truth], dtype=np.float64)

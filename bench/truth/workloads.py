@@ -23,7 +23,7 @@ NODE_FLAGS = ["--perf-basic-prof", "--interpreted-frames-native-stack"]
 @dataclass(frozen=True)
 class Workload:
     name: str
-    kind: str  # python | sqlite | perl | node | pg | tool
+    kind: str  # python | sqlite | perl | node | java | pg | tool
     split: str  # tune | held-out
     activities: str
     order: str  # random | cycle
@@ -55,6 +55,10 @@ class Workload:
             return ["node", *NODE_FLAGS, "--no-logfile-per-isolate",
                     "--logfile=" + os.path.join(out_dir, self.name + ".v8.log"), os.path.join(HERE, "nodework.js"),
                     self.truth(out_dir), self.activities, self.order, str(self.seconds), str(self.seed)]
+        if self.kind == "java":
+            subprocess.run(["javac", "-d", out_dir, os.path.join(HERE, "JavaWork.java")], check=True)
+            return ["java", "-XX:+UseSerialGC", "-cp", out_dir, "JavaWork", self.truth(out_dir), self.activities,
+                    self.order, str(self.seconds), str(self.seed)]
         if self.kind == "perl":
             return ["perl", os.path.join(HERE, "perlwork.pl"), self.truth(out_dir), self.activities, self.order,
                     str(self.seconds), str(self.seed)]
@@ -99,4 +103,7 @@ WORKLOADS = [
     Workload("pg-random-B", "pg", "held-out", "point,range,seqscan,group,sort,join,insert,update,regex,json",
              "random", 3, 30),
     Workload("tool-B", "tool", "held-out", "sha512,aes-256-cbc,camellia-128-cbc,ghash,rmd160,ecdsap256", "fixed", 0, 30),
+    # issue 32: the JVM, in sampled and in exact mode (bench/truth/modes.py)
+    Workload("java-cycle-B", "java", "held-out", "ints,floats,sort,strings,map", "cycle", 2, 30),
+    Workload("java-random-B", "java", "held-out", "ints,floats,sort,strings,map,sha", "random", 3, 30),
 ]

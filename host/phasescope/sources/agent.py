@@ -42,7 +42,7 @@ def c_exports(source: str) -> dict:
 REP_COUNTS = ("iterations", "once")
 
 
-def agent_options(*, interval: int, slots: int, buffer_bytes: int, window: int, bare: bool, watch: bool,
+def agent_options(*, interval: int, slots: int, buffer_bytes: int, window: int, bare, watch: bool,
                   trust_threshold: Optional[int], portable: bool, locality: Optional[dict],
                   counter_source: Optional[str], rep_count: str = "iterations") -> dict:
     """The agent's ``init`` options (see :class:`~phasescope.sources.session.TraceSession`)."""
@@ -54,7 +54,7 @@ def agent_options(*, interval: int, slots: int, buffer_bytes: int, window: int, 
         "bufferBytes": int(buffer_bytes),
         "window": int(window),
         "drainMs": 100 if watch else 10,  # watch: only thread events to report
-        "bare": bool(bare),
+        "bare": bare if bare == "handled" else bool(bare),
         "watch": bool(watch),
         "trustThreshold": trust_threshold,
         "portable": bool(portable),

@@ -26,6 +26,17 @@ def main_thread_cpu(pid: int) -> Optional[float]:
         return None
 
 
+def process_cpu(pid: int) -> Optional[float]:
+    """CPU seconds (user + system) of all of ``pid``'s threads so far, the exited ones included
+    (``/proc/PID/stat``), None when gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def process_exe(pid: int) -> Optional[str]:
     """The path of ``pid``'s executable, None when unreadable (gone, or a kernel thread)."""
     try:

@@ -39,7 +39,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional, Union
 
 import frida
 
@@ -54,7 +54,7 @@ from phasescope.sources.device import Target, resolve_target
 from phasescope.sources.events import (SAMPLED_INSTEAD, AgentError, Dropped, Ended, Forked, IntervalEvent,
                                       ModulesChanged, Output, ThreadExited, ThreadStarted, Unfollowable)
 from phasescope.sources.modules import Module, ModuleMap, library_name
-from phasescope.sources.procfs import main_thread_cpu
+from phasescope.sources.procfs import main_thread_cpu, process_cpu
 from phasescope.sources.protocol import Agent, Locality
 from phasescope.sources.stdio import PipedStdio
 from phasescope.sources.stopped import Continued, end_stuck_helpers
@@ -76,6 +76,8 @@ FINAL_ACK_GRACE = 15.0
 
 #: seconds the end of a piped target waits for the end of its output
 OUTPUT_GRACE = 5.0
+#: seconds between looks for a Frida helper stuck behind a dead target while no event comes
+STUCK_POLL = 1.0
 
 
 class TraceSession(AgentQueries):
@@ -85,10 +87,11 @@ class TraceSession(AgentQueries):
     inherited, or piped into :class:`Output` events. ``slots``: counters per thread (blocks beyond
     share one slot with PC 0). ``buffer_bytes``: each of the agent's two output buffers.
     ``window``: bytes of records in flight before the agent waits for the host. ``bare``: plain
-    ``Stalker.follow`` without counters (benchmark baseline; no intervals). ``watch``: no Stalker
-    at all; the agent only reports modules, threads and the end (sampled mode). ``trust_threshold``:
-    ``Stalker.trustThreshold`` (None: Frida's default). ``counter_source``:
-    C source of the hot path instead of the shipped ``agent/*.c``. ``portable``: count with
+    ``Stalker.follow`` without counters (benchmark baseline; no intervals); ``"handled"``: with exact
+    mode's handling of runtimes (AC, OF, faults), the JVM's baseline (bench/jvm_cost.py). ``watch``:
+    no Stalker at all; the agent only reports modules, threads and the end (sampled mode).
+    ``trust_threshold``: ``Stalker.trustThreshold`` (None: Frida's default). ``counter_source``: C
+    source of the hot path instead of the shipped ``agent/*.c``. ``portable``: count with
     a C callout per block (the path used where no inline fast path exists, e.g. arm64) on x86-64 too.
     ``locality``: sample windows of memory addresses (``{"window": N, "every": M}``; inline path
     only), attached to intervals as ``Interval.locality``. ``rep_count``: a rep string instruction
@@ -104,7 +107,7 @@ class TraceSession(AgentQueries):
         slots: int = 1 << 18,
         buffer_bytes: int = 16 << 20,
         window: int = 32 << 20,
-        bare: bool = False,
+        bare: Union[bool, str] = False,
         watch: bool = False,
         trust_threshold: Optional[int] = None,
         counter_source: Optional[str] = None,
@@ -166,6 +169,8 @@ class TraceSession(AgentQueries):
         self.final_at: Optional[float] = None
         #: CPU seconds of the target's main thread then (the agent holds the ending thread); None if unread
         self.final_cpu: Optional[float] = None
+        #: CPU seconds of all its threads then, exited ones included (a JVM works off main); None if unread
+        self.final_process_cpu: Optional[float] = None
         #: called from :meth:`events` when the target is about to end and the agent can still
         #: answer (symbols, code): the last chance to look things up in a process that exits
         self.before_final_ack: Optional[Callable[[], None]] = None
@@ -332,13 +337,21 @@ class TraceSession(AgentQueries):
     # -- events ----------------------------------------------------------------------------------
 
     def events(self, timeout: Optional[float] = None) -> Iterator:
-        """Yield events until :class:`Ended`; with a timeout, yield None whenever none came in time."""
+        """Yield events until :class:`Ended`, None whenever none came within ``timeout``; meanwhile
+        end Frida helpers stuck behind a dead target (else its end never comes: stopped.py)."""
+        waited = 0.0
         while True:
+            step = STUCK_POLL if timeout is None else max(0.0, min(STUCK_POLL, timeout - waited))
             try:
-                event = self._queue.get(timeout=timeout)
+                event = self._queue.get(timeout=step)
             except queue.Empty:
-                yield None
+                end_stuck_helpers(self.pid, orphans=True)
+                waited += step
+                if timeout is not None and waited >= timeout:
+                    waited = 0.0
+                    yield None
                 continue
+            waited = 0.0
             if isinstance(event, _Ack):
                 self._ack(event.nbytes)
                 continue
@@ -464,6 +477,7 @@ class TraceSession(AgentQueries):
             self.final_at = time.perf_counter()
             if self.pid is not None:
                 self.final_cpu = main_thread_cpu(self.pid)
+                self.final_process_cpu = process_cpu(self.pid)
             self._final_pending = True
             put(_FinalAck())
             timer = threading.Timer(FINAL_ACK_GRACE, self._post_final_ack)  # a consumer that stopped reading

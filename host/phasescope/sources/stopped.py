@@ -98,15 +98,35 @@ def tracer(status_path: str) -> int:
         return 0
 
 
-def _is_helper(tracer_pid: int) -> bool:
-    """Whether a tracer is Frida's helper: not us, and maps frida's agent (it shares the target's memory)."""
-    if tracer_pid in (0, os.getpid()):
-        return False
+def _maps_agent(pid: int) -> bool:
     try:
-        with open(f"/proc/{tracer_pid}/maps") as f:
+        with open(f"/proc/{pid}/maps") as f:
             return "frida-agent" in f.read()
     except OSError:
         return False
+
+
+def _is_helper(tracer_pid: int) -> bool:
+    """Whether a tracer is Frida's helper: not us, and maps frida's agent (it shares the target's memory)."""
+    return tracer_pid not in (0, os.getpid()) and _maps_agent(tracer_pid)
+
+
+def orphaned_helpers() -> List[int]:
+    """Frida helpers whose target died: processes of one thread that map frida's agent while their
+    parent does not (a helper's parent is the target it was cloned from; an orphan's is init or a
+    subreaper, a dead target's maps are empty). A helper that was not tracing a thread yet when the
+    target died is found only so: it keeps the agent's sockets open, so Frida never reports the end."""
+    found = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            pid, parent, threads = int(stat.split("/")[2]), int(fields[1]), int(fields[17])
+        except (OSError, IndexError, ValueError):
+            continue
+        if threads == 1 and pid != os.getpid() and _maps_agent(pid) and not _maps_agent(parent):
+            found.append(pid)
+    return found
 
 
 def attach_pending(pid: int) -> bool:
@@ -126,12 +146,16 @@ def stuck_helpers(pid: int) -> List[int]:
     return sorted(t for t in found if _is_helper(t))
 
 
-def end_stuck_helpers(pid: int) -> List[int]:
-    """Kill the helpers still tracing a thread of ``pid`` once ``pid`` is dead (a zombie, or gone):
-    nothing can ever answer them, and they keep the zombie from its parent. The pids killed."""
-    if _state(f"/proc/{pid}/stat") not in ("Z", "X", None):
-        return []
-    helpers = stuck_helpers(pid)
+def end_stuck_helpers(pid: Optional[int], orphans: bool = False) -> List[int]:
+    """Kill the helpers still tracing a thread of ``pid`` once ``pid`` is dead (every thread a zombie,
+    or gone), and with ``orphans`` every :func:`orphaned_helpers`: nothing can ever answer them, and
+    they keep the zombie from its parent, which then never learns that it ended. The pids killed.
+    Cheap while the main thread lives (one read). None: no target yet."""
+    dead = ("Z", "X", None)
+    if pid is None or _state(f"/proc/{pid}/stat") not in dead or any(
+            _state(stat) not in dead for stat in glob.glob(f"/proc/{pid}/task/*/stat")):
+        return []  # a main thread that left (pthread_exit) while others run is a zombie too
+    helpers = sorted(set(stuck_helpers(pid)) | set(orphaned_helpers() if orphans else ()))
     for h in helpers:
         _signal(h, signal.SIGKILL)
     return helpers
