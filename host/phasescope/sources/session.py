@@ -24,12 +24,10 @@ Events, in the order the agent produced them:
   ``"killed"`` (terminated without calling exit), ``"exec"`` (``.program`` replaced it; the new
   program is not traced) or ``"detached"`` (``stop()``; target left running)
 
-Flow control: the agent keeps at most ``window`` bytes of interval data in flight; the host
-acknowledges messages once :meth:`TraceSession.events` has handed out all of their intervals, so a
-slow consumer makes the agent buffer, then drop (and report) data rather than grow without bound.
-Acknowledgements go out in batches of at least an eighth of the window, which leaves the agent 7/8
-of it to send on: each ack wakes threads in the target (on the sqlite3 bench, 660 data messages,
-one ack each cost the target's other threads 0.31 s of CPU, batched 0.25 s; bare Stalker 0.10 s).
+Flow control: the agent keeps at most ``window`` bytes of interval data in flight; the host acks
+messages once :meth:`TraceSession.events` has handed out their intervals (a slow consumer makes the
+agent buffer, then drop and report), in batches of at least an eighth of the window: each ack wakes
+the target's threads (sqlite3 bench: one ack a message cost 0.31 s of CPU, batched 0.25 s).
 """
 
 from __future__ import annotations
@@ -72,8 +70,6 @@ class _FinalAck:
 #: seconds an ending target waits for a consumer that stopped reading events before it is released
 #: anyway (a consumer that is only behind, e.g. a host busy with --locality windows, gets there first)
 FINAL_ACK_GRACE = 15.0
-
-
 #: seconds the end of a piped target waits for the end of its output
 OUTPUT_GRACE = 5.0
 #: seconds between looks for a Frida helper stuck behind a dead target while no event comes
