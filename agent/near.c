@@ -13,8 +13,8 @@
  *   over the reserve's next unused part. It does not see calls made inside another hook's callback
  *   (a thread followed as it is created): for those, in a spawned program, ps_near_carve unmaps
  *   the reserve's next unused part just before the follow, the highest gap mmap then finds; an
- *   attached program's reserve lies where mmap does not look, so such a thread is followed from
- *   the agent's thread instead when mmap would place its context out of reach (ps_near_probe).
+ *   attached program's reserve lies where mmap does not look, so such a thread's context lands
+ *   where mmap puts it (out of reach in a program that filled the space near its code).
  * - Its later slabs are mapped by the thread itself, hinted at the context or a slab: near_mmap
  *   maps an anonymous mapping hinted inside the reserve MAP_FIXED over its next unused part.
  * No part is handed out twice (a freed one stays free); once the reserve is used up, mmap places
@@ -112,17 +112,6 @@ ps_near_carve (guint64 len)
   at = ps_near_take (len);
   if (at != NULL)
     munmap (at, len);
-}
-
-/* Where mmap places `len` bytes on its own now (unmapped again), or NULL. */
-guint8 *
-ps_near_probe (guint64 len)
-{
-  guint8 * p = mmap (NULL, len, 0, PS_MAP_RESERVE, -1, 0);
-  if (p == PS_MAP_FAILED)
-    return NULL;
-  munmap (p, len);
-  return p;
 }
 
 /* A fresh (zeroed) read-write mapping of `len` bytes at `at`, a part of the reserve handed out

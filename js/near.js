@@ -12,7 +12,6 @@ const NEAR_GUARD = 1 << 20; // kept free beside the hole's neighbours
 const NEAR_STACK_ROOM = 256 << 20; // kept free below the main thread's stack (it grows down)
 
 let nearReserved = false; // whether the reserve was made
-let nearWindow = null; // attached: [lo, hi] of the addresses in reach of all the program's code
 const nearRegions = new Map(); // region -> size, of the regions in the reserve
 const nearPool = []; // [region, size] of exited threads' regions there, mapped afresh for new ones
 
@@ -58,7 +57,7 @@ function nearHole() {
   const code = maps.filter(m => m.x && Math.abs(m.lo - anchor) < NEAR_REACH &&
       !Cloak.hasRangeContaining(ptr(m.lo)));
   const lo = Math.min(...code.map(m => m.lo)), hi = Math.max(...code.map(m => m.hi));
-  const reach = nearWindow = [hi - NEAR_REACH, lo + NEAR_REACH];
+  const reach = [hi - NEAR_REACH, lo + NEAR_REACH];
   let best = { base: 0, size: 0 };
   for (let i = 1; i < maps.length; i++) {
     const below = maps[i].path === '[stack]' ? NEAR_STACK_ROOM : NEAR_GUARD;
@@ -92,15 +91,4 @@ function reserveNear(spawned) {
     observers.push({ detach: () => Interceptor.revert(mmap) });
   }
   return null;
-}
-
-// Whether a thread's context, mapped where mmap places it on its own, would lie in reach of the
-// program's code: always for a spawned program (ps_near_carve), for an attached one only while the
-// program left room near its code (a thread followed inside Frida's hook on its start: see hooks.js).
-function contextInReach() {
-  if (nearWindow === null)
-    return true;
-  const at = api.near_probe(uint64(NEAR_CONTEXT));
-  const a = parseInt(at.toString(), 16);
-  return !at.isNull() && a >= nearWindow[0] && a + NEAR_CONTEXT <= nearWindow[1];
 }
