@@ -60,7 +60,11 @@ def trace_spawn(argv, interval: int = 10_000_000, **kw) -> Trace:
     device = resolve_device()
     session = TraceSession(device, resolve_target(device, argv=list(argv)), interval=interval, stdio="pipe", **kw)
     session.start()
-    return collect(session)
+    try:
+        return collect(session)
+    except BaseException:
+        session.kill()  # a failed test leaves no spawned program running
+        raise
 
 
 def functions(binary: str) -> list:
