@@ -2,9 +2,11 @@
 """Runs a program under bare Stalker with exact mode's handling of runtimes and no counters (the agent's
 ``bare="handled"``: the near reserve, JVM threads followed late, EFLAGS.AC, OF across the inline cache,
 the program's fault handler shown the real PC), its output untouched: the baseline of
-bench/jvm_exact.py --bare (issue 32). Exits with the program's code.
+bench/jvm_exact.py --bare (issue 32). Exits with the program's code. ``--trust N`` sets
+Stalker.trustThreshold (-1: every block checked against its snapshot at each entry, none linked);
+``--exact`` runs exact mode's transform instead (no output files), for the same comparisons.
 
-    python3 bench/jvm/bare_stalker.py PROGRAM [ARGS...]
+    python3 bench/jvm/bare_stalker.py [--trust N] [--exact] PROGRAM [ARGS...]
 """
 
 import os
@@ -17,11 +19,20 @@ from phasescope.sources.session import TraceSession  # noqa: E402
 
 
 def main() -> int:
-    if len(sys.argv) < 2:
-        print("bare_stalker: usage: bare_stalker.py PROGRAM [ARGS...]", file=sys.stderr)
+    argv, trust, bare = sys.argv[1:], None, "handled"
+    while argv[:1] in (["--trust"], ["--exact"]):
+        if argv[0] == "--exact":
+            argv, bare = argv[1:], False
+        elif len(argv) > 1 and argv[1].lstrip("-").isdigit():
+            argv, trust = argv[2:], int(argv[1])
+        else:
+            argv = []
+    if not argv:
+        print("bare_stalker: usage: bare_stalker.py [--trust N] [--exact] PROGRAM [ARGS...]", file=sys.stderr)
         return 2
     device = resolve_device()
-    session = TraceSession(device, resolve_target(device, argv=sys.argv[1:]), stdio="inherit", bare="handled")
+    session = TraceSession(device, resolve_target(device, argv=argv), stdio="inherit", bare=bare,
+                           trust_threshold=trust)
     ended = None
     session.start()
     try:

@@ -42,7 +42,12 @@ public class JavaWork {
 
     // On a thread of its own, not the JVM's main thread: the work on main crashed under exact mode,
     // and under bare Stalker with the same handling, 4 runs of 4 (docs/exact-mode.md, issue 32).
+    // -Djavawork.main=true keeps it on main: the reproducer of that crash (a stale inline cache).
     public static void main(String[] args) throws Exception {
+        if (Boolean.getBoolean("javawork.main")) {
+            run(args);
+            return;
+        }
         int[] failed = {0};
         Thread worker = new Thread(() -> {
             try {
