@@ -167,8 +167,9 @@ def test_a_helper_left_behind_a_dead_target_is_ended(tmp_path):
     wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), 20)
     orphan = int(pid_file.read_text())
     try:
-        assert end_stuck_helpers(os.getpid(), orphans=True) == []  # its target lives: nothing ended
-        assert orphan in end_stuck_helpers(int(parent.stdout), orphans=True)
+        assert end_stuck_helpers(os.getpid(), orphans_of=os.getsid(0)) == []  # its target lives: nothing ended
+        assert end_stuck_helpers(int(parent.stdout), orphans_of=int(parent.stdout)) == []  # another session's
+        assert orphan in end_stuck_helpers(int(parent.stdout), orphans_of=os.getsid(0))
         wait_for(lambda: not os.path.exists(f"/proc/{orphan}") or _zombie(orphan), 10)
     finally:
         with contextlib.suppress(ProcessLookupError):

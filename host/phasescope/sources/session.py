@@ -55,7 +55,7 @@ from phasescope.sources.modules import Module, ModuleMap, library_name
 from phasescope.sources.procfs import main_thread_cpu, process_cpu
 from phasescope.sources.protocol import Agent, Locality
 from phasescope.sources.stdio import PipedStdio
-from phasescope.sources.stopped import Continued, end_stuck_helpers
+from phasescope.sources.stopped import Continued, end_stuck_helpers, session_of
 
 
 @dataclass
@@ -136,8 +136,8 @@ class TraceSession(AgentQueries):
         self._unacked = 0  # bytes consumed but not yet acknowledged to the agent
         self.modules = ModuleMap()
         self.pid: Optional[int] = None
-        #: True when the agent counts with inline code (x86-64); False: a callout per block (slower)
-        self.fast_path = False
+        self._sid: Optional[int] = None  # the target's session id, once it is known
+        self.fast_path = False  # True: the agent counts with inline code (x86-64); False: a callout a block
         self.threads: set = set()
         self.dropped = Dropped(0, 0)
         self._queue: queue.Queue = queue.Queue()
@@ -203,6 +203,7 @@ class TraceSession(AgentQueries):
             else:
                 self.pid = self.target.pid if self.target.pid is not None else resolve_target(self.device, name=self.target.name).pid
             self._attach()
+            self._sid = session_of(self.pid)  # a dead target's orphaned helpers are of its session
             self._load()
             try:
                 started = self._script.exports_sync.start(spawned)
@@ -341,7 +342,7 @@ class TraceSession(AgentQueries):
             try:
                 event = self._queue.get(timeout=step)
             except queue.Empty:
-                end_stuck_helpers(self.pid, orphans=True)
+                end_stuck_helpers(self.pid, orphans_of=self._sid)
                 waited += step
                 if timeout is not None and waited >= timeout:
                     waited = 0.0

@@ -111,20 +111,22 @@ def _is_helper(tracer_pid: int) -> bool:
     return tracer_pid not in (0, os.getpid()) and _maps_agent(tracer_pid)
 
 
-def orphaned_helpers() -> List[int]:
-    """Frida helpers whose target died: processes of one thread that map frida's agent while their
-    parent does not (a helper's parent is the target it was cloned from; an orphan's is init or a
-    subreaper, a dead target's maps are empty). A helper that was not tracing a thread yet when the
-    target died is found only so: it keeps the agent's sockets open, so Frida never reports the end."""
+def orphaned_helpers(session: int) -> List[int]:
+    """Frida helpers whose target, of ``session`` (its session id), died: processes of that session
+    of one thread that map frida's agent while their parent does not (a helper's parent is the target
+    it was cloned from; an orphan's is init or a subreaper, a dead target's maps are empty). A helper
+    that was not tracing a thread yet when the target died is found only so: it keeps the agent's
+    sockets open, so Frida never reports the end. Only that session: another traced program of one
+    thread near its end matches the rest (its parent, a phasescope host, maps no agent)."""
     found = []
     for stat in glob.glob("/proc/[0-9]*/stat"):
         try:
             with open(stat) as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            pid, parent, threads = int(stat.split("/")[2]), int(fields[1]), int(fields[17])
+            pid, parent, sid, threads = int(stat.split("/")[2]), int(fields[1]), int(fields[3]), int(fields[17])
         except (OSError, IndexError, ValueError):
             continue
-        if threads == 1 and pid != os.getpid() and _maps_agent(pid) and not _maps_agent(parent):
+        if sid == session and threads == 1 and pid != os.getpid() and _maps_agent(pid) and not _maps_agent(parent):
             found.append(pid)
     return found
 
@@ -146,16 +148,24 @@ def stuck_helpers(pid: int) -> List[int]:
     return sorted(t for t in found if _is_helper(t))
 
 
-def end_stuck_helpers(pid: Optional[int], orphans: bool = False) -> List[int]:
+def session_of(pid: int) -> Optional[int]:
+    """The session id of a live ``pid`` (a spawned target's is its pid: Frida's spawn calls setsid)."""
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
+
+
+def end_stuck_helpers(pid: Optional[int], orphans_of: Optional[int] = None) -> List[int]:
     """Kill the helpers still tracing a thread of ``pid`` once ``pid`` is dead (every thread a zombie,
-    or gone), and with ``orphans`` every :func:`orphaned_helpers`: nothing can ever answer them, and
+    or gone), and the :func:`orphaned_helpers` of session ``orphans_of``: nothing can ever answer them, and
     they keep the zombie from its parent, which then never learns that it ended. The pids killed.
     Cheap while the main thread lives (one read). None: no target yet."""
     dead = ("Z", "X", None)
     if pid is None or _state(f"/proc/{pid}/stat") not in dead or any(
             _state(stat) not in dead for stat in glob.glob(f"/proc/{pid}/task/*/stat")):
         return []  # a main thread that left (pthread_exit) while others run is a zombie too
-    helpers = sorted(set(stuck_helpers(pid)) | set(orphaned_helpers() if orphans else ()))
+    helpers = sorted(set(stuck_helpers(pid)) | set(orphaned_helpers(orphans_of) if orphans_of is not None else ()))
     for h in helpers:
         _signal(h, signal.SIGKILL)
     return helpers
