@@ -1,12 +1,17 @@
 """The predictors of issue 10 on phase streams whose right answer is known by construction."""
 
+import os
 import random
+import sys
 
 import pytest
 
 from phasescope.engine.predict import PRIMARY, PREDICTORS, PredictorConfig, Scoreboard, ThreadPredictors
 from phasescope.engine.predictors import (Confidence, DurationPredictor, Gpht, LruTable, Measured, OrderLength, Periodic,
                                           RleMarkovQ, log2_bucket)
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
+from predict_streams import random_order  # noqa: E402  (one generator of random-order streams)
 
 PERIOD = [0, 0, 0, 0, 1, 1, 1, 2]  # AAAABBBC
 
@@ -292,22 +297,8 @@ def test_order_length_never_falls_below_last_phase_on_random_orders():
     # Runs of random length of phases drawn at random (one short, one long stream): claims mostly
     # miss, so their kinds stay closed.
     for seed, phases, lo, hi, runs in ((11, 8, 2, 12, 600), (4, 10, 6, 30, 17)):
-        rng = random.Random(seed)
-        stream, last = [], None
-        for _ in range(runs):
-            last = rng.choice([p for p in range(phases) if p != last])
-            stream += [last] * rng.randint(lo, hi)
-        acc = scored(stream)
+        acc = scored(random_order(seed, phases, lo, hi, runs))
         assert acc["order_length"][0] >= acc["last_phase"][0] - 0.01
-
-
-def random_stream(seed, phases, lo, hi, runs):
-    rng = random.Random(seed)
-    stream, last = [], None
-    for _ in range(runs):
-        last = rng.choice([p for p in range(phases) if p != last])
-        stream += [last] * rng.randint(lo, hi)
-    return stream
 
 
 def test_cycle_claims_the_next_phase_of_a_recurring_context_within_its_lengths():
@@ -351,5 +342,5 @@ def test_cycle_foretells_most_changes_of_a_jittered_cycle():
 
 @pytest.mark.parametrize("seed, phases, lo, hi, runs", [(11, 8, 2, 12, 600), (4, 10, 6, 30, 17), (5, 4, 6, 30, 30)])
 def test_cycle_stays_within_a_point_of_last_phase_on_random_orders(seed, phases, lo, hi, runs):
-    acc = scored(random_stream(seed, phases, lo, hi, runs), leaving=True)
+    acc = scored(random_order(seed, phases, lo, hi, runs), leaving=True)
     assert acc["cycle"][0] >= acc["last_phase"][0] - 0.01
