@@ -32,6 +32,7 @@ from phasescope.sources.events import ChildEnded, Ended, IntervalEvent, Output, 
 from phasescope.sources.protocol import Wakes
 from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, SampledSource, check_sampling
 from phasescope.sources.perf_event import OpenedEvents, open_events
+from phasescope.sources.procfs import stat_fields
 from phasescope.sources.stdio import PipedStdio
 
 if TYPE_CHECKING:  # both load numpy: a spawned target starts before they do
@@ -288,8 +289,8 @@ def _drain_pipe(fd: int) -> None:
 
 def _exit_status(pid: int) -> Optional[int]:
     """The wait status of a zombie, from /proc/PID/stat (Linux 3.5+), None when unreadable."""
+    fields = stat_fields(f"/proc/{pid}/stat")
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[49])
-    except (OSError, IndexError, ValueError):
+        return int(fields[49])
+    except (TypeError, IndexError, ValueError):
         return None

@@ -17,6 +17,16 @@ def thread_ids(pid: int) -> Set[int]:
         return set()
 
 
+def stat_fields(path: str) -> Optional[List[str]]:
+    """The fields of a ``/proc/PID[/task/TID]/stat`` file after the command name (the state first:
+    field 3 of proc(5) is index 0), None when unreadable (gone)."""
+    try:
+        with open(path) as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def main_thread_cpu(pid: int) -> Optional[float]:
     """CPU seconds the main thread of ``pid`` has run so far (``/proc/PID/schedstat``), None when gone."""
     try:
@@ -29,11 +39,10 @@ def main_thread_cpu(pid: int) -> Optional[float]:
 def process_cpu(pid: int) -> Optional[float]:
     """CPU seconds (user + system) of all of ``pid``'s threads so far, the exited ones included
     (``/proc/PID/stat``), None when gone."""
+    fields = stat_fields(f"/proc/{pid}/stat")
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError):
         return None
 
 
@@ -47,11 +56,10 @@ def process_exe(pid: int) -> Optional[str]:
 
 def is_kernel_thread(pid: int) -> bool:
     """Whether ``pid`` is a kernel thread (``PF_KTHREAD`` in /proc/PID/stat): no user code to trace."""
+    fields = stat_fields(f"/proc/{pid}/stat")
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
         return bool(int(fields[6]) & 0x00200000)  # field 9, flags
-    except (OSError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError):
         return False
 
 

@@ -21,15 +21,14 @@ import signal
 import time
 from typing import Callable, List, Optional
 
+from phasescope.sources.procfs import stat_fields
+
 POLL = 0.05  # seconds between looks at /proc
 
 
 def _state(stat_path: str) -> Optional[str]:
-    try:
-        with open(stat_path) as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
+    fields = stat_fields(stat_path)
+    return fields[0] if fields else None
 
 
 def is_stopped(pid: int) -> bool:
@@ -120,11 +119,10 @@ def orphaned_helpers(session: int) -> List[int]:
     thread near its end matches the rest (its parent, a phasescope host, maps no agent)."""
     found = []
     for stat in glob.glob("/proc/[0-9]*/stat"):
+        fields = stat_fields(stat)
         try:
-            with open(stat) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
             pid, parent, sid, threads = int(stat.split("/")[2]), int(fields[1]), int(fields[3]), int(fields[17])
-        except (OSError, IndexError, ValueError):
+        except (TypeError, IndexError, ValueError):
             continue
         if sid == session and threads == 1 and pid != os.getpid() and _maps_agent(pid) and not _maps_agent(parent):
             found.append(pid)
