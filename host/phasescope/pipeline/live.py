@@ -396,6 +396,8 @@ class LiveRun:
             return EXIT_OK
         if end.how == "exited":  # code None: an attached process whose status its parent took
             return EXIT_OK if end.code in (0, None) else EXIT_FAILED
+        if end.how == "lost":
+            return EXIT_FAILED
         return EXIT_INTERRUPTED if self.passed_on is not None else EXIT_KILLED
 
 

@@ -85,7 +85,7 @@ class Output:
 
 @dataclass
 class Ended:
-    how: str  # exited | crashed | killed | exec | detached
+    how: str  # exited | crashed | killed | exec | detached | lost
     code: Optional[int] = None
     signal: Optional[str] = None
     program: Optional[str] = None  # exec: the program that replaced the target's
@@ -99,4 +99,20 @@ class Ended:
             return f"killed by {self.signal}" if self.signal else "terminated without exiting normally (killed)"
         if self.how == "exec":
             return f"replaced its program with {self.program} (exec); not traced further"
+        if self.how == "lost":  # .signal: why (Frida's detach reason, and whether the pid still ran)
+            return f"was lost: phasescope's connection to its agent ended ({self.signal}); how the target ended is not known"
         return "detached; target left running"
+
+
+def unasked_end(reason: str, crash: Optional[str], gone: Optional[bool]) -> Ended:
+    """The end a Frida detach that phasescope did not ask for reports: ``reason`` is Frida's
+    (``process-terminated``, ``connection-terminated``, ``device-lost``, ...), ``crash`` its crash
+    summary if any, ``gone`` whether a local target's pid was gone then (None: remote). Only a
+    terminated process is a killed one; a lost connection says nothing of how the target ended."""
+    if crash:
+        return Ended("crashed", signal=crash.splitlines()[0])
+    if reason == "process-terminated":
+        return Ended("killed")
+    why = f"frida: {reason}" + ("" if gone is None else "; its pid was gone" if gone else "; its pid still ran")
+    return Ended("lost", signal=why)
+

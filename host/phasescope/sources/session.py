@@ -22,7 +22,8 @@ Events, in the order the agent produced them:
 * :class:`Unfollowable` -- ``.reason``: exact mode cannot follow part of the program (a runtime)
 * :class:`Ended` -- ``.how`` is ``"exited"`` (``.code``), ``"crashed"`` (``.signal``),
   ``"killed"`` (terminated without calling exit), ``"exec"`` (``.program`` replaced it; the new
-  program is not traced) or ``"detached"`` (``stop()``; target left running)
+  program is not traced), ``"detached"`` (``stop()``; target left running) or ``"lost"`` (the
+  connection to the agent ended: how the target ended is not known)
 
 Flow control: the agent keeps at most ``window`` bytes of interval data in flight; the host acks
 messages once :meth:`TraceSession.events` has handed out their intervals (a slow consumer makes the
@@ -48,8 +49,8 @@ from phasescope.sources.agent import REP_COUNTS, agent_options
 from phasescope.sources.agent_queries import AgentQueries
 from phasescope.sources.calls import (GONE, STOP_TIMEOUT, BoundedRpc, bounded, detach_session, first_line,
                                      kill_quietly, unload)
-from phasescope.sources.device import Target, resolve_target
-from phasescope.sources.events import (SAMPLED_INSTEAD, AgentError, Dropped, Ended, Forked, IntervalEvent,
+from phasescope.sources.device import Target, is_local, resolve_target
+from phasescope.sources.events import (SAMPLED_INSTEAD, unasked_end, AgentError, Dropped, Ended, Forked, IntervalEvent,
                                       ModulesChanged, Output, ThreadExited, ThreadStarted, Unfollowable)
 from phasescope.sources.modules import Module, ModuleMap, library_name
 from phasescope.sources.procfs import main_thread_cpu, process_cpu
@@ -395,12 +396,8 @@ class TraceSession(AgentQueries):
                 # stop() reports the end; a target that ends on its own while we unload the agent
                 # (its exit hook already gone) must not be reported as killed
                 return
-            if self._final is not None:
-                ended = self._final
-            elif crash is not None:
-                ended = Ended("crashed", signal=first_line(crash.summary) if crash.summary else None)
-            else:
-                ended = Ended("killed")
+            gone = None if not is_local(self.device) or self.pid is None else not os.path.exists(f"/proc/{self.pid}")
+            ended = self._final or unasked_end(reason, crash and crash.summary, gone)
             self._ended = ended
             self._pending_end = ended
             if not self._open_fds:
