@@ -6,7 +6,7 @@
 const SIGNALS_OF = { 'access-violation': [11, 7], 'arithmetic': [8], 'illegal-instruction': [4] };
 const UC_RSP = 160; // ucontext_t (x86-64 Linux): uc_mcontext.gregs[REG_RSP], gregs[REG_RIP]
 const UC_RIP = 168;
-const hookedHandlers = new Set();
+const hookedHandlers = new Map(); // handler -> {unhooked: its first bytes, retries} until its hook is live, then null
 let sigaction = null;
 const unfollowableSaid = new Set();
 
@@ -31,7 +31,16 @@ function programHandler(sig) {
   return h.compare(ptr(1)) > 0 ? h : null;
 }
 
-// Whether the program handles this kind of fault itself; hooks its handlers (once each).
+// Whether the program handles this kind of fault itself (true, false), hooking its handlers (once
+// each); HOOK_PENDING while a hook is not in place yet. Interceptor commits a hook when the last
+// open transaction ends, and any thread about to run JavaScript holds one open (it begins one
+// before it waits for the JavaScript lock): so a hook attached here, inside the fault, may not be
+// live when the program's handler runs right after (the handler then saw Stalker's PC and aborted:
+// 1 run in 15 of tests/programs/planned_faults.c under load). The fault is retried until it is.
+const HOOK_PENDING = 'pending';
+const PROLOGUE = 16; // bytes of a handler compared to tell that its hook is live
+const MAX_RETRIES = 100000; // faults retried while waiting for a hook (each lets other threads run)
+
 function programHandles(type) {
   if (Process.arch !== 'x64' || Process.platform !== 'linux' || config.watch || config.bare === true ||
       (transformFn !== cm.transform && transformFn !== cm.transform_bare))
@@ -42,9 +51,16 @@ function programHandles(type) {
     if (h === null)
       continue;
     handles = true;
-    if (!hookedHandlers.has(h.toString())) {
-      hookedHandlers.add(h.toString());
+    const key = h.toString();
+    if (!hookedHandlers.has(key)) {
+      hookedHandlers.set(key, { unhooked: codeBytes(h, PROLOGUE), retries: 0 });
       Interceptor.attach(h, { onEnter: onFaultEnter, onLeave: onFaultLeave });
+    }
+    const pending = hookedHandlers.get(key);
+    if (pending !== null) {
+      if (codeBytes(h, PROLOGUE) === pending.unhooked && pending.retries++ < MAX_RETRIES)
+        return HOOK_PENDING;
+      hookedHandlers.set(key, null); // live from here on (or never: then as before this wait)
     }
   }
   return handles;

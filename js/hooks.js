@@ -143,8 +143,11 @@ function installHooks() {
   for (const name of ['exit', '_exit'])
     onlyInParent(name, 'on_enter', status => finish({ type: 'exit', status: status.toInt32() }));
   Process.setExceptionHandler(details => {
-    if (programHandles(details.type))
-      return false; // its own handler decides (a runtime's planned fault): see hookFaultHandler
+    const handles = programHandles(details.type);
+    if (handles === HOOK_PENDING)
+      return true; // resumed as it was: the same fault comes again once the hook is live
+    if (handles)
+      return false; // its own handler decides (a runtime's planned fault): see faults.js
     const signals = {
       'access-violation': 'SIGSEGV', 'abort': 'SIGABRT', 'illegal-instruction': 'SIGILL',
       'arithmetic': 'SIGFPE', 'breakpoint': 'SIGTRAP', 'system': 'SIGBUS',
