@@ -19,9 +19,12 @@ Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instr
   tracker's threshold is the paper's, 0.10; ``--tracker coarse``'s 0.30; the page tracker's are
   each phase's own, up to 0.9); null when the phase table was empty.
 - ``new_phase`` (bool): the interval started a new phase ID.
-- ``relabel`` (int, only when present): the phase the thread's previous interval belongs to after
-  all; the page tracker held that interval in its current phase and this one confirmed where it
-  went (a log reader that wants settled labels applies it one interval late).
+- ``relabel`` (int) and ``relabel_seq`` (array of int), only when present: the intervals of those
+  ``seq`` belong to phase ``relabel`` after all. The page tracker held the thread's previous
+  interval in its current phase and this one confirmed where it went; or (``transition``) those
+  intervals formed a candidate, labelled with their nearest phase meanwhile, that this one
+  confirmed as the new phase ``relabel``. A log reader that wants settled labels applies them
+  late (:func:`phasescope.engine.phase_table.settled`); the live view and the summary keep the labels given at the time.
 - ``predictions`` (object): each predictor's prediction of this thread's next phase, by name
   (:data:`phasescope.engine.predict.PREDICTORS`).
 - ``prediction`` (int): the prediction shown (``--shown-prediction``'s);
@@ -86,7 +89,7 @@ def to_record(iv: Interval, r: IntervalResult) -> dict:
         "os": iv.os,
         "blocks": np.column_stack((iv.keys, iv.counts)).tolist(),
         **stack_fields(iv),
-        **({} if r.relabel is None else {"relabel": r.relabel}),
+        **({} if r.relabel is None else {"relabel": r.relabel, "relabel_seq": list(r.relabel_seqs)}),
     }
 
 
