@@ -7,7 +7,7 @@ from phasescope.engine.interval import Interval
 from phasescope.engine.phase_engine import PhaseEngine
 from phasescope.engine.phase_table import settled
 from phasescope.engine.tracker import PRESETS, Tracker, TrackerConfig
-from phasescope.formats.log import to_record
+from phasescope.formats.log import settled_phases, to_record
 
 
 def phase(p):
@@ -88,3 +88,4 @@ def test_the_log_record_names_the_intervals_it_relabels():
     assert [r["phase"] for r in recs] == [0, 0, 0, 0, 1] and recs[0]["new_phase"]
     assert (recs[4]["relabel"], recs[4]["relabel_seq"]) == (1, [2])
     assert all("relabel" not in r and "relabel_seq" not in r for r in recs[:4])
+    assert settled_phases(recs) == [0, 0, 1, 0, 1]

@@ -30,7 +30,7 @@ TABLE_ONLY = ("update_policy", "full_policy", "transition", "confirm", "adaptive
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:
-    """Add every tracker and predictor option (defaults from ISCA 2003)."""
+    """Add every tracker and predictor option (defaults: ``PRESETS["default"]``, the predictors' ISCA 2003 sizes)."""
     g = parser.add_argument_group("phase tracker (Sherwood, Sair & Calder, ISCA 2003)",
                                   "Defaults: --tracker default; each option below overrides the preset.")
     g.add_argument("--tracker", choices=sorted(PRESETS), default=None,

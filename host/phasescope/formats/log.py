@@ -24,7 +24,7 @@ Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instr
   interval in its current phase and this one confirmed where it went; or (``transition``) those
   intervals formed a candidate, labelled with their nearest phase meanwhile, that this one
   confirmed as the new phase ``relabel``. A log reader that wants settled labels applies them
-  late (:func:`phasescope.engine.phase_table.settled`); the live view and the summary keep the labels given at the time.
+  late (:func:`settled_phases`); the live view and the summary keep the labels given at the time.
 - ``predictions`` (object): each predictor's prediction of this thread's next phase, by name
   (:data:`phasescope.engine.predict.PREDICTORS`).
 - ``prediction`` (int): the prediction shown (``--shown-prediction``'s);
@@ -53,6 +53,7 @@ import numpy as np
 
 from phasescope.errors import InputError
 from phasescope.engine.interval import OS_FIELDS, Interval
+from phasescope.engine.phase_table import Match, settled
 from phasescope.formats.lines import numbered_lines
 
 if TYPE_CHECKING:  # the engine loads after a live run's target has started (commands/monitor.py)
@@ -91,6 +92,13 @@ def to_record(iv: Interval, r: IntervalResult) -> dict:
         **stack_fields(iv),
         **({} if r.relabel is None else {"relabel": r.relabel, "relabel_seq": list(r.relabel_seqs)}),
     }
+
+
+def settled_phases(records) -> list:
+    """The ``phase`` of a log's records (one process's, all from ``seq`` 0, in order) with every
+    ``relabel`` applied (:func:`phasescope.engine.phase_table.settled`)."""
+    return settled([Match(r["phase"], None, False, relabel=r.get("relabel"), relabel_seqs=r.get("relabel_seq"))
+                    for r in records])
 
 
 def stack_fields(iv: Interval) -> dict:
