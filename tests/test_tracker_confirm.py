@@ -2,12 +2,15 @@
 that matches nothing gets its ID, and how the log settles the intervals that waited for it."""
 
 import numpy as np
+import pytest
 
 from phasescope.engine.interval import Interval
 from phasescope.engine.phase_engine import PhaseEngine
 from phasescope.engine.phase_table import settled
 from phasescope.engine.tracker import PRESETS, Tracker, TrackerConfig
-from phasescope.formats.log import settled_phases, to_record
+from phasescope.errors import InputError
+from phasescope.formats.log import dumps, settled_phases, to_record
+from phasescope.quality.labels import read_log_labels
 
 
 def phase(p):
@@ -89,3 +92,20 @@ def test_the_log_record_names_the_intervals_it_relabels():
     assert (recs[4]["relabel"], recs[4]["relabel_seq"]) == (1, [2])
     assert all("relabel" not in r and "relabel_seq" not in r for r in recs[:4])
     assert settled_phases(recs) == [0, 0, 1, 0, 1]
+
+
+def test_settled_phases_are_per_process_and_refuse_a_bad_relabel():
+    # An -a log interleaves processes, each numbering its seq from 0.
+    recs = [{"pid": 1, "phase": 0}, {"pid": 2, "phase": 0}, {"pid": 1, "phase": 0},
+            {"pid": 2, "phase": 1, "relabel": 1, "relabel_seq": [0]}]
+    assert settled_phases(recs) == [0, 1, 0, 1]
+    with pytest.raises(InputError, match="relabel_seq"):
+        settled_phases([{"phase": 0}, {"phase": 1, "relabel": 1, "relabel_seq": [1]}], "x.jsonl")
+
+
+def test_score_reads_the_labels_the_log_settles(tmp_path):
+    engine = PhaseEngine()
+    ivs = [interval(i, k) for i, k in enumerate([0, 0, 1, 0, 1])]
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(dumps(to_record(iv, r)) + "\n" for iv, r in zip(ivs, engine.feed_many(ivs))))
+    assert read_log_labels(str(log)).labels.tolist() == [0, 0, 1, 0, 1]

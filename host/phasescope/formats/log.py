@@ -94,11 +94,27 @@ def to_record(iv: Interval, r: IntervalResult) -> dict:
     }
 
 
-def settled_phases(records) -> list:
-    """The ``phase`` of a log's records (one process's, all from ``seq`` 0, in order) with every
-    ``relabel`` applied (:func:`phasescope.engine.phase_table.settled`)."""
-    return settled([Match(r["phase"], None, False, relabel=r.get("relabel"), relabel_seqs=r.get("relabel_seq"))
-                    for r in records])
+def settled_phases(records, path: str = "") -> list:
+    """The ``phase`` of a log's records (in file order, from the run's start; each process's
+    ``seq`` from 0, ``-a`` logs several) with every ``relabel`` applied
+    (:func:`phasescope.engine.phase_table.settled`). A ``relabel_seq`` that names no earlier
+    interval of its process is an InputError (``path`` names the log)."""
+    phases = [r["phase"] for r in records]
+    by_process: dict = {}
+    for i, r in enumerate(records):
+        by_process.setdefault(r.get("pid"), []).append(i)
+    for rows in by_process.values():
+        matches = []
+        for n, i in enumerate(rows):
+            r = records[i]
+            seqs = r.get("relabel_seq") if r.get("relabel") is not None else None
+            if seqs is not None and not (isinstance(seqs, list) and all(type(s) is int and 0 <= s < n for s in seqs)):
+                raise InputError(f"{path}: record {i + 1}: field 'relabel_seq' must list earlier intervals' seq")
+            matches.append(Match(r["phase"], None, False, relabel=r.get("relabel") if seqs else None,
+                                 relabel_seqs=seqs))
+        for i, p in zip(rows, settled(matches)):
+            phases[i] = p
+    return phases
 
 
 def stack_fields(iv: Interval) -> dict:
