@@ -220,3 +220,32 @@ def test_a_merge_is_announced_before_the_new_phase_it_made_room_for(tmp_path):
     assert [e for e in got if e["event"] == "phase_merge"][0]["into"] == 0
     phases = {p["phase"]: p for p in engine.summary()["phases"]}
     assert phases[1]["merged_into"] == 0 and phases[0]["merged_into"] is None and phases[1]["intervals"] == 1
+
+
+def test_an_interval_event_carries_the_relabel_of_the_log(tmp_path):
+    """The default tracker confirms a new phase on its second interval: that interval's event says,
+    as its log record does, which earlier interval belongs to the new phase after all."""
+    import numpy as np
+    from phasescope.engine.interval import Interval
+    from phasescope.engine.phase_engine import PhaseEngine
+    from phasescope.sinks.events import EventServer
+
+    def iv(seq, base):
+        return Interval(1, seq, 800, np.arange(base, base + 8, dtype=np.uint64), np.full(8, 100, np.uint64))
+    engine = PhaseEngine()
+    path = str(tmp_path / "ev.sock")
+    server = EventServer(f"unix:{path}")
+    client, got = connect(path), []
+    reader = threading.Thread(target=read_events, args=(client, got))
+    reader.start()
+    server.on_start({"target": "synthetic", "pid": None, "mode": "replay", "config": {}})
+    wait_for(lambda: server.served, 10, "the client to be served hello", every=0.01)
+    for i, base in enumerate([1, 1, 2001, 1, 2001]):  # A A B A B: B's first interval waits (labelled A)
+        server.on_interval(engine.feed(iv(i, base)), iv(i, base))
+    server.on_end({"end": {"how": "replayed"}})
+    server.close()
+    reader.join(10)
+    intervals = [e for e in got if e["event"] == "interval"]
+    assert [e["phase"] for e in intervals] == [0, 0, 0, 0, 1]
+    assert (intervals[4]["relabel"], intervals[4]["relabel_seq"]) == (1, [2])
+    assert all("relabel" not in e for e in intervals[:4])

@@ -90,8 +90,14 @@ def to_record(iv: Interval, r: IntervalResult) -> dict:
         "os": iv.os,
         "blocks": np.column_stack((iv.keys, iv.counts)).tolist(),
         **stack_fields(iv),
-        **({} if r.relabel is None else {"relabel": r.relabel, "relabel_seq": list(r.relabel_seqs)}),
+        **relabel_fields(r),
     }
+
+
+def relabel_fields(r: IntervalResult) -> dict:
+    """``relabel`` and ``relabel_seq`` of a result that relabels earlier intervals, else nothing
+    (the log's records and the event stream's ``interval`` events)."""
+    return {} if r.relabel is None else {"relabel": r.relabel, "relabel_seq": list(r.relabel_seqs)}
 
 
 def settled_phases(records, path: str = "") -> list:
