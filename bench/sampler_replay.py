@@ -101,7 +101,7 @@ def engine_once(windows):
     flow = Flow(engine_config_from_args(args, preset_default="sampled"), [])
     h = hashlib.sha256()
     flow.subscribe(lambda r, iv: h.update(repr((r.phase, r.distance, r.new_phase, r.predictions, r.predicted,
-                                                r.confidence, r.expected_remaining, r.merged, r.macro, r.relabel,
+                                                r.confidence, r.expected_remaining, r.merged, r.macro, r.relabel, r.relabel_seqs,
                                                 r.footprint.tolist())).encode()))
     t0 = time.process_time()
     for w in windows:

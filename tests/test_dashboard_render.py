@@ -78,8 +78,10 @@ def test_the_end_of_run_report_fits_80_columns(monkeypatch):
 
     monkeypatch.setenv("COLUMNS", "80")
     rng = np.random.default_rng(1)
-    for mode in ("exact", "sampled"):
-        engine = PhaseEngine(EngineConfig(tracker=preset("sampled" if mode == "sampled" else "confirmed")))
+    # exact: a transition ID 0 (the widest label); default: ID 0 is a phase (its label is nearest)
+    for mode, name in (("exact", "transition"), ("exact", "default"), ("sampled", "sampled")):
+        tracker = preset("confirmed", transition_label="transition") if name == "transition" else preset(name)
+        engine = PhaseEngine(EngineConfig(tracker=tracker))
         for i in range(60):
             keys = (np.arange(20, dtype=np.uint64) + 100 * (i // 20)) << np.uint64(12)
             counts = rng.integers(1, 50, 20).astype(np.uint64)
@@ -95,4 +97,4 @@ def test_the_end_of_run_report_fits_80_columns(monkeypatch):
         for p in summary["phases"][:20]:
             assert f"{100 * p['share']:.1f}%" in text
         assert "…" not in text
-        assert ("0 (transition)" in text) == (mode == "exact")  # confirmed's first interval is unconfirmed
+        assert ("0 (transition)" in text) == (name == "transition")  # a new phase's first interval is unconfirmed

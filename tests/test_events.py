@@ -35,6 +35,26 @@ def read_events(sock, out):
         out.append(json.loads(line))
 
 
+def serve_synthetic(tmp_path):
+    """An event server on a unix socket with one client reading it, hello served: (server, the
+    events the client got, its reader thread)."""
+    from phasescope.sinks.events import EventServer
+    path = str(tmp_path / "ev.sock")
+    server = EventServer(f"unix:{path}")
+    client, got = connect(path), []
+    reader = threading.Thread(target=read_events, args=(client, got))
+    reader.start()
+    server.on_start({"target": "synthetic", "pid": None, "mode": "replay", "config": {}})
+    wait_for(lambda: server.served, 10, "the client to be served hello", every=0.01)
+    return server, got, reader
+
+
+def end_serving(server, reader) -> None:
+    server.on_end({"end": {"how": "replayed"}})
+    server.close()
+    reader.join(10)
+
+
 @pytest.mark.slow
 def test_clients_mid_run_slow_and_vanishing(build, tmp_path):
     """A reader connecting mid-run gets hello then ordered events; a client that never reads and
@@ -192,31 +212,42 @@ def test_a_merge_is_announced_before_the_new_phase_it_made_room_for(tmp_path):
     from phasescope.engine.interval import Interval
     from phasescope.engine.phase_engine import EngineConfig, PhaseEngine
     from phasescope.engine.tracker import PRESETS, TrackerConfig
-    from phasescope.sinks.events import EventServer
 
     def iv(seq, keys):
         return Interval(1, seq, 800, np.array(keys, np.uint64), np.full(len(keys), 100, np.uint64))
     a1, a2 = list(range(1, 9)), list(range(1, 7)) + [1001, 1002]  # one quarter of the code differs
     b, c = list(range(2001, 2009)), list(range(3001, 3009))  # nothing in common
     engine = PhaseEngine(EngineConfig(TrackerConfig(**dict(PRESETS["coarse"], table_size=3))))
-    path = str(tmp_path / "ev.sock")
-    server = EventServer(f"unix:{path}")
-    client, got = connect(path), []
-    reader = threading.Thread(target=read_events, args=(client, got))
-    reader.start()
-    server.on_start({"target": "synthetic", "pid": None, "mode": "replay", "config": {}})
-    wait_for(lambda: server.served, 10, "the client to be served hello", every=0.01)
+    server, got, reader = serve_synthetic(tmp_path)
     results = []
     for i, keys in enumerate([a1, a2, b, c]):
         r = engine.feed(iv(i, keys))
         results.append(r)
         server.on_interval(r, iv(i, keys))
-    server.on_end({"end": {"how": "replayed"}})
-    server.close()
-    reader.join(10)
+    end_serving(server, reader)
     assert [r.phase for r in results] == [0, 1, 2, 3] and results[3].merged == (1, 0)
     kinds = [(e["event"], e.get("phase", e.get("from"))) for e in got if e["event"] in ("phase_merge", "phase_new")]
     assert kinds == [("phase_new", 0), ("phase_new", 1), ("phase_new", 2), ("phase_merge", 1), ("phase_new", 3)]
     assert [e for e in got if e["event"] == "phase_merge"][0]["into"] == 0
     phases = {p["phase"]: p for p in engine.summary()["phases"]}
     assert phases[1]["merged_into"] == 0 and phases[0]["merged_into"] is None and phases[1]["intervals"] == 1
+
+
+def test_an_interval_event_carries_the_relabel_of_the_log(tmp_path):
+    """The default tracker confirms a new phase on its second interval: that interval's event says,
+    as its log record does, which earlier interval belongs to the new phase after all."""
+    import numpy as np
+    from phasescope.engine.interval import Interval
+    from phasescope.engine.phase_engine import PhaseEngine
+
+    def iv(seq, base):
+        return Interval(1, seq, 800, np.arange(base, base + 8, dtype=np.uint64), np.full(8, 100, np.uint64))
+    engine = PhaseEngine()
+    server, got, reader = serve_synthetic(tmp_path)
+    for i, base in enumerate([1, 1, 2001, 1, 2001]):  # A A B A B: B's first interval waits (labelled A)
+        server.on_interval(engine.feed(iv(i, base)), iv(i, base))
+    end_serving(server, reader)
+    intervals = [e for e in got if e["event"] == "interval"]
+    assert [e["phase"] for e in intervals] == [0, 0, 0, 0, 1]
+    assert (intervals[4]["relabel"], intervals[4]["relabel_seq"]) == (1, [2])
+    assert all("relabel" not in e for e in intervals[:4])

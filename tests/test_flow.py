@@ -8,6 +8,7 @@ import numpy as np
 
 from phasescope.engine import EngineConfig
 from phasescope.engine.interval import Interval
+from phasescope.engine.phase_table import settled
 from phasescope.engine.segments import SegmentConfig
 from phasescope.pipeline.flow import Flow
 from phasescope.sinks.log import JsonlLog
@@ -32,8 +33,8 @@ def run(tmp_path, name, sinks_of, live, segments=SegmentConfig()):
     config = EngineConfig(segments=segments)
     sinks = sinks_of(tmp_path / name, config)
     flow = Flow(config, sinks)
-    phases = []
-    flow.subscribe(lambda r, iv: phases.append((r.thread, r.phase)))
+    results = []
+    flow.subscribe(lambda r, iv: results.append(r))
     flow.start({"target": name, "mode": "replay", "config": config.to_dict()})
     if live:
         for iv in stream():
@@ -45,7 +46,7 @@ def run(tmp_path, name, sinks_of, live, segments=SegmentConfig()):
     summary["end"] = {"how": "replayed"}
     flow.end(summary)
     flow.close()
-    return phases, summary
+    return [(r.thread, p) for r, p in zip(results, settled(results))], summary  # the phases the log settles
 
 
 def log_and_summary(d, config):

@@ -11,7 +11,7 @@ import pytest
 from conftest import read_records
 from phasescope.engine.phase_engine import PhaseEngine
 from phasescope.engine.interval import Interval
-from phasescope.formats.log import dumps, to_record
+from phasescope.formats.log import dumps, settled_phases, to_record
 
 pytestmark = pytest.mark.slow  # every test here starts a real process
 
@@ -173,7 +173,7 @@ def test_export_bbv_round_trip(tmp_path):
     assert cli("replay", bb, "--pc-out-file", pc, "--log", replay_log).returncode == 0
     original = [r for r in read_records(live) if r["thread"] == 100]
     replayed = read_records(replay_log)
-    assert [r["phase"] for r in replayed] == [0, 0, 1, 2] * 15
+    assert settled_phases(replayed) == [0, 0, 1, 2] * 15  # as the log settles them: B and C confirmed late
     assert [sorted(map(tuple, r["blocks"])) for r in replayed] == [sorted(map(tuple, r["blocks"])) for r in original]
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from phasescope.engine.macro import MacroConfig, MacroTracker, histogram_distance
+from phasescope.engine.phase_table import settled
 from phasescope.engine.tracker import PRESETS, TRANSITION, Tracker, TrackerConfig
 from phasescope.errors import InputError
 
@@ -107,9 +108,13 @@ def test_unconfirmed_interval_takes_its_nearest_phase_when_asked():
     stream = [a, a, odd, b, b]
     zero = Tracker(cfg(threshold=0.1, transition=True)).classify_many(np.array(stream))
     near = Tracker(cfg(threshold=0.1, transition=True, transition_label="nearest")).classify_many(np.array(stream))
-    assert [m.phase for m in zero] == [TRANSITION, 1, TRANSITION, TRANSITION, 2]
-    assert [m.phase for m in near] == [TRANSITION, 1, 1, 1, 2]
-    assert [m.transition for m in near] == [True, False, True, True, False]
+    # The first interval starts a phase at once (an empty table); with ``nearest`` no interval is
+    # the transition phase, so IDs start at 0. B's second interval confirms B and relabels its first.
+    assert [m.phase for m in zero] == [1, 1, TRANSITION, TRANSITION, 2]
+    assert [m.phase for m in near] == [0, 0, 0, 0, 1]
+    assert [m.transition for m in near] == [False, False, True, True, False]
+    assert near[4].relabel == 1 and near[4].relabel_seqs == (3,) and settled(near) == [0, 0, 0, 1, 1]
+    assert zero[4].relabel_seqs == (3,) and settled(zero) == [1, 1, TRANSITION, 2, 2]  # the one-off stays 0
 
 
 def test_new_options_out_of_range_are_refused():
@@ -124,7 +129,7 @@ def test_paper_preset_has_none_of_them():
     assert (c.archive, c.calibrate, c.transition_label) == (0, 0.0, "transition")
     assert (c.buckets, c.bits, c.threshold, c.table_size, c.update_policy, c.full_policy, c.evict_policy,
             c.transition) == (32, 6, 0.10, 64, "none", "evict", "lru", False)  # ISCA 2003
-    assert PRESETS["default"] == PRESETS["paper"]
+    assert PRESETS["default"] == PRESETS["confirmed"]  # issue 28: the paper's is the preset ``paper``
 
 
 @pytest.mark.parametrize("name", ["stable", "confirmed"])
@@ -142,13 +147,13 @@ def test_recurring_phases_keep_few_ids(name):
             r = rng.uniform(0, 1, 32)
             stream.append(0.3 * phase(p) + 0.3 * phase(p + 1) + 0.4 * r / r.sum() * 32)
             truth.append(-1)
-    got = np.array(ids(TrackerConfig(**PRESETS[name]), stream))
+    got = np.array(settled(Tracker(TrackerConfig(**PRESETS[name])).classify_many(np.array(stream))))  # as the log ends
     paper = np.array(ids(TrackerConfig(**PRESETS["paper"]), stream))
     truth = np.array(truth)
     assert len(set(paper.tolist())) >= 40
-    assert len(set(got.tolist())) == 4 + 1  # and the transition ID of the very first interval
+    assert len(set(got.tolist())) == 4
     for p in range(4):
-        assert len(set(got[truth == p][1:].tolist())) == 1
+        assert len(set(got[truth == p].tolist())) == 1
 
 
 def test_confirmed_is_the_paper_with_an_id_budget():
@@ -167,9 +172,11 @@ def test_confirmed_gives_a_new_phase_its_id_at_its_second_interval():
     stream = [a] * 6 + [b] * 6 + [a, b] * 4
     got = Tracker(TrackerConfig(**PRESETS["confirmed"])).classify_many(np.array(stream))
     labels = [m.phase for m in got]
-    assert labels[1:7] == [1] * 6 and labels[7:12] == [2] * 5 and labels[12:] == [1, 2] * 4
+    assert labels[:7] == [0] * 7 and labels[7:12] == [1] * 5 and labels[12:] == [0, 1] * 4
     assert [m.transition for m in got[5:8]] == [False, True, False]
-    assert labels[0] == TRANSITION  # the very first interval: an empty table, no nearest phase
+    assert got[0].new_phase  # the very first interval: an empty table, a phase at once
+    assert got[7].new_phase and got[7].relabel == 1 and got[7].relabel_seqs == (6,)
+    assert settled(got)[:12] == [0] * 6 + [1] * 6  # the log settles B's first interval as B
 
 
 def macro_of(stream, **kw):

@@ -38,6 +38,7 @@ sys.path.insert(0, HERE)  # before truth/: both have a run.py
 
 from phasescope.engine.macro import MacroConfig, MacroTracker  # noqa: E402
 from phasescope.engine.phase_engine import make_tracker  # noqa: E402
+from phasescope.engine.phase_table import settled  # noqa: E402
 from phasescope.engine.segments import merge_intervals  # noqa: E402
 from phasescope.engine.stats import final_ids  # noqa: E402
 from phasescope.formats.log import read_log  # noqa: E402
@@ -96,8 +97,8 @@ class Program:
             self._footprints[form] = tracker.footprints([iv.keys for iv in self.intervals],
                                                         [iv.counts for iv in self.intervals])[0]
         fps = self._footprints[form]
-        matches = tracker.classify_many(fps, None, self.threads)
-        return np.array([m.phase for m in matches]), [m.merged for m in matches if m.merged is not None]
+        matches = tracker.classify_many(fps, None, self.threads)  # scored as the log settles them (relabels)
+        return np.array(settled(matches)), [m.merged for m in matches if m.merged is not None]
 
     def scores(self, labels: np.ndarray, merged=()) -> dict:
         """Scores of a setting's labels; with the (gone, kept) pairs its tracker folded, also the

@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "host"))
 sys.path.insert(0, HERE)
 from phasescope.commands.options import add_engine_options, engine_config_from_args  # noqa: E402
 from phasescope.engine import PhaseEngine  # noqa: E402
+from phasescope.engine.phase_table import settled  # noqa: E402
 from phasescope.engine.segments import merge  # noqa: E402
 from phasescope.formats.log import read_log  # noqa: E402
 from phasescope.quality.simpoint import reference_of  # noqa: E402
@@ -77,15 +78,12 @@ def main_thread(intervals):
 
 
 def classify(intervals, config):
-    """Phases as the log settles them (a ``relabel`` corrects the window before), the shown
-    predictions and the live phases they were made for."""
+    """Phases as the log settles them (every ``relabel`` applied), the shown predictions and the
+    live phases they were made for."""
     engine = PhaseEngine(config)
     results = engine.feed_many(intervals)
     live = np.array([r.phase for r in results])
-    phases = live.copy()
-    for i, r in enumerate(results):
-        if r.relabel is not None and i:
-            phases[i - 1] = r.relabel
+    phases = np.array(settled(results))
     return phases, np.array([-1 if r.prediction is None else r.prediction for r in results]), live
 
 

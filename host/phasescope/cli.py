@@ -58,8 +58,9 @@ def help_topic(argv) -> int:
         p = argparse.ArgumentParser(
             prog="phasescope", add_help=False,
             usage="phasescope [options] ... (live runs, demo), phasescope {replay,plot} [options] ...",
-            description="The phase tracker's, segments' and predictors' options. Defaults are ISCA 2003's "
-                        "(--tracker default); in sampled mode the default is --tracker sampled.")
+            description="The phase tracker's, segments' and predictors' options. Defaults: --tracker default "
+                        "(confirmed: ISCA 2003's table with an ID budget; --tracker paper is ISCA 2003 exactly); in "
+                        "sampled mode the default is --tracker sampled.")
         add_engine_options(p)
     elif topic == "all":
         p = _command(None, "phasescope").parser(full=True)

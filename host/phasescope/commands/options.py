@@ -30,20 +30,21 @@ TABLE_ONLY = ("update_policy", "full_policy", "transition", "confirm", "adaptive
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:
-    """Add every tracker and predictor option (defaults from ISCA 2003)."""
+    """Add every tracker and predictor option (defaults: ``PRESETS["default"]``, the predictors' ISCA 2003 sizes)."""
     g = parser.add_argument_group("phase tracker (Sherwood, Sair & Calder, ISCA 2003)",
                                   "Defaults: --tracker default; each option below overrides the preset.")
     g.add_argument("--tracker", choices=sorted(PRESETS), default=None,
-                   help="preset: 'paper' is ISCA 2003 exactly (6-bit footprints, threshold 0.1, 64-entry LRU "
-                        "table), and 'default' is the same (it generalized best to programs nobody tuned for: "
-                        "bench/quality/generalize.py); 'stable' (issue 28) adds full precision, mean "
+                   help="preset: 'default' is 'confirmed' (below: the paper's agreement with SimPoint with 2-3x "
+                        "fewer phase IDs, docs/quality.md); 'paper' is ISCA 2003 exactly (6-bit footprints, "
+                        "threshold 0.1, 64-entry LRU table); 'stable' (issue 28) adds full precision, mean "
                         "representatives, one-off intervals labelled with their nearest phase until a second "
                         "matches, an archive of evicted phases and a threshold calibrated per program; 'clustered' is 'stable' with "
                         "its threshold taken from the program's own k-means clusters (SimPoint's BIC, re-run every "
                         "128 intervals) and a 30-phase table folded by merging; 'drift' is 'clustered' with a threshold of at least "
                         "0.15 where the program drifts inside its clusters instead of jumping between them (re-clustered every 256); "
                         "'confirmed' (issue 28) is 'paper' that makes a new ID only when a second interval recurs near "
-                        "one that matched nothing (until then: its nearest phase), with mean representatives, "
+                        "one that matched nothing (until then: its nearest phase; the log then relabels it), "
+                        "with mean representatives, "
                         "per-phase thresholds widened by their matches' spread (up to 2x) and an archive of evicted "
                         "phases; 'kmeans' labels each interval with "
                         "its nearest k-means centroid, re-clustered online; 'coarse' keeps full-precision footprints, threshold 0.3, mean "
@@ -71,7 +72,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                         f"phase (default {_T.evict_policy}; --tracker coarse and sampled: lfu)")
     g.add_argument("--transition", action=argparse.BooleanOptionalAction, default=None,
                    help="intervals matching no stable phase share one transition ID (0) until a candidate "
-                        "recurs (Lau et al., HPCA 2005; default off)")
+                        f"recurs (Lau et al., HPCA 2005; default {'on' if _T.transition else 'off'})")
     g.add_argument("--confirm", type=int, default=None, metavar="N",
                    help=f"with --transition: intervals that must match a candidate before it becomes a phase "
                         f"(default {_T.confirm})")
@@ -169,7 +170,7 @@ def engine_config_from_args(args: argparse.Namespace, interval_default: Optional
         if given:
             other = ("the page tracker (--tracker sampled, the sampled-mode default)" if preset["method"] == "pages"
                      else "the k-means tracker (--tracker kmeans)")
-            raise InputError(f"{', '.join(given)}: an option of the table tracker (--tracker paper or default), "
+            raise InputError(f"{', '.join(given)}: an option of the table tracker (--tracker default or paper), "
                              f"not of {other}")
     tracker = TrackerConfig(interval=interval_default if args.interval is None else args.interval, **preset)
     segments = SegmentConfig(getattr(args, "segment_mode", "fixed"), getattr(args, "segment_threshold", 0.5),

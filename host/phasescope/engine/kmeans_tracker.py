@@ -85,8 +85,8 @@ class KMeansTracker:
     def classify(self, footprint: np.ndarray, thread: int = 0) -> Match:
         return self.classify_many(np.asarray(footprint, dtype=np.float64)[None, :])[0]
 
-    def classify_many(self, footprints: np.ndarray, samples=None, threads=None) -> List[Match]:
-        """Label footprints in order (``samples`` and ``threads`` play no part: one shared window)."""
+    def classify_many(self, footprints: np.ndarray, samples=None, threads=None, units=None) -> List[Match]:
+        """Label footprints in order (``samples``, ``threads`` and ``units`` play no part: one shared window)."""
         f = np.asarray(footprints, dtype=np.float64)
         xs = self.project(f)
         return [self._classify(fp, x) for fp, x in zip(f, xs)]

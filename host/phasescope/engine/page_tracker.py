@@ -41,7 +41,7 @@ never reused. Chosen on bench/truth/run.py's tuning half (see docs/sampled-mode.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -79,7 +79,7 @@ class PageTracker(BoundedTable):
         self._used = 0
         self._clock = 0
         self._current: Dict[int, int] = {}  # thread -> slot of its current phase
-        self._held: Dict[int, np.ndarray] = {}  # thread -> the window that fitted no phase
+        self._held: Dict[int, Tuple[np.ndarray, int]] = {}  # thread -> the window that fitted no phase, its seq
         self.next_id = 0
         self.evictions = 0
         self.merges = 0
@@ -114,8 +114,9 @@ class PageTracker(BoundedTable):
         return DISPLAY_BUCKETS * (fold.sum(axis=1) if fold is not None else footprint[:DISPLAY_BUCKETS])
 
     # -- classification -----------------------------------------------------------------------
-    def classify_many(self, footprints: np.ndarray, samples=None, threads=None) -> List[Match]:
-        """Classify page vectors in order; ``threads``: each one's thread (None: all one thread)."""
+    def classify_many(self, footprints: np.ndarray, samples=None, threads=None, units=None) -> List[Match]:
+        """Classify page vectors in order; ``threads``: each one's thread (None: all one thread;
+        ``samples`` and ``units`` play no part)."""
         out = []
         for i, v in enumerate(np.asarray(footprints, dtype=np.float64)):
             self._clock += 1
@@ -169,14 +170,14 @@ class PageTracker(BoundedTable):
             self._held.pop(thread, None)
             return self._match(cur, v, d[cur], thread)
         if rel[best] < 1 and best != cur:
-            held = self._held.pop(thread, None)
+            held, seq = self._held.pop(thread, (None, None))
             m = self._match(best, v, d[best], thread)
             if held is not None and cur is not None:
                 dh = self._distances(held)
                 if dh[best] < dh[cur]:  # the held window was more of the phase this one went to
-                    m = replace(m, relabel=m.phase)
+                    m = replace(m, relabel=m.phase, relabel_seqs=(seq,))
             return m
-        held = self._held.pop(thread, None)
+        held, seq = self._held.pop(thread, (None, None))
         if held is not None and float(np.abs(held - v).sum()) < STAY_CAP:
             both = (held + v) / 2
             d2 = self._distances(both)
@@ -186,8 +187,8 @@ class PageTracker(BoundedTable):
                 m = self._match(best, both, d2[best], thread, distance=nearest)
             else:
                 m = self._new(both, thread, nearest)
-            return replace(m, relabel=m.phase)
-        self._held[thread] = v
+            return replace(m, relabel=m.phase, relabel_seqs=(seq,))
+        self._held[thread] = v, self._clock - 1
         if cur is None:  # nothing to keep: start a phase now
             return self._new(v, thread, nearest)
         self._hits[cur] += 1

@@ -40,8 +40,10 @@ class IntervalResult:
     this phase (0: a change is predicted next; None: unknown). ``merged``: (gone, kept) when making
     room for this interval's new phase folded phase ``gone`` into ``kept`` (the ``merge`` policy).
     ``macro``: the macro phase of the thread's window ending here (None: macro phases off).
-    ``relabel``: the phase the thread's previous interval belongs to after all (the page tracker
-    held it and this interval confirmed where it went), None when its label stands.
+    ``relabel``: the phase the intervals ``relabel_seqs`` (their ``seq``) belong to after all: the
+    thread's previous interval, which the page tracker held and this one confirmed where it went,
+    or the intervals of a candidate that this one confirmed as a new phase (``transition``);
+    None when their labels stand (the live statistics keep the labels given at the time).
     """
 
     seq: int
@@ -62,6 +64,7 @@ class IntervalResult:
     merged: Optional[Tuple[int, int]] = None
     macro: Optional[int] = None
     relabel: Optional[int] = None
+    relabel_seqs: Optional[Tuple[int, ...]] = None
 
     @property
     def phase_changed(self) -> bool:
@@ -133,7 +136,7 @@ class PhaseEngine:
             batch, fps = [batch[i] for i in keep], fps[keep]
         sampled = bool(batch) and batch[0].mode == "sampled"  # a stream is all one mode
         matches = self.tracker.classify_many(fps, totals[keep] if sampled else None,
-                                             np.array([iv.thread for iv in batch]))
+                                             np.array([iv.thread for iv in batch]), np.array([iv.units for iv in batch]))
         results = []
         for iv, fp, m in zip(batch, fps, matches):
             predictors = self._predictors.get(iv.thread)
@@ -150,7 +153,8 @@ class PhaseEngine:
             r = IntervalResult(self._seq, iv.thread, iv.seq, iv.instructions, m.phase, m.distance, m.new_phase,
                                m.evicted, previous, predictions, self.tracker.display(fp), predicted, predictors.prediction,
                                predictors.confidence, predictors.expected_remaining, m.merged,
-                               self.macro.observe(iv.thread, m.phase) if self.macro else None, m.relabel)
+                               self.macro.observe(iv.thread, m.phase) if self.macro else None, m.relabel,
+                               m.relabel_seqs)
             self._seq += 1
             self.recent.append(r)
             results.append(r)

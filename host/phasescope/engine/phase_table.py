@@ -17,8 +17,11 @@ class Match:
     transition ID (it matched no stable phase); ``merged``: (gone, kept) when the ``merge`` policy
     folded phase ``gone`` into phase ``kept`` to make room (``gone`` is never used again); ``held``:
     the interval fitted no phase and kept its thread's current one for now (the page tracker), a
-    sign that the thread is leaving that phase; ``relabel``: the phase the thread's previous,
-    held, interval belongs to after all (this one agreed with it), None when its label stands."""
+    sign that the thread is leaving that phase; ``relabel``: the phase that the earlier intervals
+    ``relabel_seqs`` belong to after all (None: every label stands), numbered as the tracker
+    classified them from 0 (the engine's ``seq``): the thread's previous interval, which the page
+    tracker held and this one agreed with, or the intervals of a candidate that this one confirmed
+    as a new phase (the table tracker's ``transition``); see :func:`settled`."""
 
     phase: int
     distance: Optional[float]
@@ -28,6 +31,18 @@ class Match:
     merged: Optional[Tuple[int, int]] = None
     held: bool = False
     relabel: Optional[int] = None
+    relabel_seqs: Optional[Tuple[int, ...]] = None
+
+
+def settled(matches) -> list:
+    """The phases of a classified stream (matches or the engine's results, all from
+    the start, in order) with every ``relabel`` applied: the labels a log ends with."""
+    phases = [m.phase for m in matches]
+    for m in matches:
+        if m.relabel is not None:
+            for seq in m.relabel_seqs:
+                phases[seq] = m.relabel
+    return phases
 
 
 class BoundedTable:

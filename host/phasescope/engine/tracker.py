@@ -28,8 +28,12 @@ Beyond the paper (issue 10; the ``coarse`` preset uses lfu and merge):
   phase gets the one transition ID (``TRANSITION``, 0; stable IDs then start at 1) and becomes a
   candidate in a small pool (``candidates`` entries, least recently matched dropped first). A
   candidate becomes a stable phase, with a new ID, when ``confirm`` intervals in all have matched
-  it (stability rule); the interval that confirms it is the first to carry that ID. A candidate's
-  representative is the mean of its intervals. Candidates never evict stable phases.
+  it (stability rule; a segment counts its recorded units, which the segmenter found alike); the
+  interval that confirms it is the first to carry that ID, and its ``Match.relabel`` gives the
+  candidate's earlier intervals that ID too (the log settles them). A candidate's representative
+  is the mean of its intervals. Candidates never evict stable phases. While the table holds no
+  stable phase (a run's first interval) there is nothing to wait for or be near: the interval
+  starts a stable phase at once. A phase database's phases are stable from the start.
 - ``stay`` (hysteresis): an interval stays in its thread's current phase while it is within
   ``stay`` x threshold of that phase's representative, even when another representative is
   nearer (0: off, the nearest one wins). Intervals halfway between two neighbouring
@@ -42,7 +46,8 @@ Issue 28 (the ``stable`` preset):
 
 - ``transition_label`` ``nearest``: with ``transition``, an interval that matches no stable phase
   carries its nearest phase's ID (``transition`` still set) instead of the shared ID 0, as
-  k-means assigns every point to its nearest centroid.
+  k-means assigns every point to its nearest centroid; no interval carries ID 0 as the
+  transition phase then, and stable IDs start at 0.
 - ``archive``: evicted phases (ID and representative) are kept, oldest dropped first; an interval
   that matches no phase in the table takes back the nearest archived one within the threshold.
 - ``calibrate``: the threshold is ``calibrate`` x the median Manhattan distance between each
@@ -102,13 +107,16 @@ class Tracker(BoundedTable):
         self._dsq = np.zeros(c.table_size)
         self._used = 0
         self._clock = 0
-        self.next_id = 1 if c.transition else 0
+        # ID 0 is the transition phase's only where an interval can carry it (``transition_label``)
+        self.next_id = 1 if c.transition and c.transition_label == "transition" else 0
         self.evictions = 0
         self._cand_reps = np.zeros((c.candidates, c.buckets)) if c.transition else None
         self._cand_hits = np.zeros(c.candidates, dtype=np.int64)
         self._cand_last = np.zeros(c.candidates, dtype=np.int64)
+        self._cand_seqs: List[List[int]] = [[] for _ in range(c.candidates)]  # each one's intervals (clock - 1)
         self._cand_used = 0
         self._samples: Optional[float] = None  # sample count of the footprint being classified
+        self._units = 1  # recorded units merged into the footprint being classified
         self._null: dict = {}  # slot -> (samples, mean, sd) of its G null distribution (multinomial test)
         self.known: set = set()  # phase IDs preloaded from earlier runs (a phase database)
         self._current: dict = {}  # thread -> phase of its last interval (for ``stay``)
@@ -136,10 +144,11 @@ class Tracker(BoundedTable):
         return self.classify_many(np.asarray(footprint, dtype=np.float64)[None, :])[0]
 
     def classify_many(self, footprints: np.ndarray, samples: Optional[np.ndarray] = None,
-                      threads: Optional[np.ndarray] = None) -> List[Match]:
+                      threads: Optional[np.ndarray] = None, units: Optional[np.ndarray] = None) -> List[Match]:
         """Classify footprints in order; same result as calling :meth:`classify` on each.
         ``samples``: each footprint's sample count, for the noise term of ``noise_z``; ``threads``:
-        each footprint's thread (for ``stay``; None: all one thread)."""
+        each footprint's thread (for ``stay``; None: all one thread); ``units``: the recorded units
+        each one merges (a segment, engine/segments.py; None: 1 each), which ``confirm`` counts."""
         f = np.asarray(footprints, dtype=np.float64)
         n, size = len(f), self.config.table_size
         dist = np.empty((n, min(size, self._used + n)), dtype=np.float64)  # n rows add <= n slots
@@ -149,6 +158,7 @@ class Tracker(BoundedTable):
         for i in range(n):
             self._clock += 1
             self._samples = None if samples is None else float(samples[i])
+            self._units = 1 if units is None else int(units[i])
             thread = 0 if threads is None else int(threads[i])
             if self.config.calibrate:
                 self._calibrate(f[i], thread)
@@ -275,16 +285,16 @@ class Tracker(BoundedTable):
                 changed = [best]
             return Match(int(self._ids[best]), d / self._scale, False), changed
         dist = None if d is None else d / self._scale
-        hits, phase = 1, None
+        hits, phase, earlier = 1, None, ()
         back = self._restore(fp)
         if back is not None:
             phase, fp = back
-        elif c.transition:
+        elif c.transition and self._used:  # an empty table has nothing to wait for: a phase at once
             cand = self._match_candidate(fp)
             if cand is None:
-                label = int(self._ids[best]) if c.transition_label == "nearest" and best >= 0 else TRANSITION
+                label = int(self._ids[best]) if c.transition_label == "nearest" else TRANSITION
                 return Match(label, dist, False, None, True), []
-            fp, hits = cand
+            fp, hits, earlier = cand
         merged, changed = None, []
         if pair is not None:
             merged, changed = self._fold(pair[1], pair[2])
@@ -303,7 +313,8 @@ class Tracker(BoundedTable):
         self._hits[slot] = hits
         self._dsum[slot] = self._dsq[slot] = 0.0
         self._last_used[slot] = self._clock
-        return Match(phase, dist, new, evicted, merged=merged), sorted(set(changed) | {slot})
+        return (Match(phase, dist, new, evicted, merged=merged, relabel=phase if earlier else None,
+                      relabel_seqs=earlier or None), sorted(set(changed) | {slot}))
 
     def _restore(self, fp: np.ndarray) -> Optional[Tuple[int, np.ndarray]]:
         """``archive``: (ID, representative) of the nearest evicted phase within the threshold of
@@ -363,31 +374,34 @@ class Tracker(BoundedTable):
 
     def _match_candidate(self, fp: np.ndarray):
         """Transition mode, no stable match: match or add a candidate. Returns (representative,
-        intervals) of a candidate confirmed by this interval (removed from the pool), else None."""
+        intervals, the earlier intervals' sequence numbers) of a candidate confirmed by this
+        interval (removed from the pool), else None."""
         c = self.config
         n = self._cand_used
         if n:
             dist = np.abs(self._cand_reps[:n] - fp).sum(axis=1)
             j = int(dist.argmin())
             if dist[j] < self._threshold_units:
-                self._cand_hits[j] += 1
+                self._cand_hits[j] += self._units
                 self._cand_last[j] = self._clock
-                self._cand_reps[j] += (fp - self._cand_reps[j]) / self._cand_hits[j]
+                self._cand_reps[j] += (fp - self._cand_reps[j]) * self._units / self._cand_hits[j]
                 if self._cand_hits[j] < c.confirm:
+                    self._cand_seqs[j].append(self._clock - 1)
                     return None
-                rep, hits = self._cand_reps[j].copy(), int(self._cand_hits[j])
+                rep, hits, earlier = self._cand_reps[j].copy(), int(self._cand_hits[j]), tuple(self._cand_seqs[j])
                 last = n - 1  # remove j: move the last candidate into its place
-                self._cand_reps[j], self._cand_hits[j], self._cand_last[j] = \
-                    self._cand_reps[last], self._cand_hits[last], self._cand_last[last]
+                self._cand_reps[j], self._cand_hits[j], self._cand_last[j], self._cand_seqs[j] = \
+                    self._cand_reps[last], self._cand_hits[last], self._cand_last[last], self._cand_seqs[last]
                 self._cand_used -= 1
-                return rep, hits
-        if c.confirm <= 1:
-            return fp, 1
+                return rep, hits, earlier
+        if self._units >= c.confirm:  # a segment whose own units agree (segments.py cut none between them)
+            return fp, self._units, ()
         j = n if n < c.candidates else int(self._cand_last[:n].argmin())
         self._cand_used = max(n, j + 1)
         self._cand_reps[j] = fp
-        self._cand_hits[j] = 1
+        self._cand_hits[j] = self._units
         self._cand_last[j] = self._clock
+        self._cand_seqs[j] = [self._clock - 1]
         return None
 
     def preload(self, representatives: Sequence[tuple], next_id: int) -> None:

@@ -19,9 +19,12 @@ Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instr
   tracker's threshold is the paper's, 0.10; ``--tracker coarse``'s 0.30; the page tracker's are
   each phase's own, up to 0.9); null when the phase table was empty.
 - ``new_phase`` (bool): the interval started a new phase ID.
-- ``relabel`` (int, only when present): the phase the thread's previous interval belongs to after
-  all; the page tracker held that interval in its current phase and this one confirmed where it
-  went (a log reader that wants settled labels applies it one interval late).
+- ``relabel`` (int) and ``relabel_seq`` (array of int), only when present: the intervals of those
+  ``seq`` belong to phase ``relabel`` after all. The page tracker held the thread's previous
+  interval in its current phase and this one confirmed where it went; or (``transition``) those
+  intervals formed a candidate, labelled with their nearest phase meanwhile, that this one
+  confirmed as the new phase ``relabel``. A log reader that wants settled labels applies them
+  late (:func:`settled_phases`); the live view and the summary keep the labels given at the time.
 - ``predictions`` (object): each predictor's prediction of this thread's next phase, by name
   (:data:`phasescope.engine.predict.PREDICTORS`).
 - ``prediction`` (int): the prediction shown (``--shown-prediction``'s);
@@ -50,6 +53,7 @@ import numpy as np
 
 from phasescope.errors import InputError
 from phasescope.engine.interval import OS_FIELDS, Interval
+from phasescope.engine.phase_table import Match, settled
 from phasescope.formats.lines import numbered_lines
 
 if TYPE_CHECKING:  # the engine loads after a live run's target has started (commands/monitor.py)
@@ -86,8 +90,37 @@ def to_record(iv: Interval, r: IntervalResult) -> dict:
         "os": iv.os,
         "blocks": np.column_stack((iv.keys, iv.counts)).tolist(),
         **stack_fields(iv),
-        **({} if r.relabel is None else {"relabel": r.relabel}),
+        **relabel_fields(r),
     }
+
+
+def relabel_fields(r: IntervalResult) -> dict:
+    """``relabel`` and ``relabel_seq`` of a result that relabels earlier intervals, else nothing
+    (the log's records and the event stream's ``interval`` events)."""
+    return {} if r.relabel is None else {"relabel": r.relabel, "relabel_seq": list(r.relabel_seqs)}
+
+
+def settled_phases(records, path: str = "") -> list:
+    """The ``phase`` of a log's records (in file order, from the run's start; each process's
+    ``seq`` from 0, ``-a`` logs several) with every ``relabel`` applied
+    (:func:`phasescope.engine.phase_table.settled`). A ``relabel_seq`` that names no earlier
+    interval of its process is an InputError (``path`` names the log)."""
+    phases = [r["phase"] for r in records]
+    by_process: dict = {}
+    for i, r in enumerate(records):
+        by_process.setdefault(r.get("pid"), []).append(i)
+    for rows in by_process.values():
+        matches = []
+        for n, i in enumerate(rows):
+            r = records[i]
+            seqs = r.get("relabel_seq") if r.get("relabel") is not None else None
+            if seqs is not None and not (isinstance(seqs, list) and all(type(s) is int and 0 <= s < n for s in seqs)):
+                raise InputError(f"{path}: record {i + 1}: field 'relabel_seq' must list earlier intervals' seq")
+            matches.append(Match(r["phase"], None, False, relabel=r.get("relabel") if seqs else None,
+                                 relabel_seqs=seqs))
+        for i, p in zip(rows, settled(matches)):
+            phases[i] = p
+    return phases
 
 
 def stack_fields(iv: Interval) -> dict:

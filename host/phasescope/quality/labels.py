@@ -17,7 +17,7 @@ import numpy as np
 
 from phasescope.errors import InputError
 from phasescope.formats.lines import numbered_lines
-from phasescope.formats.log import log_records
+from phasescope.formats.log import log_records, settled_phases
 
 
 @dataclass
@@ -43,8 +43,10 @@ def _int_field(rec: dict, name: str, where: str) -> int:
 
 
 def read_log_labels(path: str) -> LabelStream:
-    """Labels, threads, instructions and predictions of a phasescope interval log."""
+    """Labels (as the log settles them: every ``relabel`` applied), threads, instructions and
+    predictions of a phasescope interval log."""
     labels, instr, threads = [], [], []
+    relabels = []  # what the log settles the labels with (formats/log.settled_phases)
     preds: Dict[str, List[int]] = {}
     shown: List[Optional[int]] = []
     conf: List[Optional[float]] = []
@@ -53,6 +55,7 @@ def read_log_labels(path: str) -> LabelStream:
         if "phase" not in rec:
             raise InputError(f"{where}: missing field 'phase' (not a classified interval log)")
         labels.append(_int_field(rec, "phase", where))
+        relabels.append({k: rec.get(k) for k in ("phase", "pid", "relabel", "relabel_seq")})
         threads.append(_int_field(rec, "thread", where) if "thread" in rec else 0)
         # the interval's weight: its instructions, or in sampled mode its CPU time (alignment by fraction)
         weight = "cpu_ns" if rec.get("instructions", 1) is None else "instructions"
@@ -72,6 +75,7 @@ def read_log_labels(path: str) -> LabelStream:
         n += 1
     if n == 0:
         raise InputError(f"{path}: no intervals")
+    labels = settled_phases(relabels, path)
     out = LabelStream(np.array(labels, np.int64), np.array(instr, np.float64), np.array(threads, np.int64),
                       {k: np.array(v, np.int64) for k, v in preds.items()}, path=path)
     if any(s is not None for s in shown):

@@ -31,7 +31,7 @@ from phasescope.engine import Interval, IntervalResult
 from phasescope.engine.stats import PhaseStats
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sink
-from phasescope.formats.log import process_fields
+from phasescope.formats.log import process_fields, relabel_fields
 
 SCHEMA = 1
 UNIX_PATH_MAX = 107  # bytes of a Unix socket path (sun_path holds 108 with the terminating NUL)
@@ -283,7 +283,7 @@ class EventServer(Sink):
         events = [{"event": "interval", "thread": r.thread, "seq": r.seq, "thread_seq": r.thread_seq,
                    "phase": r.phase, "distance": r.distance, "new_phase": r.new_phase,
                    "instructions": r.instructions, "samples": iv.samples if iv.mode == "sampled" else None,
-                   "cpu_ns": iv.cpu_ns, "partial": iv.partial, "end_ns": iv.end_ns}]
+                   "cpu_ns": iv.cpu_ns, "partial": iv.partial, "end_ns": iv.end_ns, **relabel_fields(r)}]
         if r.merged is not None:
             events.append({"event": "phase_merge", "from": r.merged[0], "into": r.merged[1], "seq": r.seq})
         if r.new_phase:

@@ -70,7 +70,8 @@ def print_report(summary: dict, top: int, file: Optional[TextIO] = None) -> None
                 f"{d['run_length']['mean']:.1f}/{d['run_length']['max']}", nxt,
                 _mean_cv(d["metrics"]["wall_ns"], 1e6), _mean_cv(d["metrics"]["ns_per_instruction"])]
 
-    transition = summary.get("config", {}).get("tracker", {}).get("transition")  # ID 0 is the transition phase
+    tracker = summary.get("config", {}).get("tracker", {})  # ID 0 is the transition phase's when it labels one
+    transition = tracker.get("transition") and tracker.get("transition_label", "transition") == "transition"
 
     def label(phase: int) -> str:
         return "0 (transition)" if transition and phase == 0 else str(phase)

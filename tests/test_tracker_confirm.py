@@ -1,0 +1,111 @@
+"""The default tracker (``confirmed``, issue 28) on streams known by construction: when an interval
+that matches nothing gets its ID, and how the log settles the intervals that waited for it."""
+
+import numpy as np
+import pytest
+
+from phasescope.engine.interval import Interval
+from phasescope.engine.phase_engine import PhaseEngine
+from phasescope.engine.phase_table import settled
+from phasescope.engine.tracker import PRESETS, Tracker, TrackerConfig
+from phasescope.errors import InputError
+from phasescope.formats.log import dumps, settled_phases, to_record
+from phasescope.quality.labels import read_log_labels
+
+
+def phase(p):
+    """Footprint (32 buckets summing to 32) of phase ``p``: all its work in bucket ``p``."""
+    f = np.zeros(32)
+    f[p] = 32.0
+    return f
+
+
+def confirmed(**over):
+    return Tracker(TrackerConfig(**dict(PRESETS["confirmed"], bits=None, **over)))
+
+
+def test_the_default_is_confirmed_and_paper_stays_the_paper():
+    assert PRESETS["default"] is PRESETS["confirmed"]
+    assert PRESETS["paper"]["transition"] is False and PRESETS["paper"]["update_policy"] == "none"
+
+
+def test_the_first_interval_starts_a_phase_at_once():
+    # Nothing to be near and nothing to wait for: a one-interval run has its own phase, P0 (new).
+    m = confirmed().classify_many(phase(3)[None, :])[0]
+    assert (m.phase, m.new_phase, m.transition, m.relabel) == (0, True, False, None)
+
+
+def test_a_candidate_confirmed_later_relabels_its_first_interval_wherever_it_was():
+    # A A b A b: b's first interval (seq 2) is labelled A meanwhile; b's second confirms it, two
+    # intervals later (seq 3 is A): the relabel names seq 2, not the previous interval.
+    a, b = phase(0), phase(1)
+    ms = confirmed().classify_many(np.array([a, a, b, a, b]))
+    assert [m.phase for m in ms] == [0, 0, 0, 0, 1]
+    assert [m.transition for m in ms] == [False, False, True, False, False]
+    assert ms[4].new_phase and (ms[4].relabel, ms[4].relabel_seqs) == (1, (2,))
+    assert settled(ms) == [0, 0, 1, 0, 1]
+
+
+def test_a_candidate_spans_threads():
+    # Thread 1 runs A then b; thread 2's b confirms it: thread 1's b is relabelled.
+    a, b = phase(0), phase(1)
+    ms = confirmed().classify_many(np.array([a, b, b]), threads=np.array([1, 1, 2]))
+    assert ms[2].relabel_seqs == (1,) and settled(ms) == [0, 1, 1]
+
+
+def test_a_one_off_is_never_relabelled():
+    a, c = phase(0), phase(2)
+    ms = confirmed().classify_many(np.array([a, a, c, a, a]))
+    assert [m.phase for m in ms] == [0] * 5 and all(m.relabel is None for m in ms)
+    assert ms[2].transition
+
+
+def test_a_segment_of_several_units_is_its_own_evidence():
+    # Variable segments (engine/segments.py): a piece of 5 units that matches nothing is a phase at
+    # once (its units are alike: the segmenter cut none between them); a 1-unit piece waits.
+    a, b = phase(0), phase(1)
+    c = (b + phase(2)) / 2  # nearer b than a
+    ms = confirmed().classify_many(np.array([a, b, c, c]), units=np.array([5, 5, 1, 1]))
+    assert [m.phase for m in ms] == [0, 1, 1, 2] and [m.new_phase for m in ms] == [True, True, False, True]
+    assert ms[3].relabel_seqs == (2,)
+
+
+def test_a_loaded_phase_matches_its_first_interval_directly():
+    # A phase database's phases are stable: a run that starts in one gets its ID, no transition.
+    t = confirmed()
+    t.preload([(7, phase(1))], next_id=8)
+    ms = t.classify_many(np.array([phase(1), phase(2)]))
+    assert (ms[0].phase, ms[0].new_phase, ms[0].transition) == (7, False, False)
+    assert (ms[1].phase, ms[1].transition) == (7, True)  # new code waits as a candidate near 7
+
+
+def interval(seq, key):
+    keys = np.array([(0x1234 << 32) | (key * 4096 + 16 * i) for i in range(8)], np.uint64)
+    return Interval(1, seq, 8000, keys, np.full(8, 1000, np.uint64))
+
+
+def test_the_log_record_names_the_intervals_it_relabels():
+    engine = PhaseEngine()
+    ivs = [interval(i, k) for i, k in enumerate([0, 0, 1, 0, 1])]
+    recs = [to_record(iv, r) for iv, r in zip(ivs, engine.feed_many(ivs))]
+    assert [r["phase"] for r in recs] == [0, 0, 0, 0, 1] and recs[0]["new_phase"]
+    assert (recs[4]["relabel"], recs[4]["relabel_seq"]) == (1, [2])
+    assert all("relabel" not in r and "relabel_seq" not in r for r in recs[:4])
+    assert settled_phases(recs) == [0, 0, 1, 0, 1]
+
+
+def test_settled_phases_are_per_process_and_refuse_a_bad_relabel():
+    # An -a log interleaves processes, each numbering its seq from 0.
+    recs = [{"pid": 1, "phase": 0}, {"pid": 2, "phase": 0}, {"pid": 1, "phase": 0},
+            {"pid": 2, "phase": 1, "relabel": 1, "relabel_seq": [0]}]
+    assert settled_phases(recs) == [0, 1, 0, 1]
+    with pytest.raises(InputError, match="relabel_seq"):
+        settled_phases([{"phase": 0}, {"phase": 1, "relabel": 1, "relabel_seq": [1]}], "x.jsonl")
+
+
+def test_score_reads_the_labels_the_log_settles(tmp_path):
+    engine = PhaseEngine()
+    ivs = [interval(i, k) for i, k in enumerate([0, 0, 1, 0, 1])]
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(dumps(to_record(iv, r)) + "\n" for iv, r in zip(ivs, engine.feed_many(ivs))))
+    assert read_log_labels(str(log)).labels.tolist() == [0, 0, 1, 0, 1]
