@@ -111,3 +111,15 @@ def test_a_database_saved_before_projection_existed_is_used(tmp_path):
     r = run_cli("replay", str(log), "--phase-db", str(db))
     assert r.returncode == 0, r.stderr
     assert json.loads(db.read_text())["runs"] == 2
+
+
+def test_a_database_of_another_preset_names_the_preset_it_fits(tmp_path):
+    # a database saved under the paper's tracker (the default before issue 28) under today's default
+    log, db = _log(tmp_path / "a.jsonl", [1000, 2000]), tmp_path / "db.json"
+    assert run_cli("replay", str(log), "--tracker", "paper", "--phase-db", str(db)).returncode == 0
+    before = db.read_bytes()
+    r = run_cli("replay", str(log), "--phase-db", str(db))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert "other tracker settings" in r.stderr and "it fits --tracker paper" in r.stderr
+    assert db.read_bytes() == before
+    assert run_cli("replay", str(log), "--tracker", "paper", "--phase-db", str(db)).returncode == 0

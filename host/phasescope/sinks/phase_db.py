@@ -37,6 +37,7 @@ import sys
 import tempfile
 from typing import Dict, Optional
 
+from phasescope.engine.config import PRESETS, TrackerConfig, preset
 from phasescope.engine.phase_engine import EngineConfig
 from phasescope.engine.stats import final_ids
 from phasescope.errors import InputError
@@ -51,7 +52,12 @@ OLD_DEFAULTS = {"method": "table", "projection": False}
 
 def settings_of(config: EngineConfig) -> dict:
     """The tracker settings a representative's meaning depends on."""
-    t = config.tracker.to_dict()
+    return settings_of_tracker(config.tracker)
+
+
+def settings_of_tracker(tracker: TrackerConfig) -> dict:
+    """:func:`settings_of` for a tracker setting alone."""
+    t = tracker.to_dict()
     return {**{k: t[k] for k in SETTINGS}, "hash": "mix64"}
 
 
@@ -105,8 +111,11 @@ class PhaseDb(Sink):
             return old != v and not (k == "interval" and (old is None or v is None))
         diff = ", ".join(f"{k} {db['settings'].get(k)!r} (now {v!r})" for k, v in self.settings.items() if differs(k, v))
         if diff:
+            named = [n for n in sorted(PRESETS) if n != "default" and not any(  # a preset it fits, any interval
+                differs(k, v) for k, v in settings_of_tracker(preset(n)).items() if k != "interval")]
+            hint = f"it fits --tracker {named[0]}" if named else "use the same settings"
             raise InputError(f"--phase-db {self.path}: made with other tracker settings: {diff}; "
-                             "use the same settings or another database")
+                             f"{hint}, or another database")
         why = self._invalid(db)
         if why:
             raise InputError(f"{bad} ({why}); left unchanged")
