@@ -5,25 +5,37 @@
  * and links to it: its copy would keep the old code (JavaWork read a CompiledICHolder HotSpot had
  * freed). Two kinds of write flush nothing (x86 needs no flush) and are hooked too: an inline cache
  * stub assembled in place (InlineCacheBuffer::assemble_ic_buffer_code) and the objects a GC moved,
- * rewritten in an nmethod's code (nmethod::oops_do, nmethod::fix_oop_relocations). So the blocks whose real code lies in the JIT's range (HotSpot's code cache bounds, read
- * at each block) are indexed here by start, and the hooks hand the blocks overlapping the
- * written bytes to the agent (js/jit.js), which invalidates them in every followed
- * thread. The index is a hash on the block's 64-byte line, linear probing: the blocks starting in
- * one line are found from its home slot on. It only grows (a stale entry costs one more lookup). */
+ * rewritten in an nmethod's code (nmethod::oops_do, nmethod::fix_oop_relocations). So the blocks
+ * whose real code lies in the JIT's range (HotSpot's code cache bounds, read at each block) are
+ * indexed here by start, and the hooks hand the blocks overlapping the written bytes to the agent
+ * (js/jit.js), which invalidates them in every followed thread. The index is a hash on the block's
+ * 64-byte line, linear probing: the blocks starting in one line are found from its home slot on.
+ * It doubles when 3/4 full and never shrinks (a stale entry costs one more lookup). */
 
 #define PS_JIT_LINE 6
 #define PS_JIT_BATCH 256  /* blocks handed to the agent per call */
 
+/* Where the probe for the blocks starting in `start`'s line begins. */
 static guint64
-ps_jit_home (guint64 start)
+ps_jit_home (guint64 start, guint64 mask)
 {
-  return ((start >> PS_JIT_LINE) * 0x9e3779b97f4a7c15ULL) >> 20 & ps.jit_mask;
+  return ((start >> PS_JIT_LINE) * 0x9e3779b97f4a7c15ULL) >> 20 & mask;
+}
+
+/* The slot of `start`, or the free one where it goes. */
+static guint64 *
+ps_jit_slot (guint64 * table, guint64 mask, guint64 start)
+{
+  guint64 i = ps_jit_home (start, mask);
+  for (; table[i * 2] != 0 && table[i * 2] != start; i = (i + 1) & mask)
+    ;
+  return table + i * 2;
 }
 
 /* Indexes the JIT's code from now on: its bounds are read from `lo_at`, `hi_at` (0 until the JIT
- * reserved its space), `slots` a power of two (its pages are touched as used). `stub`: the size
- * of an inline cache stub; `structs`: where HotSpot's VMStructs table is described (gHotSpotVMStructs
- * and its six layout words, in the order of PsJitStructs), read once a whole nmethod's oops move. */
+ * reserved its space), `slots` a power of two to start with. `stub`: the size of an inline cache
+ * stub; `structs`: where HotSpot's VMStructs table is described (gHotSpotVMStructs and its layout
+ * words, PS_VMS_*), read once a whole nmethod's oops move. */
 void
 ps_jit_init (guint64 * lo_at, guint64 * hi_at, guint64 slots, guint64 stub, guint64 ** structs)
 {
@@ -39,34 +51,46 @@ ps_jit_init (guint64 * lo_at, guint64 * hi_at, guint64 slots, guint64 stub, guin
   ps.jit_table = table;
 }
 
-/* The block [start, end) was compiled: indexed if it lies in the JIT's range. A full index (3/4)
- * takes no more (ps_jit_full). */
+/* Twice the slots, under the lock. */
+static void
+ps_jit_grow (void)
+{
+  guint64 mask = ps.jit_mask * 2 + 1, i, * slot;
+  guint64 * table = g_malloc0 ((mask + 1) * 2 * sizeof (guint64));
+  for (i = 0; i <= ps.jit_mask; i++)
+  {
+    if (ps.jit_table[i * 2] == 0)
+      continue;
+    slot = ps_jit_slot (table, mask, ps.jit_table[i * 2]);
+    slot[0] = ps.jit_table[i * 2];
+    slot[1] = ps.jit_table[i * 2 + 1];
+  }
+  g_free (ps.jit_table);
+  ps.jit_table = table;
+  ps.jit_mask = mask;
+}
+
+/* The block [start, end) was compiled: indexed if it lies in the JIT's range. */
 static void
 ps_jit_note (guint64 start, guint64 end)
 {
-  guint64 i;
+  guint64 * slot;
   if (ps.jit_table == NULL || start < *ps.jit_lo || start >= *ps.jit_hi)
     return;
   gum_spinlock_acquire (&ps.jit_lock);
-  for (i = ps_jit_home (start); ps.jit_table[i * 2] != 0 && ps.jit_table[i * 2] != start; i = (i + 1) & ps.jit_mask)
-    ;
-  if (ps.jit_table[i * 2] == 0 && ps.jit_n * 4 < ps.jit_mask * 3)
+  if (ps.jit_n * 4 >= ps.jit_mask * 3)
+    ps_jit_grow ();
+  slot = ps_jit_slot (ps.jit_table, ps.jit_mask, start);
+  if (slot[0] == 0)
   {
-    ps.jit_table[i * 2] = start;
+    slot[0] = start;
     ps.jit_n++;
   }
-  if (ps.jit_table[i * 2] == start && end > ps.jit_table[i * 2 + 1])
-    ps.jit_table[i * 2 + 1] = end;
+  if (end > slot[1])
+    slot[1] = end;
   if (end - start > ps.jit_longest)
     ps.jit_longest = end - start;
   gum_spinlock_release (&ps.jit_lock);
-}
-
-/* Whether the index filled up: blocks compiled since are not protected. */
-gint64
-ps_jit_full (void)
-{
-  return ps.jit_table != NULL && ps.jit_n * 4 >= ps.jit_mask * 3;
 }
 
 /* The starts of the indexed blocks that overlap [lo, hi), from the line of `*from` on (advanced
@@ -79,7 +103,8 @@ ps_jit_blocks (guint64 lo, guint64 hi, guint64 * from, guint64 * out)
   /* a line holds at most 64 block starts: it is read whole or not at all */
   for (line = *from >> PS_JIT_LINE; line <= (hi - 1) >> PS_JIT_LINE && n + 64 <= PS_JIT_BATCH; line++)
   {
-    for (i = ps_jit_home (line << PS_JIT_LINE); (start = ps.jit_table[i * 2]) != 0; i = (i + 1) & ps.jit_mask)
+    i = ps_jit_home (line << PS_JIT_LINE, ps.jit_mask);
+    for (; (start = ps.jit_table[i * 2]) != 0; i = (i + 1) & ps.jit_mask)
     {
       if (start >> PS_JIT_LINE == line && start < hi && ps.jit_table[i * 2 + 1] > lo)
         out[n++] = start;

@@ -2,7 +2,7 @@
 // flushes, inline cache stubs, objects a GC moved; found in libjvm.so's symbol table) are hooked, and
 // the blocks they touch are invalidated in every followed thread, so each recompiles from the new
 // code at its next entry instead of running a stale copy.
-const JIT_SLOTS = 1 << 21; // index entries (16 bytes each, touched as used): 3/4 of them usable
+const JIT_SLOTS = 1 << 16; // index entries to start with (16 bytes each); doubled when 3/4 full
 const JIT_SYMBOLS = {
   lo: '_ZN9CodeCache10_low_boundE',
   hi: '_ZN9CodeCache11_high_boundE',
@@ -18,7 +18,6 @@ const JIT_STRUCTS = ['gHotSpotVMStructs', 'gHotSpotVMStructEntryArrayStride', 'g
   'gHotSpotVMStructEntryFieldNameOffset', 'gHotSpotVMStructEntryOffsetOffset'];
 let jitWatched = false;
 let jitStructs = null; // kept alive: agent/jit.c reads it
-let jitFullSaid = false;
 
 // Invalidates `n` block starts at `starts` in every followed thread (Stalker stops another thread
 // through a ptrace helper only where that thread compiled the block).
@@ -32,11 +31,6 @@ function jitInvalidate(starts, n) {
         // the thread ended meanwhile
       }
     }
-  }
-  if (!jitFullSaid && api.jit_full().toNumber() !== 0) {
-    jitFullSaid = true;
-    sayUnfollowable(`JIT code beyond ${JIT_SLOTS * 3 / 4} blocks: HotSpot's rewrites of it can leave ` +
-        'Stalker running stale copies (issue 32)');
   }
 }
 
