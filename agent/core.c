@@ -60,6 +60,7 @@ extern int getrusage (int who, struct ps_rusage * usage);
 extern int mprotect (gpointer addr, gsize len, int prot);
 extern int munmap (gpointer addr, gsize len);
 extern gpointer mmap (gpointer addr, gsize len, int prot, int flags, int fd, gint64 offset);
+extern int getpid (void);
 
 typedef struct _PsThread PsThread;
 typedef struct _PsGlobal PsGlobal;
@@ -140,6 +141,17 @@ struct _PsGlobal
   guint8 * near_cur;
   guint8 * near_end;
   guint64 near_fill;
+  GumSpinlock jit_lock;      /* the index of a JIT's code (agent/jit.c) */
+  guint64 * jit_table;       /* jit_mask + 1 pairs: block start (0: free), end */
+  guint64 jit_mask;
+  guint64 jit_n;
+  guint64 jit_longest;
+  guint64 * jit_lo;          /* where the JIT's code range is read */
+  guint64 * jit_hi;
+  guint64 jit_pid;           /* the traced process (a forked child runs no agent code) */
+  guint64 jit_stub;          /* bytes of an inline cache stub */
+  guint64 ** jit_structs;    /* HotSpot's VMStructs, read once (ps_jit_size_at) */
+  gint64 jit_size_at;        /* offset of CodeBlob::_size (-1: not read yet, -2: not found) */
 };
 
 extern PsGlobal ps;

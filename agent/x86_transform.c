@@ -23,6 +23,7 @@ typedef struct
 {
   GumAddress code;  /* where the block's compiled code starts */
   guint64 first;
+  guint64 end;      /* past its last real instruction so far */
   gboolean of_known;
   gboolean popf;
 } PsKeep;
@@ -34,6 +35,7 @@ ps_keep_before (GumX86Writer * w, PsThread * t, PsKeep * k, const cs_insn * insn
 {
   if (k->first == 0)
     k->first = insn->address;
+  k->end = insn->address + insn->size;
   if (!k->of_known && of_check)
   {
     if (ps_reads_of (insn))
@@ -59,14 +61,17 @@ ps_keep_ac (GumX86Writer * w, PsKeep * k, const cs_insn * insn)
 }
 
 /* After the block's last instruction: AC cleared if Stalker cut the block after a popf; the block
- * noted for a fault in it (faults.c). */
+ * noted for a fault in it (faults.c) and, in a JIT's code, for its rewrites (jit.c). */
 static void
 ps_keep_end (GumX86Writer * w, PsThread * t, PsKeep * k)
 {
   if (k->popf)
     ps_emit_clear_ac (w);
   if (k->first != 0)
+  {
     ps_fault_note (t, k->code, w->pc, k->first);
+    ps_jit_note (k->first, k->end);
+  }
 }
 
 /* Bare Stalker with the same handling and no counters: the cost baseline for runtimes that need
@@ -77,7 +82,7 @@ transform_bare (GumStalkerIterator * iterator, GumStalkerOutput * output, gpoint
   PsThread * t = user_data;
   GumX86Writer * w = output->writer.x86;
   const cs_insn * insn;
-  PsKeep k = { w->pc, 0, FALSE, FALSE };
+  PsKeep k = { w->pc, 0, 0, FALSE, FALSE };
 
   while (gum_stalker_iterator_next (iterator, &insn))
   {
@@ -99,7 +104,7 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   guint rep;
   GumAddress top = 0, block_pc = w->pc, again = 0;
   gboolean reg_loop = FALSE;
-  PsKeep k = { w->pc, 0, FALSE, FALSE };
+  PsKeep k = { w->pc, 0, 0, FALSE, FALSE };
   PsLoopCheck check;
   PsLoopJump jump;
   PsPatch patch;

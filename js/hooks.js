@@ -86,6 +86,7 @@ function installHooks() {
     onAdded(m) { // also called for the modules already loaded, which init() shipped
       if (m.name === 'libjvm.so' && !config.watch) {
         jvmLoaded = true;
+        watchJit(m);
         sayUnfollowable('the JVM (libjvm.so) exactly: what its threads run in their first ' +
             `${JVM_THREAD_DELAY_MS} ms is not counted` + (nearReserved ? '' : ', and Java code can go wrong ' +
             '(Stalker\'s code could not be kept within 2 GB of the libraries)') + ' (issue 32)');

@@ -36,6 +36,9 @@ rpc.exports = {
     // runs before main (or by id once it runs), not from here.
     if (mainTid !== null)
       earlyHooks = followMainEarly(mainTid);
+    const jvm = Process.findModuleByName('libjvm.so'); // attached to a JVM: before its threads are followed
+    if (jvm !== null)
+      watchJit(jvm);
     // The thread observer reports every existing pthread at once (and follows it). Not
     // Process.enumerateThreads(): it lists the same pthreads but also reads each thread's CPU
     // context through a ptrace helper, which stalls for 15 s on about one attach in eight.

@@ -89,6 +89,7 @@ function setup(opts) {
     mprotect: Module.getGlobalExportByName('mprotect'),
     munmap: Module.getGlobalExportByName('munmap'),
     mmap: Module.getGlobalExportByName('mmap'),
+    getpid: Module.getGlobalExportByName('getpid'),
   };
   cm = new CModule(opts.source, symbols);
   // The C functions, by name without `ps_`; their signatures come from the C source itself (the

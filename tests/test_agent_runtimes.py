@@ -1,6 +1,7 @@
 """Exact mode on runtimes that fault on purpose or toggle EFLAGS.AC, as the JVM does, and on node
 (issue 32). Real processes: a cc-built program making HotSpot's planned faults, node, java."""
 
+import os
 import shutil
 import subprocess
 
@@ -116,6 +117,21 @@ def test_node_runs_to_its_end_under_exact_mode():
     assert trace.ended.how == "exited" and trace.ended.code == 0, trace.ended
     assert trace.output.get(1, b"") == native.stdout == b"8999994\n"
     assert trace.intervals
+
+
+@pytest.mark.skipif(shutil.which("javac") is None, reason="java is not installed")
+def test_code_hotspot_rewrites_in_place_is_not_run_stale(tmp_path):
+    # Inline caches patched and young collections moving the objects compiled code names: Stalker
+    # kept running its copies of the old code (a freed CompiledICHolder, a moved byte.class: wrong
+    # Java results or a crash, 2 runs of 3 before the JIT's writes were hooked, js/jit.js).
+    source = os.path.join(os.path.dirname(__file__), "programs", "JitPatches.java")
+    subprocess.run(["javac", "-d", str(tmp_path), source], check=True, timeout=120)
+    argv = [shutil.which("java"), "-XX:+UseSerialGC", "-Xmn4m", f"-XX:ErrorFile={tmp_path}/hs_err_%p.log",
+            "-cp", str(tmp_path), "JitPatches", "3"]
+    native = _native(argv)
+    trace = trace_spawn(argv)
+    assert trace.ended.how == "exited" and trace.ended.code == 0, (trace.ended, trace.output.get(2, b"")[-2000:])
+    assert trace.output.get(1, b"") == native.stdout and native.stdout.startswith(b"checksum ")
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
