@@ -64,6 +64,11 @@ def test_an_output_that_is_an_input_or_another_output_is_refused(tmp_path):
     os.link(log, tmp_path / "hard.jsonl")  # another name for the same file
     one_line(run_cli("replay", str(log), "--log", str(tmp_path / "hard.jsonl")), 2, "is the input FILE")
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+    # the file the shell gives as standard input (`< FILE`: the target's stdin in pipe mode)
+    for args in (["-o", log, "--mode", "sampled", "-f", "/bin/cat"], ["replay", "-", "--summary", log]):
+        with open(log, "rb") as stdin:
+            one_line(run_cli(*map(str, args), stdin=stdin), 2, "is phasescope's standard input")
+        assert digest(log) == before
 
 
 def test_empty_and_cut_logs(tmp_path):

@@ -1,5 +1,5 @@
-"""One rule for the files a command is given: an output that is also an input, or two outputs that
-are the same file, are refused (one line, exit 2) before anything is opened for writing.
+"""One rule for the files a command is given: an output that is also an input (the file standard
+input reads included), or two outputs that are the same file, are refused (one line, exit 2) before anything is opened for writing.
 
 "The same file" is the same inode (a hard link or another spelling of a path that exists) or the
 same resolved path (one that does not exist yet). Each command names its inputs and outputs as
@@ -33,6 +33,15 @@ def same_file(a: str, b: str) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
+def is_stdin(path: str) -> bool:
+    """Whether ``path`` is the file phasescope's standard input reads (``< FILE`` in the shell)."""
+    try:
+        st, sin = os.stat(path), os.fstat(0)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (sin.st_dev, sin.st_ino)
+
+
 def check_files(args, inputs: Dict[str, str], outputs: Dict[str, str],
                 more_inputs: Sequence[Tuple[str, str]] = ()) -> None:
     """InputError when an output is an input or another output (``label: dest`` maps, and the
@@ -44,6 +53,9 @@ def check_files(args, inputs: Dict[str, str], outputs: Dict[str, str],
         for in_label, in_path in ins:
             if same_file(path, in_path):
                 raise InputError(f"{label} {path} is the input {in_label}: phasescope never writes over its input")
+        if is_stdin(path):
+            raise InputError(f"{label} {path} is phasescope's standard input (the target's, in pipe mode): "
+                             "phasescope never writes over its input")
         for other, other_path in outs[:i]:
             if same_file(path, other_path):
                 raise InputError(f"{other} and {label} are the same file ({path}): give each output its own")
