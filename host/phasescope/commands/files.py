@@ -10,6 +10,7 @@ inputs that are no option of its own (the live monitor's target executable) as `
 from __future__ import annotations
 
 import os
+import stat
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from phasescope.errors import InputError
@@ -34,12 +35,13 @@ def same_file(a: str, b: str) -> bool:
 
 
 def is_stdin(path: str) -> bool:
-    """Whether ``path`` is the file phasescope's standard input reads (``< FILE`` in the shell)."""
+    """Whether ``path`` is the regular file phasescope's standard input reads (``< FILE`` in the
+    shell); a device such as /dev/null loses nothing when written."""
     try:
         st, sin = os.stat(path), os.fstat(0)
     except OSError:
         return False
-    return (st.st_dev, st.st_ino) == (sin.st_dev, sin.st_ino)
+    return stat.S_ISREG(sin.st_mode) and (st.st_dev, st.st_ino) == (sin.st_dev, sin.st_ino)
 
 
 def check_files(args, inputs: Dict[str, str], outputs: Dict[str, str],
