@@ -197,15 +197,19 @@ function initFunctions() {
 let adoptMain = null; // follows the deferred main thread (see followMainEarly)
 let earlyHooks = false; // whether init code of the executable is hooked for that
 
+// The hooks stay attached (inert once the thread is adopted; init code runs once): detaching them
+// here, inside the first one's onEnter, left the second one's patched prologue in place until every
+// open Interceptor transaction ended, and the thread, followed from that onEnter, could reach it
+// first: Stalker kept a copy of the jump into a trampoline whose context was freed later, and the
+// main thread crashed in Frida's invocation code before the program's own code ran (about 1 spawn
+// in 400 under load; stop 36's CI saw /bin/echo end with no thread and no exit reported).
 function followMainEarly(mainTid) {
-  const hooks = [];
+  let hooked = 0;
   deferredMain = mainTid;
   adoptMain = () => {
     if (deferredMain === null)
       return;
     deferredMain = null;
-    for (const h of hooks)
-      h.detach();
     follow(mainTid);
   };
   const onEnter = () => {
@@ -214,10 +218,11 @@ function followMainEarly(mainTid) {
   };
   for (const fn of initFunctions()) {
     try {
-      hooks.push(Interceptor.attach(fn, { onEnter }));
+      observers.push(Interceptor.attach(fn, { onEnter }));
+      hooked++;
     } catch (e) {
       // not hookable: resumed() follows the thread by id instead
     }
   }
-  return hooks.length > 0;
+  return hooked > 0;
 }
