@@ -18,7 +18,7 @@ A wrong run is shown with its cause: phasescope's exit code and last line, the f
 program's stderr, and from an hs_err file the signal, the problematic frame and the thread.
 The load average is printed with every run.
 
-    python3 bench/jvm_goals.py [--runs N] [--jobs J] [--only version,jit,long] [--keep DIR]
+    python3 bench/jvm_goals.py [--runs N] [--jobs J] [--only version,jit,long] [--keep DIR [--log]]
 """
 
 from __future__ import annotations
@@ -123,7 +123,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--jobs", type=int, default=2, help="traced runs at a time")
     ap.add_argument("--only", default=",".join(PROGRAMS), help="comma-separated: " + ",".join(PROGRAMS))
-    ap.add_argument("--keep", help="keep each run's directory (lines, log, truth, hs_err) here")
+    ap.add_argument("--keep", help="keep each run's directory (lines, truth, hs_err) here")
+    ap.add_argument("--log", action="store_true", help="with --keep: each run's interval log too (0.8 GB a long run)")
     args = ap.parse_args()
     names = args.only.split(",")
     java, javac = shutil.which("java"), shutil.which("javac")
@@ -148,8 +149,9 @@ def main() -> int:
             os.makedirs(where, exist_ok=True)
             truth = os.path.join(where, "truth.jsonl")
             before = load()
+            log = ["--log", os.path.join(where, "log.jsonl")] if args.log and args.keep else []
             cmd = [sys.executable, "-m", "phasescope.cli", "--no-dashboard", "-o", os.path.join(where, "lines"),
-                   "--log", os.path.join(where, "log.jsonl"), "-f", java, "--", *java_argv(name, base, truth)]
+                   *log, "-f", java, "--", *java_argv(name, base, truth)]
             got = run(cmd, where, timeout, env)
             problem = judge(name, native, got, where, truth)
             with print_lock:

@@ -11,7 +11,8 @@ while it runs, kept in DIR/exact/NAME.names.json). Prints
 - for the thread modes.py scores (the one with the most instructions), ARI against the truth
   (micro: the tracker's phases; macro: engine/macro.py's, the activity time scale) and against
   sampled mode's phases at the same ten points of each activity (modes.py), for each tracker preset
-  at each interval size (the recorded 10M, and the recorded intervals merged to 100M and 1000M).
+  at each interval size (the recorded 10M, and 10 or 100 recorded intervals merged: 100M, 1000M).
+Intervals the agent dropped (its buffer full) are placed by their estimated CPU (truth_score.lost_cpu).
 
     python3 bench/truth/java_threads.py --dir DIR [--record] [--only java-random-B]
         [--trackers default,paper,...] [--sizes 10,100,1000]
@@ -33,9 +34,9 @@ sys.path.insert(0, HERE)
 import modes  # noqa: E402  (sets up the host's path)
 from phasescope.commands.options import add_engine_options, engine_config_from_args  # noqa: E402
 from phasescope.engine.macro import MacroConfig, MacroTracker  # noqa: E402
-from phasescope.engine.segments import merge_intervals  # noqa: E402
+from phasescope.engine.segments import merge  # noqa: E402
 from phasescope.formats.log import read_log  # noqa: E402
-from truth_score import read_truth, score_stream  # noqa: E402
+from truth_score import lost_cpu, read_truth, score_stream  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
 
 
@@ -67,21 +68,28 @@ def record_exact(w, out_dir: str) -> None:
 
 
 def threads_table(intervals, names: dict) -> None:
-    ins, cpu, count, per = Counter(), Counter(), Counter(), {}
+    """Each thread's share of the instructions and CPU time. A delta past 2**62 ns is left out: a
+    thread's last interval shipped by another thread (its close at the process's exit) carries the
+    closer's getrusage(RUSAGE_THREAD) less its own, which wraps (agent/intervals.c, ps_os_sample)."""
+    ins, cpu, count, per, wrapped = Counter(), Counter(), Counter(), {}, 0
     for iv in intervals:
+        c = iv.cpu_ns or 0
+        wrapped += c >= 1 << 62
+        c = 0 if c >= 1 << 62 else c
         ins[iv.thread] += iv.instructions or 0
-        cpu[iv.thread] += iv.cpu_ns or 0
+        cpu[iv.thread] += c
         count[iv.thread] += 1
-        per.setdefault(iv.thread, []).append(iv.cpu_ns or 0)
+        per.setdefault(iv.thread, []).append(c)
     total_ins, total_cpu = sum(ins.values()), sum(cpu.values())
-    print(f"{'thread':>8s} {'name':24s} {'instr':>6s} {'cpu':>6s} {'intervals':>9s} {'ms/interval':>11s}")
+    print(f"{'thread':>8s} {'name':16s} {'instr':>6s} {'cpu':>6s} {'cpu s':>6s} {'intervals':>9s} {'ms/interval':>11s}")
     for tid, n in ins.most_common():
-        print(f"{tid:8d} {names.get(str(tid), '?'):24s} {n / total_ins:6.1%} {cpu[tid] / total_cpu:6.1%} "
-              f"{count[tid]:9d} {np.median(per[tid]) / 1e6:11.2f}")
-    print(f"total: {total_ins / 1e9:.1f}G instructions, {total_cpu / 1e9:.1f} s CPU")
+        print(f"{tid:8d} {names.get(str(tid), '?'):16s} {n / total_ins:6.1%} {cpu[tid] / total_cpu:6.1%} "
+              f"{cpu[tid] / 1e9:6.2f} {count[tid]:9d} {np.median(per[tid]) / 1e6:11.2f}")
+    print(f"total: {total_ins / 1e9:.1f}G instructions, {total_cpu / 1e9:.1f} s CPU "
+          f"({wrapped} wrapped CPU deltas left out)")
 
 
-def scores(intervals, tracker: str, truth, sampled):
+def scores(intervals, lost, tracker: str, truth, sampled):
     """(phases, micro ARI, macro ARI, vs sampled micro, vs sampled macro, vs sampled micro against exact macro)."""
     from sklearn.metrics import adjusted_rand_score
     parser = argparse.ArgumentParser()
@@ -92,16 +100,15 @@ def scores(intervals, tracker: str, truth, sampled):
     macro = MacroTracker(MacroConfig())
     macros = np.array([macro.observe(0, int(p)) for p in phases])
     cpu = np.array([iv.cpu_ns or 0 for iv in intervals], float)
-    micro = score_stream(cpu, phases, preds, truth, live)
-    coarse = score_stream(cpu, macros, np.full(len(macros), -1), truth)
+    micro = score_stream(cpu, phases, preds, truth, live, lost)
+    coarse = score_stream(cpu, macros, np.full(len(macros), -1), truth, lost=lost)
     vs = [None, None, None]
     if sampled is not None:
-        cs, ps, ms, ts = sampled
+        cs, ps, ms, ts, ls = sampled
         count = 0
         while count < min(len(truth), len(ts)) and truth[count][0] == ts[count][0]:
             count += 1
-        pts = lambda c, labels, t: modes.at_points(c, labels, t, count)
-        vs = [adjusted_rand_score(pts(cpu, a, truth), pts(cs, b, ts))
+        vs = [adjusted_rand_score(modes.at_points(cpu, a, truth, count, lost), modes.at_points(cs, b, ts, count, ls))
               for a, b in ((phases, ps), (macros, ms), (macros, ps))]
     return micro["phases"], micro["ari"], coarse["ari"], *vs
 
@@ -128,15 +135,20 @@ def main() -> int:
     sampled = None
     s_log = os.path.join(args.dir, "sampled", w.name + ".jsonl")
     if os.path.exists(s_log):
-        cs, ps, ms, _, _ = modes.phases_of(s_log, "sampled")
-        sampled = (cs, ps, ms, read_truth(w.truth(os.path.join(args.dir, "sampled"))))
+        cs, ps, ms, _, _, ls = modes.phases_of(s_log, "sampled")
+        sampled = (cs, ps, ms, read_truth(w.truth(os.path.join(args.dir, "sampled"))), ls)
     print(f"{'size':>5s} {'tracker':10s} {'windows':>7s} {'ms':>6s} {'phases':>6s} {'micro':>6s} {'macro':>6s} "
           f"{'vs s.micro':>10s} {'vs s.macro':>10s} {'macro vs s.micro':>16s}")
+    lost = lost_cpu(np.array([iv.seq for iv in worker]), np.array([iv.cpu_ns or 0 for iv in worker], float))
+    print(f"dropped by the agent: {worker[-1].seq + 1 - len(worker)} of the thread's intervals, "
+          f"{lost.sum() / 1e9:.2f} s of its CPU (placed, not scored)")
     for size in (int(s) for s in args.sizes.split(",")):
-        ivs = worker if size == 10 else list(merge_intervals(worker, size * 1_000_000))
+        k = size // 10  # recorded intervals (10M) per window
+        ivs = [merge(worker[i:i + k], i // k) for i in range(0, len(worker), k)]
+        lost_k = np.array([lost[i:i + k].sum() for i in range(0, len(worker), k)])
         ms = np.median([iv.cpu_ns or 0 for iv in ivs]) / 1e6
         for tracker in args.trackers.split(","):
-            got = scores(ivs, tracker, truth, sampled)
+            got = scores(ivs, lost_k, tracker, truth, sampled)
             print(f"{size:4d}M {tracker:10s} {len(ivs):7d} {ms:6.1f} {got[0]:6d} {got[1]:6.2f} {got[2]:6.2f} "
                   + " ".join("-" if v is None else f"{v:{width}.2f}" for v, width in zip(got[3:], (10, 10, 16))),
                   flush=True)
