@@ -12,7 +12,7 @@ import pytest
 
 BENCH = os.path.join(os.path.dirname(__file__), "..", "bench", "truth")
 sys.path.insert(0, BENCH)
-from truth_score import prediction_scores  # noqa: E402
+from truth_score import lost_cpu, prediction_scores, score_stream  # noqa: E402
 
 
 def test_prediction_scores_count_changes_said_and_come():
@@ -34,6 +34,18 @@ def test_two_runs_are_compared_at_the_same_points_of_each_activity():
     b = at_points(np.array([200, 200, 200.0]), np.array([7, 8, 8]), truth_b, 2)
     assert a.tolist() == [1] * POINTS + [2] * POINTS
     assert b.tolist() == [7] * POINTS + [8] * POINTS
+
+
+def test_dropped_intervals_keep_their_place_on_the_truth_clock():
+    # an exact log of 10 windows of 100 ns: "a" for 5, then "b" for 5, but the agent dropped the
+    # 2nd and 3rd of "a" (seq 1 and 2 missing). Placed without them, 2 "b" windows would fall on "a".
+    truth = [("a", 0, 500), ("b", 500, 1000)]
+    seqs, cpu = np.array([0, 3, 4, 5, 6, 7, 8, 9]), np.full(8, 100.0)
+    phases = np.array([0, 0, 0, 1, 1, 1, 1, 1])
+    lost = lost_cpu(seqs, cpu)
+    assert lost.tolist() == [0, 200, 0, 0, 0, 0, 0, 0]
+    assert score_stream(cpu, phases, np.full(8, -1), truth, lost=lost)["ari"] == pytest.approx(1.0)
+    assert score_stream(cpu, phases, np.full(8, -1), truth)["ari"] < 0.7
 
 
 @pytest.mark.slow

@@ -31,7 +31,7 @@ sys.path.insert(0, HERE)
 from phasescope.commands.options import add_engine_options, engine_config_from_args  # noqa: E402
 from phasescope.engine.macro import MacroConfig, MacroTracker  # noqa: E402
 from phasescope.formats.log import read_log  # noqa: E402
-from truth_score import read_truth, score_stream, window_ends  # noqa: E402
+from truth_score import lost_cpu, read_truth, score_stream, window_span  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
 
 # bench/truth/run.py by its path: bench/quality/run.py is another module named run
@@ -45,7 +45,8 @@ POINTS = 10  # per activity, for exact vs sampled
 
 
 def phases_of(log: str, preset: str):
-    """(CPU ns per window, phases, macro phases, predictions, live phases) of the log's main thread."""
+    """(CPU ns per window, phases, macro phases, predictions, live phases, CPU lost before each window:
+    truth_score.lost_cpu) of the log's main thread."""
     parser = argparse.ArgumentParser()
     add_engine_options(parser)
     config = engine_config_from_args(parser.parse_args([]), interval_default=None, preset_default=preset)
@@ -53,12 +54,13 @@ def phases_of(log: str, preset: str):
     phases, preds, live = classify(intervals, config)
     macro = MacroTracker(MacroConfig())
     macros = np.array([macro.observe(0, int(p)) for p in phases])
-    return np.array([iv.cpu_ns or 0 for iv in intervals], float), phases, macros, preds, live
+    cpu = np.array([iv.cpu_ns or 0 for iv in intervals], float)
+    return cpu, phases, macros, preds, live, lost_cpu(np.array([iv.seq for iv in intervals]), cpu)
 
 
-def at_points(cpu: np.ndarray, labels: np.ndarray, truth, count: int) -> np.ndarray:
+def at_points(cpu: np.ndarray, labels: np.ndarray, truth, count: int, lost=None) -> np.ndarray:
     """The label at POINTS fractions of each of the first ``count`` activities of the truth."""
-    end = window_ends(cpu, truth)
+    end = window_span(cpu, truth, lost)[1]
     where = [s + (e - s) * (k + 0.5) / POINTS for _, s, e in truth[:count] for k in range(POINTS)]
     return labels[np.minimum(np.searchsorted(end, where, side="right"), len(labels) - 1)]
 
@@ -72,8 +74,9 @@ def main() -> int:
     args = ap.parse_args()
     out_dir = args.dir or tempfile.mkdtemp(prefix="phasescope-modes-")
     print(f"# logs in {out_dir}; ARI against the truth, micro (the mode's intervals) and macro (the activity "
-          "time scale); own: activities with a main phase of their own")
-    print(f"{'workload':15s} {'mode':8s} {'windows':>7s} {'phases':>6s} {'micro':>6s} {'macro':>6s} {'own':>5s}")
+          "time scale); own: activities with a main phase of their own; lost: "
+          "seconds of CPU in intervals the agent dropped (placed, not scored: truth_score.lost_cpu)")
+    print(f"{'workload':15s} {'mode':8s} {'windows':>7s} {'phases':>6s} {'micro':>6s} {'macro':>6s} {'own':>5s} {'lost':>5s}")
     for w in [w for w in WORKLOADS if w.name in args.only.split(",")]:
         got = {}
         for mode, preset in MODES.items():
@@ -88,19 +91,19 @@ def main() -> int:
                           f"{os.path.join(where, w.name)}.phasescope.txt)", flush=True)
                     continue
             truth = read_truth(w.truth(where))
-            cpu, phases, macros, preds, live = phases_of(log, preset)
-            micro = score_stream(cpu, phases, preds, truth, live)
-            macro = score_stream(cpu, macros, np.full(len(macros), -1), truth)
-            got[mode] = (cpu, phases, macros, truth)
+            cpu, phases, macros, preds, live, lost = phases_of(log, preset)
+            micro = score_stream(cpu, phases, preds, truth, live, lost)
+            macro = score_stream(cpu, macros, np.full(len(macros), -1), truth, lost=lost)
+            got[mode] = (cpu, phases, macros, truth, lost)
             print(f"{w.name:15s} {mode:8s} {len(phases):7d} {micro['phases']:6d} {micro['ari']:6.2f} "
-                  f"{macro['ari']:6.2f} {micro['distinct']:5.2f}", flush=True)
+                  f"{macro['ari']:6.2f} {micro['distinct']:5.2f} {lost.sum() / 1e9:5.2f}", flush=True)
         if len(got) < 2:
             continue
-        (ce, pe, me, te), (cs, ps, ms, ts) = got["exact"], got["sampled"]
+        (ce, pe, me, te, le), (cs, ps, ms, ts, ls) = got["exact"], got["sampled"]
         count = 0
         while count < min(len(te), len(ts)) and te[count][0] == ts[count][0]:
             count += 1  # the same activities in the same order, up to where one run stopped
-        vs = [adjusted_rand_score(at_points(ce, a, te, count), at_points(cs, b, ts, count))
+        vs = [adjusted_rand_score(at_points(ce, a, te, count, le), at_points(cs, b, ts, count, ls))
               for a, b in ((pe, ps), (me, ms))]
         print(f"{w.name:15s} exact vs sampled over {count} activities: micro {vs[0]:.2f}, macro {vs[1]:.2f}",
               flush=True)

@@ -34,22 +34,35 @@ def read_truth(path: str) -> List[tuple]:
         return [(r["activity"], r["start_ns"], r["end_ns"]) for r in map(json.loads, f) if r["end_ns"] > r["start_ns"]]
 
 
-def window_ends(cpu_ns: np.ndarray, truth: List[tuple]) -> np.ndarray:
-    """Where each window of one thread ends on the truth's CPU clock."""
-    end = np.cumsum(cpu_ns, dtype=np.float64)
-    if len(end) and 0.9 < truth[-1][2] / end[-1] < 1.1:
-        end *= truth[-1][2] / end[-1]  # samples lost or rounded: stretch onto the truth's clock
-    return end
+def window_span(cpu_ns: np.ndarray, truth: List[tuple], lost: Optional[np.ndarray] = None) -> tuple:
+    """(start, end) of each window of one thread on the truth's CPU clock; ``lost``: CPU of the
+    thread not in the log just before each window (see :func:`lost_cpu`), which moves it and all
+    after it."""
+    cpu = np.asarray(cpu_ns, dtype=np.float64)
+    end = np.cumsum(cpu if lost is None else cpu + lost)
+    scale = truth[-1][2] / end[-1] if len(end) and end[-1] > 0 else 1.0
+    if not 0.9 < scale < 1.1:
+        scale = 1.0  # within 10%: samples lost or rounded, stretch onto the truth's clock
+    return (end - cpu) * scale, end * scale
+
+
+def lost_cpu(seqs: np.ndarray, cpu_ns: np.ndarray, around: int = 8) -> np.ndarray:
+    """Per window of one thread (its ``seq`` numbers, in order), the CPU estimated for the intervals
+    missing just before it: those the agent dropped (its buffer full, "dropped N" in the status
+    line), each taken as the mean of the ``around`` windows on either side. Without it one dropped
+    interval shifts every later window of an exact log against the truth by its CPU time."""
+    missing = np.diff(np.asarray(seqs, dtype=np.int64), prepend=-1) - 1
+    local = np.array([cpu_ns[max(0, i - around):i + around].mean() for i in range(len(cpu_ns))])
+    return np.maximum(missing, 0) * local
 
 
 def score_stream(cpu_ns: np.ndarray, phases: np.ndarray, predictions: np.ndarray, truth: List[tuple],
-                 live: Optional[np.ndarray] = None) -> dict:
+                 live: Optional[np.ndarray] = None, lost: Optional[np.ndarray] = None) -> dict:
     """``cpu_ns``, ``phases`` (as the log settles them), ``predictions``: per window of one thread,
     in order; ``live``: the phases as shown live, which the predictions are scored against
-    (default: ``phases``)."""
+    (default: ``phases``); ``lost``: as in :func:`window_span`."""
     from sklearn.metrics import adjusted_rand_score, v_measure_score
-    end = window_ends(cpu_ns, truth)
-    start = end - np.diff(end, prepend=0.0)
+    start, end = window_span(cpu_ns, truth, lost)
     mid = (start + end) / 2
     starts = np.array([s for _, s, _ in truth], dtype=np.float64)
     seg = np.searchsorted(starts, mid, side="right") - 1
@@ -61,7 +74,7 @@ def score_stream(cpu_ns: np.ndarray, phases: np.ndarray, predictions: np.ndarray
            "ari": float(adjusted_rand_score(labels, ph)), "v_measure": float(v_measure_score(labels, ph))}
     # changes: true boundaries (activity differs) vs live changes at window boundaries
     bounds = np.array([truth[i][1] for i in range(1, len(truth)) if truth[i][0] != truth[i - 1][0]], np.float64)
-    window = float(np.median(np.diff(end, prepend=0.0))) if len(cpu_ns) else 0.0
+    window = float(np.median(end - start)) if len(cpu_ns) else 0.0
     near = lambda t: np.any((t >= bounds - window) & (t <= bounds + LATENCY_NS)) if len(bounds) else False
 
     def changes(stream):
