@@ -57,6 +57,7 @@ struct ps_rusage
 
 extern int clock_gettime (int clk, struct ps_timespec * ts);
 extern int getrusage (int who, struct ps_rusage * usage);
+extern int gettid (void);
 extern int mprotect (gpointer addr, gsize len, int prot);
 extern int munmap (gpointer addr, gsize len);
 extern gpointer mmap (gpointer addr, gsize len, int prot, int flags, int fd, gint64 offset);

@@ -8,17 +8,26 @@ ps_now_ns (void)
   return (guint64) ts.tv_sec * 1000000000ULL + (guint64) ts.tv_nsec;
 }
 
+/* Thread `t`'s CPU time and, on `t` itself, its faults and context switches. Another thread may
+ * close `t`'s last interval (the process's exit, an exec): its CPU comes from `t`'s own CPU clock
+ * (the kernel's clock id of a thread, readable from any thread of the process), and the four counts
+ * stay where the interval started (a delta of 0), never the closer's: its getrusage gave another
+ * thread's counts and, less `t`'s start, a negative CPU time (wrapped to ~1.8e19 ns). */
 static void
-ps_os_sample (guint64 * out)
+ps_os_sample (PsThread * t, guint64 * out)
 {
   struct ps_rusage ru;
-  if (getrusage (1 /* RUSAGE_THREAD */, &ru) != 0)
+  struct ps_timespec ts;
+  int clock = (~(int) t->tid << 3) | 6; /* MAKE_THREAD_CPUCLOCK (tid, CPUCLOCK_SCHED) */
+  guint i;
+  out[0] = clock_gettime (clock, &ts) == 0 ? (guint64) ts.tv_sec * 1000000000ULL + (guint64) ts.tv_nsec
+      : t->os_start[0]; /* a thread already gone: its CPU delta is 0 */
+  if ((guint64) gettid () != t->tid || getrusage (1 /* RUSAGE_THREAD */, &ru) != 0)
   {
-    out[0] = out[1] = out[2] = out[3] = out[4] = 0;
+    for (i = 1; i != PS_REC_OS_FIELDS; i++)
+      out[i] = t->os_start[i];
     return;
   }
-  out[0] = (guint64) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ULL +
-      (guint64) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ULL;
   out[1] = ru.ru_minflt;
   out[2] = ru.ru_majflt;
   out[3] = ru.ru_nvcsw;
@@ -156,7 +165,7 @@ ps_slow (PsThread * t)
   {
     t->fresh = 0;
     t->start_ns = ps_now_ns ();
-    ps_os_sample (t->os_start);
+    ps_os_sample (t, t->os_start);
     ps_fill_budgets (t, (gint64) ps.interval + left);
     if (t->win_size != 0)
       ps_win_open (t);
@@ -199,7 +208,7 @@ ps_cut (PsThread * t, guint32 flags, gboolean empty_too)
   gboolean fits;
 
   end_ns = ps_now_ns ();
-  ps_os_sample (os_now);
+  ps_os_sample (t, os_now);
   for (i = 0; i != t->n_aliases; i++)
   {
     guint32 a = t->aliases[i];

@@ -86,6 +86,7 @@ function setup(opts) {
     ps: globals,
     clock_gettime: Module.getGlobalExportByName('clock_gettime'),
     getrusage: Module.getGlobalExportByName('getrusage'),
+    gettid: Module.getGlobalExportByName('gettid'),
     mprotect: Module.getGlobalExportByName('mprotect'),
     munmap: Module.getGlobalExportByName('munmap'),
     mmap: Module.getGlobalExportByName('mmap'),

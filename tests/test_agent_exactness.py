@@ -75,3 +75,13 @@ def test_self_loops_count_exactly_whatever_their_trip_count(build, tmp_path):
     theirs = callgrind_functions(argv, tmp_path)
     for name in ("spin", "spin_lea", "spin_cmp"):
         assert ours[name] == theirs[name], name
+
+
+def test_a_thread_closed_by_another_at_exit_keeps_its_own_cpu_and_counts(build):
+    # workers3 fork: the main thread exits while two workers run, so it closes their last intervals;
+    # those once carried the exiting thread's getrusage less the worker's start (a wrapped ~1.8e19 ns)
+    trace = trace_spawn([build("workers3.c"), "fork", "3"], interval=1_000_000)
+    assert trace.ended.how == "exited" and trace.ended.code == 0, trace.ended
+    for i in trace.intervals:
+        assert all(v < 1 << 40 for v in i.os.values()), (i.thread, i.seq, i.partial, i.os)
+    assert len({i.thread for i in trace.intervals}) >= 3

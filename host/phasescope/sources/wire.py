@@ -32,7 +32,7 @@ RECORD = (
     ("instructions", "<u8"),  # sum of the pairs' counts
     ("start_ns", "<u8"),      # CLOCK_REALTIME at the interval's start
     ("end_ns", "<u8"),
-) + tuple((name, "<u8") for name in OS_FIELDS) + (  # getrusage(RUSAGE_THREAD) deltas, contiguous
+) + tuple((name, "<u8") for name in OS_FIELDS) + (  # deltas: the thread's CPU clock, getrusage(RUSAGE_THREAD); contiguous
     ("npairs", "<u8"),
 )
 PAIR_FIELDS = (("pc", "<u8"), ("count", "<u8"))
