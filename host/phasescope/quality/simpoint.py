@@ -20,7 +20,6 @@ scikit-learn is an optional extra (``pip install 'phasescope[quality]'``); witho
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
@@ -105,8 +104,6 @@ def choose_k(scores: Sequence[float], fraction: float = BIC_FRACTION) -> int:
 
 
 def _kmeans_class():
-    # joblib (under scikit-learn) otherwise runs lscpu in a subprocess to count physical cores
-    os.environ.setdefault("LOKY_MAX_CPU_COUNT", str(os.cpu_count() or 1))
     try:
         from sklearn.cluster import KMeans
     except ImportError:
