@@ -87,6 +87,9 @@ from phasescope.sources.sampled_session import SampledSession
 pid = int(sys.argv[1])
 d = resolve_device()
 s = SampledSession(d, resolve_target(d, pid=pid), bursts=True).start()
+end = time.monotonic() + 30  # the agent may report a running thread a moment after start() returns
+while not [t for t in s.threads if t != pid] and time.monotonic() < end:
+    time.sleep(0.05)
 worker = next(t for t in s.threads if t != pid)
 assert s.burst(worker)
 time.sleep(0.5)
