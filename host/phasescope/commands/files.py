@@ -1,5 +1,6 @@
 """One rule for the files a command is given: an output that is also an input (the file standard
-input reads included), or two outputs that are the same file, are refused (one line, exit 2) before anything is opened for writing.
+input reads included), or two outputs that are the same file, are refused (one line, exit 2)
+before anything is opened for writing.
 
 "The same file" is the same inode (a hard link or another spelling of a path that exists) or the
 same resolved path (one that does not exist yet). Each command names its inputs and outputs as
@@ -28,8 +29,7 @@ def _path(args, dest: str) -> Optional[str]:
 def same_file(a: str, b: str) -> bool:
     """Whether two paths name one file (see the module docstring)."""
     try:
-        sa, sb = os.stat(a), os.stat(b)
-        return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+        return _inode(os.stat(a)) == _inode(os.stat(b))
     except OSError:
         return os.path.realpath(a) == os.path.realpath(b)
 
@@ -41,7 +41,11 @@ def is_stdin(path: str) -> bool:
         st, sin = os.stat(path), os.fstat(0)
     except OSError:
         return False
-    return stat.S_ISREG(sin.st_mode) and (st.st_dev, st.st_ino) == (sin.st_dev, sin.st_ino)
+    return stat.S_ISREG(sin.st_mode) and _inode(st) == _inode(sin)
+
+
+def _inode(st: os.stat_result) -> Tuple[int, int]:
+    return st.st_dev, st.st_ino
 
 
 def check_files(args, inputs: Dict[str, str], outputs: Dict[str, str],
