@@ -1,6 +1,7 @@
 """Exact mode on runtimes that fault on purpose or toggle EFLAGS.AC, as the JVM does, and on node
 (issue 32). Real processes: a cc-built program making HotSpot's planned faults, node, java."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -135,15 +136,19 @@ def test_code_hotspot_rewrites_in_place_is_not_run_stale(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
-def test_java_version_runs_to_its_end_and_exact_mode_names_what_it_misses():
+def test_java_version_runs_to_its_end_and_exact_mode_names_what_it_misses(tmp_path):
     # The JVM used to die at start (EFLAGS.AC, planned faults, threads followed from their first
     # instruction). It runs now; exact mode still says in one line what it cannot count, naming
-    # sampled mode, before the JVM's threads start.
+    # sampled mode, before the JVM's threads start, and the summary and the report say it again.
     java = shutil.which("java")
     native = _native([java, "-version"])
-    done = run_cli("--no-dashboard", "-f", java, "--", "-version", timeout=180)
+    summary = tmp_path / "s.json"
+    done = run_cli("--no-dashboard", "--summary", str(summary), "-f", java, "--", "-version", timeout=180)
     assert "exited with code 0" in done.stderr, done.stderr[-2000:]
     assert native.stderr.decode() in done.stderr
     lines = [line for line in done.stderr.splitlines() if "exact mode cannot follow the JVM" in line]
     assert len(lines) == 1 and "--mode sampled" in lines[0] and "--bursts" in lines[0], done.stderr[-2000:]
     assert done.stderr.index(lines[0]) < done.stderr.index("openjdk version")
+    not_followed = json.loads(summary.read_text())["session"]["not_followed"]
+    assert len(not_followed) == 1 and not_followed[0].startswith("the JVM (libjvm.so) exactly"), not_followed
+    assert f"not followed exactly: {not_followed[0]}" in done.stdout + done.stderr
