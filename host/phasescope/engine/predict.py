@@ -18,8 +18,10 @@ own (``hybrid``, ``gated``, ``measured``, ``order_length``, ``cycle``).
   (:class:`phasescope.engine.predictors.OrderLength`).
 - ``cycle`` (the default): on the page tracker's streams (sampled mode), the next phase of a
   recurring order, claimed within the lengths seen once such claims have held
-  (:class:`phasescope.engine.predictors.Periodic`); else, and in exact mode, ``measured``'s (on
-  exact-mode logs the claims lost to last-phase on bc and gzip: docs/quality.md).
+  (:class:`phasescope.engine.predictors.Periodic`), else ``measured``'s. In exact mode (on
+  exact-mode logs the claims lost to last-phase on bc and gzip: docs/quality.md), ``measured``'s
+  change once the changes proposed in the same phase have beaten "no change" there
+  (:class:`phasescope.engine.predictors.ChangeGate`), else "no change".
 
 Every predictor runs and is scored on every interval; one is shown (``PredictorConfig.shown``,
 ``--shown-prediction``; ``rle_markov`` is the paper's, bit for bit), with a confidence (0..1) and
@@ -31,8 +33,8 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from phasescope.engine.config import PREDICTORS, PRIMARY, PredictorConfig  # noqa: F401
-from phasescope.engine.predictors import (STREAM_PREDICTORS, Confidence, Gated, Hybrid, Measured, OrderLength,
-                                          Periodic, context_of)
+from phasescope.engine.predictors import (STREAM_PREDICTORS, ChangeGate, Confidence, Gated, Hybrid, Measured,
+                                          OrderLength, Periodic, context_of)
 
 HYBRID_MEMBERS = ("gpht", "rle_markov_q", "duration", "rle_markov", "last_phase")  # ties: the first
 GATED_MEMBER = "rle_markov"  # whose change predictions ``gated`` passes on once confirmed
@@ -67,6 +69,7 @@ class ThreadPredictors:
         self.measured = Measured()
         self.order_length = OrderLength(config.rle_entries)
         self.periodic = Periodic()
+        self.gate = ChangeGate()  # exact mode's ``cycle``: measured's changes once earned in their phase
         self._contexts: Dict[str, tuple] = {}
         self._leaving: Optional[tuple] = None  # (phase, the phase expected after it) of the current run
         self.prediction: Optional[int] = None
@@ -98,9 +101,12 @@ class ThreadPredictors:
         out["measured"], measured_confidence = self.measured.observe(phase, duration.run, held, candidate)
         out["order_length"], order_length_confidence = self.order_length.observe(phase, held)
         claim = self.periodic.observe(phase, held) if self.leaving else None  # runs of sampled windows
-        out["cycle"], cycle_confidence = (out["measured"], measured_confidence) \
-            if claim is None \
-            else (claim, self.periodic.accuracy)
+        if claim is not None:
+            out["cycle"], cycle_confidence = claim, self.periodic.accuracy
+        elif self.leaving or self.gate.observe(phase, out["measured"]):
+            out["cycle"], cycle_confidence = out["measured"], measured_confidence
+        else:  # exact mode: a change this phase's proposals have not earned yet
+            out["cycle"], cycle_confidence = phase, self.measured.stay_accuracy
         self.prediction = out[self.shown]
         own = {"hybrid": hybrid_confidence, "gated": gated_confidence, "measured": measured_confidence,
                "order_length": order_length_confidence, "cycle": cycle_confidence}
