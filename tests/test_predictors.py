@@ -383,13 +383,13 @@ def test_exact_mode_abstains_on_a_random_order(seed, phases, lo, hi, runs):
 
 def test_change_gate_shows_a_phase_s_changes_once_they_have_beaten_no_change():
     g = ChangeGate()
-    assert g.observe(0, 0)  # no change proposed: nothing to hold back
-    assert not g.observe(0, 1)  # phase 0's first proposal: not earned (START 1 < SHOW 2)
-    assert g.observe(1, 1)  # ... and it came true: phase 0's counter 2
-    assert not g.observe(2, 3)  # another phase's record is its own
-    assert g.observe(2, 2)  # 2 went on: its counter 0
-    assert g.observe(0, 1)  # phase 0: earned
-    assert not g.observe(0, 1)  # 0 went on (counter 1): proposed again, not shown
-    assert not g.observe(0, 1)  # went on again (0)
-    assert not g.observe(5, 6)  # 5 came, neither 0 nor 1: the counter stays (0); 5's first proposal
-    assert g.table.get(0) == 0 and g.table.get(2) == 0
+    shown = ChangeGate.SHOW
+    assert g.observe(0, 1) < shown  # phase 0's first proposal: not earned (START 1 < SHOW 2)
+    assert g.observe(1, 1) == ChangeGate.START  # ... and it came true: phase 0's counter 2
+    assert g.observe(2, 3) < shown  # another phase's record is its own
+    assert g.observe(2, 2) == 0  # 2 went on: its counter 0
+    assert g.observe(0, 1) >= shown  # phase 0: earned
+    assert g.observe(0, 1) < shown  # 0 went on (counter 1): proposed again, not shown
+    assert g.observe(0, 1) == 0  # went on again
+    assert g.observe(5, 6) < shown  # 5 came, neither 0 nor 1: 0's counter stays; 5's first proposal
+    assert (g.earned(0), g.earned(2), g.earned(5)) == (0, 0, ChangeGate.START)

@@ -100,6 +100,8 @@ def program_tables(folder: str, configs: list, names: list) -> None:
                 for n in names:
                     rows[name, c, n] = figures(labels, threads, n)
     for split in ("tune", "held-out"):
+        if not any(programs.PROGRAMS[name][1] == split for name, _, _ in rows):
+            continue
         print(f"\n**{split}**\n\n| program | setting | shown | mispredictions: shown / last-phase | fewer "
               "| predicted changes | precision | recall |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
         fewer = {}
