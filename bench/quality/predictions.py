@@ -87,8 +87,8 @@ def intervals_of(log: str) -> list:
 
 
 def program_tables(folder: str, configs: list, names: list) -> None:
-    """One table per half of the split, and per (setting, prediction) the programs with at least
-    30% fewer mispredictions than last-phase and the worst program."""
+    """One table per half of the split, then per (setting, prediction) how many programs make at
+    least 30% fewer mispredictions than last-phase, and the worst and mean share fewer."""
     rows = {}
     for name in programs.PROGRAMS:
         log = os.path.join(folder, name + ".jsonl")
