@@ -7,6 +7,8 @@ import pytest
 from phasescope.engine import EngineConfig, PhaseEngine
 from phasescope.engine.interval import Interval
 from phasescope.engine.page_tracker import PageTracker
+from phasescope.engine.phase_table import settled
+from phasescope.engine.stats import Stats
 from phasescope.engine.tracker import Tracker, preset
 from phasescope.quality.metrics import adjusted_rand_index
 
@@ -219,9 +221,16 @@ def test_a_held_window_is_relabelled_with_the_phase_it_was_more_of():
     acts = [activity(30, k, base=100 * k) for k in range(2)]
     mixes = [acts[0], acts[1], [(acts[0], 0.3), (acts[1], 0.7)], [(acts[0], 0.7), (acts[1], 0.3)]]
     engine = PhaseEngine(EngineConfig(tracker=preset("sampled")))
-    results = engine.feed_many(windows(mixes, [1] * 10 + [0] * 10 + [2] + [1] * 5 + [0] * 10 + [3] + [0] * 3))
+    ivs = windows(mixes, [1] * 10 + [0] * 10 + [2] + [1] * 5 + [0] * 10 + [3] + [0] * 3)
+    results = engine.feed_many(ivs)
     a, b = results[10].phase, results[0].phase
     held = results[20]
     assert held.phase == a  # live: kept in A until sure
     assert results[21].phase == b and results[21].relabel == b  # the log moves it to B
     assert results[36].phase == a and results[37].relabel is None  # the 30% B window stays A
+    want = Stats()  # the summary counts the held windows where the log settles them
+    for seq, (iv, p) in enumerate(zip(ivs, settled(results))):
+        want.add(iv, p, seq)
+    got, settled_stats = ({p["phase"]: (p["intervals"], p["runs"], p["run_length"], p["last_seen"]) for p in phases}
+                          for phases in (engine.summary()["phases"], want.to_dict()["phases"]))
+    assert got == settled_stats

@@ -32,7 +32,9 @@ PREDICTORS = ("rle_markov", "last_phase", "markov1", "markov2", "rle_markov_q", 
 #: claims have held, else ``measured``'s, which shows a change only where it has been right more
 #: often than "no change" (issue 27). The hybrid before them (74.6% overall against last-phase's
 #: 73.0% on bench/quality/run.py) lost 3-9 points to last-phase on sampled workloads; ``measured``
-#: alone foretold 18-50% of the truth cycles' changes, ``cycle`` 59-77% (docs/quality.md).
+#: alone foretold 18-50% of the truth cycles' changes, ``cycle`` 59-77% (docs/quality.md). In exact
+#: mode the changes of ``measured`` or ``hybrid`` are shown once earned in their phase (issue 28:
+#: ``measured`` alone made more mispredictions than last-phase on xz and zstd).
 PRIMARY = "cycle"
 
 MODES = ("fixed", "variable", "qphase")

@@ -146,7 +146,9 @@ class PhaseEngine:
             predicted = self.scoreboard.score(iv.thread, m.phase)
             if m.merged is not None:
                 self.stats.merged(*m.merged)
-            previous = self.stats.add(iv, m.phase, self._seq)
+            previous = self.stats.add(iv, m.phase, self._seq, pending=m.transition or m.held)
+            if m.relabel is not None:
+                self.stats.relabel(m.relabel, m.relabel_seqs)
             predictions = predictors.observe(m.phase, m.held)
             self.scoreboard.expect(iv.thread, m.phase, predictions)
             self.stats.threads[iv.thread].predictions = predictions

@@ -18,8 +18,11 @@ own (``hybrid``, ``gated``, ``measured``, ``order_length``, ``cycle``).
   (:class:`phasescope.engine.predictors.OrderLength`).
 - ``cycle`` (the default): on the page tracker's streams (sampled mode), the next phase of a
   recurring order, claimed within the lengths seen once such claims have held
-  (:class:`phasescope.engine.predictors.Periodic`); else, and in exact mode, ``measured``'s (on
-  exact-mode logs the claims lost to last-phase on bc and gzip: docs/quality.md).
+  (:class:`phasescope.engine.predictors.Periodic`), else ``measured``'s. In exact mode (on
+  exact-mode logs the claims lost to last-phase on bc and gzip: docs/quality.md), the change of
+  ``measured`` or ``hybrid`` once the changes that one proposed in the same phase have beaten "no
+  change" there (:class:`phasescope.engine.predictors.ChangeGate`; the one that has earned more,
+  ``measured`` on a tie), else "no change".
 
 Every predictor runs and is scored on every interval; one is shown (``PredictorConfig.shown``,
 ``--shown-prediction``; ``rle_markov`` is the paper's, bit for bit), with a confidence (0..1) and
@@ -31,8 +34,8 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from phasescope.engine.config import PREDICTORS, PRIMARY, PredictorConfig  # noqa: F401
-from phasescope.engine.predictors import (STREAM_PREDICTORS, Confidence, Gated, Hybrid, Measured, OrderLength,
-                                          Periodic, context_of)
+from phasescope.engine.predictors import (STREAM_PREDICTORS, ChangeGate, Confidence, Gated, Hybrid, Measured,
+                                          OrderLength, Periodic, context_of)
 
 HYBRID_MEMBERS = ("gpht", "rle_markov_q", "duration", "rle_markov", "last_phase")  # ties: the first
 GATED_MEMBER = "rle_markov"  # whose change predictions ``gated`` passes on once confirmed
@@ -67,6 +70,7 @@ class ThreadPredictors:
         self.measured = Measured()
         self.order_length = OrderLength(config.rle_entries)
         self.periodic = Periodic()
+        self.gates = {"measured": ChangeGate(), "hybrid": ChangeGate()}  # exact mode's ``cycle``: earned changes
         self._contexts: Dict[str, tuple] = {}
         self._leaving: Optional[tuple] = None  # (phase, the phase expected after it) of the current run
         self.prediction: Optional[int] = None
@@ -98,9 +102,17 @@ class ThreadPredictors:
         out["measured"], measured_confidence = self.measured.observe(phase, duration.run, held, candidate)
         out["order_length"], order_length_confidence = self.order_length.observe(phase, held)
         claim = self.periodic.observe(phase, held) if self.leaving else None  # runs of sampled windows
-        out["cycle"], cycle_confidence = (out["measured"], measured_confidence) \
-            if claim is None \
-            else (claim, self.periodic.accuracy)
+        if claim is not None:
+            out["cycle"], cycle_confidence = claim, self.periodic.accuracy
+        elif self.leaving:
+            out["cycle"], cycle_confidence = out["measured"], measured_confidence
+        else:  # exact mode: the change whose proposer has earned most in this phase, if any has
+            out["cycle"], cycle_confidence = phase, self.measured.stay_accuracy
+            best = ChangeGate.SHOW - 1
+            for name, confidence in (("measured", measured_confidence), ("hybrid", hybrid_confidence)):
+                earned = self.gates[name].observe(phase, out[name])
+                if out[name] != phase and earned > best:
+                    best, out["cycle"], cycle_confidence = earned, out[name], confidence
         self.prediction = out[self.shown]
         own = {"hybrid": hybrid_confidence, "gated": gated_confidence, "measured": measured_confidence,
                "order_length": order_length_confidence, "cycle": cycle_confidence}

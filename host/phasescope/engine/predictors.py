@@ -29,6 +29,8 @@ least-recently-used entry (:class:`LruTable`). A table miss predicts the last ph
   same context has been right before, and not wrong since); otherwise the last phase. A program
   whose changes do not recur is then predicted as well as last-phase predicts it, and one whose
   changes do recur keeps the member's gains after one confirmation per context.
+- :class:`ChangeGate` (exact mode's ``cycle``): a proposer's change is shown in a phase once the
+  changes it proposed in that phase have beaten "no change" there (a counter per phase).
 """
 
 from __future__ import annotations
@@ -264,6 +266,7 @@ class Measured:
         self.table = LruTable(entries)
         self._open: Tuple[Hashable, ...] = ()  # contexts awaiting the next phase
         self._last: Optional[int] = None
+        self.stay_accuracy = self.UNSEEN  # "no change"'s measured accuracy at the latest context
 
     def observe(self, phase: int, run: int, held: bool, candidate: Optional[int]) -> Tuple[int, float]:
         """Score the previous interval's contexts against ``phase``, then the prediction after this
@@ -285,11 +288,48 @@ class Measured:
         if e is None or e[0] < self.FINE:
             e = self.table.get(coarse)
         if e is None:
+            self.stay_accuracy = self.UNSEEN
             return phase, self.UNSEEN
         n, stays, hits = e
+        self.stay_accuracy = stays / n
         if candidate is not None and (hits > stays or hits == stays >= self.TIE):
             return candidate, hits / n
         return phase, stays / n
+
+
+class ChangeGate:
+    """Exact mode's gate on one proposer's changes (issue 28): a change is shown in a phase only
+    once the changes that proposer proposed in that phase have beaten "no change" there.
+
+    Per phase (of one thread) a saturating counter 0..``MAX`` is scored by every change proposed
+    after an interval in it, shown or not: +1 when the next interval came in the phase proposed,
+    -1 when the run went on (last-phase was right), unchanged when both were wrong. It starts at
+    ``START``, one below ``SHOW``: a phase's first proposal is never shown, and a proposal may be
+    shown while the counter is at least ``SHOW``. ``measured`` compares its candidate with "no
+    change" per (phase, run length, candidate), whose counts are thin and go stale as the
+    tracker's representatives move; on exact-mode logs its changes lost to last-phase on xz and
+    zstd (2-4% more mispredictions), which the phase's own recent record stops (docs/quality.md).
+    """
+
+    MAX, START, SHOW = 7, 1, 2
+
+    def __init__(self, entries: int = 4096):
+        self.table = LruTable(entries)
+        self._proposed: Optional[Tuple[int, int]] = None  # (phase, change proposed) awaiting the next phase
+
+    def observe(self, phase: int, proposal: int) -> int:
+        """Score the previous proposal against ``phase``; the counter of ``phase`` after it
+        (``proposal``: the change proposed after this interval, or ``phase`` itself: none)."""
+        if self._proposed is not None:
+            at, to = self._proposed
+            v = self.earned(at)
+            self.table.put(at, min(self.MAX, v + 1) if phase == to else max(0, v - 1) if phase == at else v)
+        self._proposed = None if proposal == phase else (phase, proposal)
+        return self.earned(phase)
+
+    def earned(self, phase: int) -> int:
+        v = self.table.get(phase)
+        return self.START if v is None else v
 
 
 class OrderLength:

@@ -6,6 +6,13 @@ mean and coefficient of variation (population standard deviation / mean) per int
 time, ns per instruction and the OS metrics, and its top code. The whole run gets the same
 metrics, so a user can check that phases are more homogeneous than the program (lower CV).
 
+The statistics are the settled labels' (:func:`phasescope.engine.phase_table.settled`, as the log
+settles them): an interval the tracker may relabel later (it matched no stable phase and carries
+its nearest phase for now, or the page tracker held it) is kept in a bounded ledger, and a
+relabel moves it to its phase for good (:meth:`Stats.relabel`), runs and transitions recounted from
+each thread's label sequence (8 bytes per interval). Its locality windows stay with the phase it
+was first classified in.
+
 Per-interval metrics skip partial intervals (cut short, so not comparable) and intervals whose
 clock or OS counters are unknown. Top code is estimated from a sample of each phase's intervals
 (its first 16, then every 16th): the top 8 blocks of each sampled interval, merged into a table
@@ -16,6 +23,8 @@ from __future__ import annotations
 
 import copy
 import math
+from array import array
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -29,6 +38,7 @@ TOP_PER_INTERVAL = 8
 TOP_KEEP = 64
 SAMPLE_FIRST = 16
 SAMPLE_EVERY = 16
+LEDGER = 4096  # unsettled intervals kept for a relabel (the tracker's candidates hold far fewer)
 
 
 class Running:
@@ -47,6 +57,15 @@ class Running:
         self.mean += d / self.n
         self._m2 += d * (x - self.mean)
 
+    def remove(self, x: float) -> None:
+        """Undo ``add(x)`` of a value added before."""
+        if self.n <= 1:
+            self.n, self.mean, self._m2 = 0, 0.0, 0.0
+            return
+        mean = (self.n * self.mean - x) / (self.n - 1)
+        self._m2 -= (x - mean) * (x - self.mean)
+        self.n, self.mean = self.n - 1, mean
+
     @property
     def cv(self) -> Optional[float]:
         """Coefficient of variation, None without data or with a zero mean."""
@@ -64,19 +83,30 @@ class Metrics:
     def __init__(self):
         self.values = {m: Running() for m in METRICS}
 
-    def add(self, iv: Interval) -> None:
+    @staticmethod
+    def of(iv: Interval) -> Dict[str, float]:
+        """The interval's value of each metric it has."""
+        out: Dict[str, float] = {}
         if iv.partial:
-            return
+            return out
         wall = iv.wall_ns
         if wall > 0 and iv.weight > 0:
-            self.values["wall_ns"].add(wall)
+            out["wall_ns"] = wall
             if iv.instructions:  # unknown in sampled mode
-                self.values["ns_per_instruction"].add(wall / iv.instructions)
-        if iv.os:
-            for f in OS_FIELDS:
-                v = iv.os.get(f)
-                if v is not None:
-                    self.values[f].add(v)
+                out["ns_per_instruction"] = wall / iv.instructions
+        for f in OS_FIELDS if iv.os else ():
+            v = iv.os.get(f)
+            if v is not None:
+                out[f] = v
+        return out
+
+    def add(self, values: Dict[str, float]) -> None:
+        for m, v in values.items():
+            self.values[m].add(v)
+
+    def remove(self, values: Dict[str, float]) -> None:
+        for m, v in values.items():
+            self.values[m].remove(v)
 
     def to_dict(self) -> dict:
         return {m: r.to_dict() for m, r in self.values.items()}
@@ -121,13 +151,19 @@ class PhaseStats:
     def mean_run(self) -> float:
         return self.intervals / self.runs if self.runs else 0.0
 
-    def sample_top(self, iv: Interval) -> None:
+    def sample_top(self, iv: Interval) -> list:
+        """Add the interval's top blocks to the sample; returns them, (key, instructions, pc) each."""
         counts = iv.counts
         k = min(TOP_PER_INTERVAL, len(counts))
         idx = np.argpartition(counts, len(counts) - k)[len(counts) - k:] if k < len(counts) else np.arange(k)
         keys, cnts = iv.keys[idx].tolist(), counts[idx].tolist()
         pcs = iv.pcs[idx].tolist() if iv.pcs is not None else [-1] * k
-        for key, c, pc in zip(keys, cnts, pcs):
+        top = list(zip(keys, cnts, pcs))
+        self.add_top(top)
+        return top
+
+    def add_top(self, top: list) -> None:
+        for key, c, pc in top:
             entry = self.top.get(key)
             if entry is None:
                 self.top[key] = [c, pc]
@@ -136,6 +172,15 @@ class PhaseStats:
         if len(self.top) > TOP_KEEP:
             keep = sorted(self.top.items(), key=lambda kv: -kv[1][0])[: TOP_KEEP // 2]
             self.top = dict(keep)
+
+    def remove_top(self, top: list) -> None:
+        """Take an interval's sampled blocks out again (those the bounded table still holds)."""
+        for key, c, _ in top:
+            entry = self.top.get(key)
+            if entry is not None:
+                entry[0] -= c
+                if entry[0] <= 0:
+                    del self.top[key]
 
     def top_code(self, n: int = 8) -> List[dict]:
         """The ``n`` blocks with most sampled instructions: key, raw pc (None unknown), share of sample."""
@@ -198,35 +243,46 @@ class Stats:
         self.locality: Optional[PhaseLocality] = None
         self.locality_skipped = 0
         self.locality_straddled = 0  # windows left out: they span a phase change
+        self._labels: Dict[int, array] = {}  # thread -> its intervals' phases (settled so far), in order
+        #: seq -> what a relabel moves: thread, position in it, weight, metrics, start/end ns, top
+        #: code sampled, its phase's last seen before it; the latest LEDGER pending intervals
+        self._ledger: "OrderedDict[int, tuple]" = OrderedDict()
 
-    def add(self, iv: Interval, phase: int, seq: int) -> Optional[int]:
-        """Account one classified interval; returns the thread's previous phase (None if first)."""
+    def add(self, iv: Interval, phase: int, seq: int, pending: bool = False) -> Optional[int]:
+        """Account one classified interval; returns the thread's previous phase (None if first).
+        ``pending``: the tracker may still relabel it (:meth:`relabel`)."""
         ps = self.phases.get(phase)
         if ps is None:
             ps = self.phases[phase] = PhaseStats(phase, seq, iv.start_ns)
         ts = self.threads.get(iv.thread)
         if ts is None:
             ts = self.threads[iv.thread] = ThreadState(iv.thread)
+            self._labels[iv.thread] = array("q")
         previous = ts.phase if ts.intervals else None
         if previous == phase:
             ts.run_length += 1
         else:
             if previous is not None:
-                self.phases[previous].transitions[phase] = self.phases[previous].transitions.get(phase, 0) + 1
-                self.phase_changes += 1
+                self._transition(previous, phase, 1)
             ts.phase, ts.run_length = phase, 1
             ps.runs += 1
             self.runs += 1
         ts.intervals += 1
         ts.weight += iv.weight
         ts.thread_seq = iv.seq
+        values = Metrics.of(iv)
+        top = ps.sample_top(iv) if ps.intervals < SAMPLE_FIRST or (ps.intervals + 1) % SAMPLE_EVERY == 0 else []
+        if pending:
+            self._ledger[seq] = (iv.thread, len(self._labels[iv.thread]), iv.weight, values, iv.start_ns, iv.end_ns,
+                                 top, ps.last_seq, ps.last_ns)
+            if len(self._ledger) > LEDGER:
+                self._ledger.popitem(last=False)
+        self._labels[iv.thread].append(phase)
         ps.intervals += 1
         ps.weight += iv.weight
         ps.max_run = max(ps.max_run, ts.run_length)
         ps.last_seq, ps.last_ns = seq, iv.end_ns
-        ps.metrics.add(iv)
-        if ps.intervals <= SAMPLE_FIRST or ps.intervals % SAMPLE_EVERY == 0:
-            ps.sample_top(iv)
+        ps.metrics.add(values)
         if iv.locality is not None:
             if self.locality is None:
                 self.locality = PhaseLocality()
@@ -239,8 +295,84 @@ class Stats:
             self.unit = iv.unit
         self.intervals += 1
         self.weight += iv.weight
-        self.metrics.add(iv)
+        self.metrics.add(values)
         return previous
+
+    def _transition(self, a: int, b: int, n: int) -> None:
+        """Count ``n`` (1 or -1) changes from phase ``a`` to ``b``."""
+        t = self.phases[a].transitions
+        t[b] = t.get(b, 0) + n
+        if not t[b]:
+            del t[b]
+        self.phase_changes += n
+
+    def relabel(self, phase: int, seqs) -> None:
+        """The intervals ``seqs`` (added ``pending``) belong to ``phase`` after all: move their
+        counts, metrics, top code, runs and transitions there, as if they had been added so."""
+        for seq in sorted(seqs, reverse=True):  # the latest first: each restores its phase's last seen
+            entry = self._ledger.pop(seq, None)
+            if entry is None:
+                continue
+            thread, pos, weight, values, start_ns, end_ns, top, last_seq, last_ns = entry
+            labels = self._labels[thread]
+            old = labels[pos]
+            if old == phase:
+                continue
+            gone, ps = self.phases[old], self.phases.get(phase)
+            if ps is None:
+                ps = self.phases[phase] = PhaseStats(phase, seq, start_ns)
+            longest = gone.max_run == self._run_at(labels, pos)
+            prev = labels[pos - 1] if pos else None
+            nxt = labels[pos + 1] if pos + 1 < len(labels) else None
+            for a, b, n in ((prev, old, -1), (prev, phase, 1), (old, nxt, -1), (phase, nxt, 1)):
+                if a is not None and b is not None and a != b:
+                    self._transition(a, b, n)
+            gone.runs -= prev != old
+            ps.runs += prev != phase
+            if nxt is not None:
+                self.phases[nxt].runs += (nxt != phase) - (nxt != old)
+            self.runs += (prev != phase) - (prev != old) + (0 if nxt is None else (nxt != phase) - (nxt != old))
+            labels[pos] = phase
+            gone.intervals -= 1
+            gone.weight -= weight
+            gone.metrics.remove(values)
+            gone.remove_top(top)
+            ps.intervals += 1
+            ps.weight += weight
+            ps.metrics.add(values)
+            ps.add_top(top)
+            ps.max_run = max(ps.max_run, self._run_at(labels, pos))
+            if seq < ps.first_seq:
+                ps.first_seq, ps.first_ns = seq, start_ns
+            if seq > ps.last_seq:
+                ps.last_seq, ps.last_ns = seq, end_ns
+            if gone.last_seq == seq:
+                gone.last_seq, gone.last_ns = last_seq, last_ns
+            if not gone.intervals:
+                del self.phases[old]
+            elif longest:
+                gone.max_run = max(self._runs_of(old), default=0)
+            ts = self.threads[thread]
+            ts.phase, ts.run_length = labels[-1], self._run_at(labels, len(labels) - 1)
+
+    @staticmethod
+    def _run_at(labels, pos: int) -> int:
+        """The length of the run of ``labels`` that holds position ``pos``."""
+        lo = hi = pos
+        while lo and labels[lo - 1] == labels[pos]:
+            lo -= 1
+        while hi + 1 < len(labels) and labels[hi + 1] == labels[pos]:
+            hi += 1
+        return hi - lo + 1
+
+    def _runs_of(self, phase: int) -> List[int]:
+        """The lengths of every run of ``phase``, in every thread."""
+        out = []
+        for labels in self._labels.values():
+            a = np.frombuffer(labels, dtype=np.int64)
+            edges = np.flatnonzero(np.diff(np.concatenate(([0], a == phase, [0])).astype(np.int8)))
+            out.extend((edges[1::2] - edges[::2]).tolist())
+        return out
 
     def merged(self, gone: int, kept: int) -> None:
         """Note that the tracker folded phase ``gone`` into ``kept`` (its history stays its own)."""

@@ -24,7 +24,8 @@ Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instr
   interval in its current phase and this one confirmed where it went; or (``transition``) those
   intervals formed a candidate, labelled with their nearest phase meanwhile, that this one
   confirmed as the new phase ``relabel``. A log reader that wants settled labels applies them
-  late (:func:`settled_phases`); the live view and the summary keep the labels given at the time.
+  late (:func:`settled_phases`); the summary's statistics are settled the same way
+  (:mod:`phasescope.engine.stats`), while the live view's changes keep the labels given at the time.
 - ``predictions`` (object): each predictor's prediction of this thread's next phase, by name
   (:data:`phasescope.engine.predict.PREDICTORS`).
 - ``prediction`` (int): the prediction shown (``--shown-prediction``'s);
