@@ -80,6 +80,7 @@ def test_a_jit_method_key_is_its_own_key_beside_modules_and_c_gets_its_bit():
     pairs = np.array([(method, 10), (0x7f00_0000_1000, 20), (method, 30)], wire.PAIR)
     (iv,) = wire.decode(header.tobytes() + pairs.tobytes(), modules)
     assert iv.keys[0] == iv.keys[2] == method and iv.keys[1] == fnv_key("libjvm.so", 0x1000)
+    assert modules.describe(method) == "java method 0x7f0012345678" and modules.describe(0x1000) == "huge+0x1000"
     config = TrackerConfig()
     once, _ = footprints(config, [np.array([method, iv.keys[1]], np.uint64)], [np.array([40, 20])])
     assert np.allclose(footprints(config, [iv.keys], [iv.counts])[0], once)

@@ -82,6 +82,7 @@ class LiveRun:
         #: children followed (sampled mode), each with its own engine, feeding the same sinks
         self.children = ProcessEngines(config, [self.flow.sinks.on_interval])
         self.agent_errors: List[str] = []
+        self.not_counted: List[str] = []  # what exact mode said it cannot follow (Unfollowable)
         self.started_wall = time.time()
         self.summary: Optional[dict] = None
         self.symbols: Optional[Symbolizer] = None
@@ -261,6 +262,7 @@ class LiveRun:
             self.agent_errors.append(event.message)
             self.view.note(f"phasescope: agent error: {event.message} (the trace may be incomplete)")
         elif isinstance(event, Unfollowable):
+            self.not_counted.append(event.reason)
             self.view.note(f"phasescope: exact mode cannot follow {event.reason}; {SAMPLED_INSTEAD}")
         elif isinstance(event, ChildEnded):
             self.children.end(event.pid)
@@ -294,6 +296,7 @@ class LiveRun:
             "dropped_instructions": self.session.dropped.instructions,
             "forked": self.forked,
             "agent_errors": self.agent_errors,
+            "not_followed": self.not_counted,
         }
         for p in s["phases"]:
             for block in p["top_code"] + (p["burst"]["top_code"] if p["burst"] else []):

@@ -22,7 +22,7 @@ import numpy as np
 
 from phasescope.errors import PhasescopeError
 from phasescope.engine.interval import OS_FIELDS, Interval
-from phasescope.sources.modules import ModuleMap
+from phasescope.sources.modules import METHOD_KEY, ModuleMap
 
 #: The interval record header: (field, little-endian numpy type), in order, no padding.
 RECORD = (
@@ -50,12 +50,10 @@ LOCALITY = (
     ("skipped", "<u8"),       # accesses not recorded: fs/gs-segment or unencodable operands
     ("opened", "<u8"),        # the thread's interval (seq) the window opened in
 )
-#: A pair's ``pc`` with this bit set is no address (user space is below 2**48) but the key of a
-#: branch in code HotSpot compiled, the same however often the method is compiled again (issue 32,
-#: agent/jit_keys.c): the bit and the ``Method*`` >> 3 of the innermost Java scope at the branch's
-#: next debug point. No module holds it, so :meth:`~phasescope.sources.modules.ModuleMap.keys`
-#: keeps it as its key.
-METHOD_KEY = 1 << 63
+# A pair's ``pc`` with METHOD_KEY set (imported from modules.py, where the kinds of key are
+# defined) is no address (user space is below 2**48) but a branch in code HotSpot compiled: the bit
+# and the ``Method*`` >> 3 of the innermost Java scope at the branch's next debug point. C gets it
+# as ``PS_PC_METHOD_KEY``.
 KIND_INTERVAL = 1
 KIND_LOCALITY = 2
 FLAG_PARTIAL = 1

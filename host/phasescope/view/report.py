@@ -60,6 +60,8 @@ def print_report(summary: dict, top: int, file: Optional[TextIO] = None) -> None
             else f"{w.get('cpu_ns', 0) / 1e9:.2f} s of sampled CPU time")
     console.print(f"{w['intervals']:,} intervals, {work}, {w['threads']} thread(s), "
                   f"{w['phases']} phases, phase changes in {_pct(w['change_rate'])} of intervals")
+    for reason in summary.get("session", {}).get("not_followed", ()):
+        console.print(f"exact mode could not follow {reason}", highlight=False, markup=False)
     columns = (("phase", "left"), ("share", "right"), ("intervals", "right"), ("runs", "right"),
                ("run mean/max", "right"), ("next", "left"), ("ms/interval", "right"), ("ns/insn", "right"))
 
