@@ -66,6 +66,11 @@ extern int getpid (void);
 typedef struct _PsThread PsThread;
 typedef struct _PsGlobal PsGlobal;
 
+/* A map of code addresses (agent/jit.c): mask + 1 pairs (address, 0: free; value), hashed by the
+ * address's 64-byte line, linear probing. */
+typedef struct { guint64 * table; guint64 mask; guint64 n; } PsJitMap;
+#define PS_JK_FIELDS 9  /* the HotSpot fields jit_keys.c reads */
+
 struct _PsThread
 {
   gint64 budget[PS_K];       /* offset 0: written by the hot path */
@@ -142,10 +147,10 @@ struct _PsGlobal
   guint8 * near_cur;
   guint8 * near_end;
   guint64 near_fill;
-  GumSpinlock jit_lock;      /* the index of a JIT's code (agent/jit.c) */
-  guint64 * jit_table;       /* jit_mask + 1 pairs: block start (0: free), end */
-  guint64 jit_mask;
-  guint64 jit_n;
+  GumSpinlock jit_lock;      /* a JIT's code (agent/jit.c, jit_keys.c): both maps */
+  gboolean jit_on;           /* ps_jit_init was called: the process runs HotSpot */
+  PsJitMap jit_index;        /* block start -> end */
+  PsJitMap jit_keys;         /* branch PC -> its key (jit_keys.c; 0: to be read again) */
   guint64 jit_longest;
   guint64 * jit_lo;          /* where the JIT's code range is read */
   guint64 * jit_hi;
@@ -153,12 +158,18 @@ struct _PsGlobal
   guint64 jit_stub;          /* bytes of an inline cache stub */
   guint64 ** jit_structs;    /* HotSpot's VMStructs, read once (ps_jit_size_at) */
   gint64 jit_size_at;        /* offset of CodeBlob::_size (-1: not read yet, -2: not found) */
+  gpointer jit_find;         /* CodeCache::find_blob_unsafe (void *): the CodeBlob holding an address */
+  gpointer jit_nmethod_vt;   /* an nmethod's vtable pointer (NULL: JIT code keyed by address) */
+  gint64 jit_at[PS_JK_FIELDS]; /* the offsets of the fields jit_keys.c reads, from VMStructs */
+  guint64 jit_layout;        /* jit_at: 0 not read yet, 1 read, 2 some field not found (keyed by address) */
 };
 
 extern PsGlobal ps;
 
 /* Defined in the parts after this one (in the order resources.PARTS gives). */
 static void ps_cut (PsThread * t, guint32 flags, gboolean empty_too);
+static guint64 ps_jit_key (guint64 pc);
+static void ps_jit_forget (guint64 lo, guint64 hi);
 static void ps_cold_init (PsThread * t);
 static void ps_thread_locality (PsThread * t, guint8 * region, guint64 mslots, guint64 window, guint64 every);
 static void ps_win_full (PsThread * t);

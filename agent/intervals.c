@@ -237,7 +237,7 @@ ps_cut (PsThread * t, guint32 flags, gboolean empty_too)
       fresh += c;
     if (fits && p + PS_PAIR_SIZE <= end)
     {
-      ps_put64 (p, t->pcs[i]);
+      ps_put64 (p, ps_jit_key (t->pcs[i]));
       ps_put64 (p + 8, c);
       p += PS_PAIR_SIZE;
     }

@@ -22,52 +22,77 @@ ps_jit_home (guint64 start, guint64 mask)
   return ((start >> PS_JIT_LINE) * 0x9e3779b97f4a7c15ULL) >> 20 & mask;
 }
 
-/* The slot of `start`, or the free one where it goes. */
+/* The slot of `start` in `m`, or the free one where it goes. */
 static guint64 *
-ps_jit_slot (guint64 * table, guint64 mask, guint64 start)
+ps_jit_slot (PsJitMap * m, guint64 start)
 {
-  guint64 i = ps_jit_home (start, mask);
-  for (; table[i * 2] != 0 && table[i * 2] != start; i = (i + 1) & mask)
+  guint64 i = ps_jit_home (start, m->mask);
+  for (; m->table[i * 2] != 0 && m->table[i * 2] != start; i = (i + 1) & m->mask)
     ;
-  return table + i * 2;
+  return m->table + i * 2;
+}
+
+static void
+ps_jit_map_init (PsJitMap * m, guint64 slots)
+{
+  m->table = g_malloc0 (slots * 2 * sizeof (guint64));
+  m->mask = slots - 1;
+  m->n = 0;
+}
+
+/* The slot of `start` in `m`, added (its value 0) if new; `m` doubled first when 3/4 full. Under
+ * the lock. */
+static guint64 *
+ps_jit_add (PsJitMap * m, guint64 start)
+{
+  guint64 * slot;
+  if (m->n * 4 >= m->mask * 3)
+  {
+    PsJitMap old = *m;
+    guint64 i;
+    ps_jit_map_init (m, (old.mask + 1) * 2);
+    for (i = 0; i <= old.mask; i++)
+    {
+      if (old.table[i * 2] == 0)
+        continue;
+      slot = ps_jit_slot (m, old.table[i * 2]);
+      slot[0] = old.table[i * 2];
+      slot[1] = old.table[i * 2 + 1];
+    }
+    m->n = old.n;
+    g_free (old.table);
+  }
+  slot = ps_jit_slot (m, start);
+  if (slot[0] == 0)
+  {
+    slot[0] = start;
+    m->n++;
+  }
+  return slot;
 }
 
 /* Indexes the JIT's code from now on: its bounds are read from `lo_at`, `hi_at` (0 until the JIT
  * reserved its space), `slots` a power of two to start with. `stub`: the size of an inline cache
  * stub; `structs`: where HotSpot's VMStructs table is described (gHotSpotVMStructs and its layout
- * words, PS_VMS_*), read once a whole nmethod's oops move. */
+ * words, PS_VMS_*), read once a whole nmethod's oops move. `find` (CodeCache::find_blob_unsafe)
+ * and `nmethod_vt` (an nmethod's vtable pointer): what keys compiled code by its Java method
+ * (jit_keys.c); NULL: keyed by address. */
 void
-ps_jit_init (guint64 * lo_at, guint64 * hi_at, guint64 slots, guint64 stub, guint64 ** structs)
+ps_jit_init (guint64 * lo_at, guint64 * hi_at, guint64 slots, guint64 stub, guint64 ** structs, void * find,
+    void * nmethod_vt)
 {
-  guint64 * table = g_malloc0 (slots * 2 * sizeof (guint64));
   gum_spinlock_init (&ps.jit_lock);
-  ps.jit_mask = slots - 1;
+  ps_jit_map_init (&ps.jit_index, slots);
+  ps_jit_map_init (&ps.jit_keys, slots);
   ps.jit_lo = lo_at;
   ps.jit_hi = hi_at;
   ps.jit_pid = getpid ();
   ps.jit_stub = stub;
   ps.jit_structs = structs;
   ps.jit_size_at = -1;
-  ps.jit_table = table;
-}
-
-/* Twice the slots, under the lock. */
-static void
-ps_jit_grow (void)
-{
-  guint64 mask = ps.jit_mask * 2 + 1, i, * slot;
-  guint64 * table = g_malloc0 ((mask + 1) * 2 * sizeof (guint64));
-  for (i = 0; i <= ps.jit_mask; i++)
-  {
-    if (ps.jit_table[i * 2] == 0)
-      continue;
-    slot = ps_jit_slot (table, mask, ps.jit_table[i * 2]);
-    slot[0] = ps.jit_table[i * 2];
-    slot[1] = ps.jit_table[i * 2 + 1];
-  }
-  g_free (ps.jit_table);
-  ps.jit_table = table;
-  ps.jit_mask = mask;
+  ps.jit_find = find;
+  ps.jit_nmethod_vt = nmethod_vt;
+  ps.jit_on = TRUE;
 }
 
 /* The block [start, end) was compiled: indexed if it lies in the JIT's range. */
@@ -75,17 +100,10 @@ static void
 ps_jit_note (guint64 start, guint64 end)
 {
   guint64 * slot;
-  if (ps.jit_table == NULL || start < *ps.jit_lo || start >= *ps.jit_hi)
+  if (!ps.jit_on || start < *ps.jit_lo || start >= *ps.jit_hi)
     return;
   gum_spinlock_acquire (&ps.jit_lock);
-  if (ps.jit_n * 4 >= ps.jit_mask * 3)
-    ps_jit_grow ();
-  slot = ps_jit_slot (ps.jit_table, ps.jit_mask, start);
-  if (slot[0] == 0)
-  {
-    slot[0] = start;
-    ps.jit_n++;
-  }
+  slot = ps_jit_add (&ps.jit_index, start);
   if (end > slot[1])
     slot[1] = end;
   if (end - start > ps.jit_longest)
@@ -103,10 +121,10 @@ ps_jit_blocks (guint64 lo, guint64 hi, guint64 * from, guint64 * out)
   /* a line holds at most 64 block starts: it is read whole or not at all */
   for (line = *from >> PS_JIT_LINE; line <= (hi - 1) >> PS_JIT_LINE && n + 64 <= PS_JIT_BATCH; line++)
   {
-    i = ps_jit_home (line << PS_JIT_LINE, ps.jit_mask);
-    for (; (start = ps.jit_table[i * 2]) != 0; i = (i + 1) & ps.jit_mask)
+    i = ps_jit_home (line << PS_JIT_LINE, ps.jit_index.mask);
+    for (; (start = ps.jit_index.table[i * 2]) != 0; i = (i + 1) & ps.jit_index.mask)
     {
-      if (start >> PS_JIT_LINE == line && start < hi && ps.jit_table[i * 2 + 1] > lo)
+      if (start >> PS_JIT_LINE == line && start < hi && ps.jit_index.table[i * 2 + 1] > lo)
         out[n++] = start;
     }
   }
@@ -122,8 +140,9 @@ static void
 ps_jit_flushed (GumInvocationContext * ic, guint64 lo, guint64 hi)
 {
   guint64 out[PS_JIT_BATCH], from, n;
-  if (ps.jit_table == NULL || getpid () != ps.jit_pid || hi <= lo)
+  if (!ps.jit_on || getpid () != ps.jit_pid || hi <= lo)
     return;
+  ps_jit_forget (lo, hi);
   from = lo > ps.jit_longest ? lo - ps.jit_longest : 0;
   while (from < hi)
   {
@@ -162,18 +181,18 @@ ps_jit_same (const char * a, const char * b)
   return *a == *b;
 }
 
-/* The offset of CodeBlob::_size (its total bytes, an int), from HotSpot's VMStructs table; -2 if
- * the table has none. */
+/* The offset of field `field` of HotSpot's type `type`, from its VMStructs table; -2 if the table
+ * has none. */
 static gint64
-ps_jit_size_at (void)
+ps_jit_offset (const char * type, const char * field)
 {
   guint8 * e = (guint8 *) *ps.jit_structs[PS_VMS_TABLE];
-  const char * type;
-  for (; e != NULL && (type = *(const char **) (e + *ps.jit_structs[PS_VMS_TYPE])) != NULL;
+  const char * t;
+  for (; e != NULL && (t = *(const char **) (e + *ps.jit_structs[PS_VMS_TYPE])) != NULL;
       e += *ps.jit_structs[PS_VMS_STRIDE])
   {
-    const char * field = *(const char **) (e + *ps.jit_structs[PS_VMS_FIELD]);
-    if (field != NULL && ps_jit_same (type, "CodeBlob") && ps_jit_same (field, "_size"))
+    const char * f = *(const char **) (e + *ps.jit_structs[PS_VMS_FIELD]);
+    if (f != NULL && ps_jit_same (t, type) && ps_jit_same (f, field))
       return *(gint64 *) (e + *ps.jit_structs[PS_VMS_OFFSET]);
   }
   return -2;
@@ -207,12 +226,12 @@ ps_jit_keep (GumInvocationContext * ic, guint64 nm, guint64 lo, guint64 hi)
   s->lo = lo;
   s->hi = hi;
   s->before = NULL;
-  if (ps.jit_table == NULL)
+  if (!ps.jit_on)
     return;
   if (lo == 0)
   {
     if (ps.jit_size_at == -1)
-      ps.jit_size_at = ps_jit_size_at ();
+      ps.jit_size_at = ps_jit_offset ("CodeBlob", "_size");
     s->lo = nm;
     s->hi = ps.jit_size_at < 0 ? nm : nm + *(gint32 *) (nm + ps.jit_size_at);
   }

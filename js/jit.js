@@ -13,6 +13,8 @@ const JIT_SYMBOLS = {
   oops: '_ZN7nmethod7oops_doEP10OopClosureb',
   fix: '_ZN7nmethod19fix_oop_relocationsEPhS0_b',
 };
+// What keys compiled code by its Java method (agent/jit_keys.c); without them it is keyed by address.
+const JIT_KEY_SYMBOLS = { find: '_ZN9CodeCache16find_blob_unsafeEPv', nmethodVtable: '_ZTV7nmethod' };
 // HotSpot's VMStructs table and its layout words, as agent/jit.c reads them (PS_VMS_*).
 const JIT_STRUCTS = ['gHotSpotVMStructs', 'gHotSpotVMStructEntryArrayStride', 'gHotSpotVMStructEntryTypeNameOffset',
   'gHotSpotVMStructEntryFieldNameOffset', 'gHotSpotVMStructEntryOffsetOffset'];
@@ -52,7 +54,10 @@ function watchJit(m) {
   const stubSize = new NativeFunction(at.stubSize, 'int', [])();
   jitStructs = Memory.alloc(structs.length * 8);
   structs.forEach((p, i) => jitStructs.add(i * 8).writePointer(p));
-  api.jit_init(at.lo, at.hi, uint64(JIT_SLOTS), uint64(stubSize), jitStructs);
+  const find = m.findSymbolByName(JIT_KEY_SYMBOLS.find);
+  const vtable = m.findSymbolByName(JIT_KEY_SYMBOLS.nmethodVtable); // an object's vptr: 2 words in
+  api.jit_init(at.lo, at.hi, uint64(JIT_SLOTS), uint64(stubSize), jitStructs, find || NULL,
+      find === null || vtable === null ? NULL : vtable.add(16));
   const cb = new NativeCallback(jitInvalidate, 'void', ['pointer', 'uint64']);
   hookCallbacks.push(cb);
   observers.push(Interceptor.attach(at.range, { onEnter: cm.jit_range_enter }, cb));

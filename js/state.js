@@ -26,7 +26,7 @@
 'use strict';
 
 const PAGE = Process.pageSize;
-const GLOBAL_SIZE = 256; // >= sizeof (PsGlobal)
+const GLOBAL_SIZE = 512; // >= sizeof (PsGlobal)
 const EXCLUSIVE = { scheduling: 'exclusive' }; // the JS lock stays held during the native call
 
 let cm = null;

@@ -98,3 +98,25 @@ def test_the_end_of_run_report_fits_80_columns(monkeypatch):
             assert f"{100 * p['share']:.1f}%" in text
         assert "…" not in text
         assert ("0 (transition)" in text) == (name == "transition")  # a new phase's first interval is unconfirmed
+
+
+def test_report_says_what_exact_mode_did_not_follow():
+    # issue 32: what exact mode cannot count (a JVM thread's first 20 ms) is said in the report too,
+    # not only in the line at the time; a summary without it (a replayed log) prints no such line.
+    import io
+    from phasescope.engine import EngineConfig, PhaseEngine
+    from phasescope.engine.interval import Interval
+    from phasescope.view.report import print_report
+    engine = PhaseEngine(EngineConfig())
+    keys, counts = np.arange(4, dtype=np.uint64) << np.uint64(12), np.full(4, 10, np.uint64)
+    engine.feed(Interval(1, 0, 40, keys, counts, start_ns=0, end_ns=10**8))
+    summary = engine.summary()
+    out = io.StringIO()
+    print_report(summary, 20, out)
+    assert "could not follow" not in out.getvalue()
+    summary["session"] = {"not_followed": ["the JVM (libjvm.so) exactly: what its threads run in their first 20 ms "
+                                           "is not counted (issue 32)"]}
+    out = io.StringIO()
+    print_report(summary, 20, out)
+    assert "exact mode could not follow the JVM (libjvm.so) exactly: what its threads run in their first 20 ms" in \
+        " ".join(out.getvalue().split())

@@ -64,6 +64,33 @@ def test_a_record_built_from_the_table_decodes():
     assert iv.pcs.tolist() == [0x1000, 0x2000] and iv.counts.tolist() == [10, 20]
 
 
+def test_a_jit_method_key_is_its_own_key_beside_modules_and_c_gets_its_bit():
+    # agent/jit_keys.c names a branch in HotSpot's compiled code by its method (METHOD_KEY set):
+    # the host keeps that value as the key, whatever modules are mapped, and two branches of one
+    # method (one key twice in a record) add up in the footprint.
+    from phasescope.engine.config import TrackerConfig
+    from phasescope.engine.footprint import footprints
+    from phasescope.sources.modules import Module, ModuleMap
+    defined = re.search(r"#define PS_PC_METHOD_KEY (0x[0-9a-f]+)ULL", wire.c_defines())
+    assert defined and int(defined.group(1), 16) == wire.METHOD_KEY == 1 << 63
+    method = wire.METHOD_KEY | 0x7f00_1234_5678 >> 3
+    modules = ModuleMap([Module("libjvm.so", 0x7f00_0000_0000, 0x100_0000), Module("huge", 0, 1 << 62)])
+    header = np.zeros(1, wire.HEADER)
+    header["kind"], header["npairs"], header["instructions"] = wire.KIND_INTERVAL, 3, 60
+    pairs = np.array([(method, 10), (0x7f00_0000_1000, 20), (method, 30)], wire.PAIR)
+    (iv,) = wire.decode(header.tobytes() + pairs.tobytes(), modules)
+    assert iv.keys[0] == iv.keys[2] == method and iv.keys[1] == fnv_key("libjvm.so", 0x1000)
+    assert modules.describe(method) == "java method 0x7f0012345678" and modules.describe(0x1000) == "huge+0x1000"
+    config = TrackerConfig()
+    once, _ = footprints(config, [np.array([method, iv.keys[1]], np.uint64)], [np.array([40, 20])])
+    assert np.allclose(footprints(config, [iv.keys], [iv.counts])[0], once)
+
+
+def fnv_key(name, offset):
+    from phasescope.sources.modules import fnv1a32
+    return fnv1a32(name) << 32 | offset
+
+
 def test_locality_record_defines_and_shared_prefix():
     d = _defines()
     for name, _ in wire.LOCALITY:

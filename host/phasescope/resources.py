@@ -13,7 +13,7 @@ _HERE = Path(__file__).resolve().parent
 #: Frida's CModule compiles (each part after a ``#line`` directive, so compiler errors name the
 #: part and its line), ``js`` into the one script Frida loads. The one list of them.
 PARTS = {
-    "agent": ("core.c", "near.c", "intervals.c", "locality.c", "threads.c", "faults.c", "jit.c",
+    "agent": ("core.c", "near.c", "intervals.c", "locality.c", "threads.c", "faults.c", "jit.c", "jit_keys.c",
               "portable.c", "x86_emit.c", "x86_memslots.c", "x86_loop_plan.c", "x86_loop_emit.c",
               "x86_rep.c", "x86_flags.c", "x86_transform.c"),
     "js": ("state.js", "near.js", "threads.js", "bursts.js", "drain.js", "faults.js", "jit.js", "hooks.js", "rpc.js"),

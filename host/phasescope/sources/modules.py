@@ -22,6 +22,11 @@ _MASK32 = 0xFFFFFFFF
 #: address and module key; named :data:`KERNEL_NAME`.
 KERNEL_KEY = 0xFFFF_FFFF_FFFF_FFFF
 KERNEL_NAME = "[kernel]"
+#: A branch in code HotSpot compiled, in exact mode: this bit and the ``Method*`` >> 3 of the Java
+#: method it runs, the same however often the JIT compiles it again (issue 32, agent/jit_keys.c; the
+#: record's ``pc``, :data:`phasescope.sources.wire.METHOD_KEY`). No module holds it, so
+#: :meth:`ModuleMap.keys` keeps it as its key.
+METHOD_KEY = 1 << 63
 
 
 def fnv1a32(text: str) -> int:
@@ -177,6 +182,9 @@ class ModuleMap:
                 for i in self._index(self.canonical(pcs)).tolist()]
 
     def describe(self, pc: int) -> str:
-        """``module+0xoffset`` or ``0xaddress``."""
+        """``module+0xoffset`` or ``0xaddress``; a JIT method key (exact mode on HotSpot,
+        :data:`~phasescope.sources.wire.METHOD_KEY`): ``java method 0xMETHOD``, its ``Method*``."""
+        if METHOD_KEY <= pc < KERNEL_KEY:
+            return f"java method {(pc - METHOD_KEY) << 3:#x}"
         name, off = self.locate(pc)
         return f"{name}+{off:#x}" if name else f"{pc:#x}"

@@ -10,7 +10,8 @@ no offset of its own.
 Each ``data`` message from the agent carries a buffer of back-to-back little-endian records: the
 header below, then ``npairs`` x (u64 branch PC, u64 instructions). The branch PC of a block is
 the address of its last instruction; blocks ending at the same branch share one counter in the
-agent, so a record holds each PC at most once.
+agent, so a record holds each PC at most once. A branch in code HotSpot compiled is named by its
+Java method instead (:data:`METHOD_KEY`), which several branches may share.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 
 from phasescope.errors import PhasescopeError
 from phasescope.engine.interval import OS_FIELDS, Interval
-from phasescope.sources.modules import ModuleMap
+from phasescope.sources.modules import METHOD_KEY, ModuleMap
 
 #: The interval record header: (field, little-endian numpy type), in order, no padding.
 RECORD = (
@@ -49,6 +50,10 @@ LOCALITY = (
     ("skipped", "<u8"),       # accesses not recorded: fs/gs-segment or unencodable operands
     ("opened", "<u8"),        # the thread's interval (seq) the window opened in
 )
+# A pair's ``pc`` with METHOD_KEY set (imported from modules.py, where the kinds of key are
+# defined) is no address (user space is below 2**48) but a branch in code HotSpot compiled: the bit
+# and the ``Method*`` >> 3 of the innermost Java scope at the branch's next debug point. C gets it
+# as ``PS_PC_METHOD_KEY``.
 KIND_INTERVAL = 1
 KIND_LOCALITY = 2
 FLAG_PARTIAL = 1
@@ -70,7 +75,7 @@ def c_defines() -> str:
     lines += [f"#define PS_HEADER_SIZE {HEADER.itemsize}", f"#define PS_PAIR_SIZE {PAIR.itemsize}",
               f"#define PS_REC_OS_FIELDS {len(OS_FIELDS)}",
               f"#define PS_REC_INTERVAL {KIND_INTERVAL}", f"#define PS_REC_LOCALITY {KIND_LOCALITY}",
-              f"#define PS_FLAG_PARTIAL {FLAG_PARTIAL}"]
+              f"#define PS_FLAG_PARTIAL {FLAG_PARTIAL}", f"#define PS_PC_METHOD_KEY {METHOD_KEY:#x}ULL"]
     lines += [f"#define PS_LOC_{name.upper()} {LOC_HEADER.fields[name][1]}" for name, _ in LOCALITY]
     lines += [f"#define PS_LOC_HEADER_SIZE {LOC_HEADER.itemsize}"]
     lines += [f"#define PS_STAT_{name.upper()} {i}" for i, name in enumerate(STATS)]

@@ -61,7 +61,7 @@ def print_report(summary: dict, top: int, file: Optional[TextIO] = None) -> None
     console.print(f"{w['intervals']:,} intervals, {work}, {w['threads']} thread(s), "
                   f"{w['phases']} phases, phase changes in {_pct(w['change_rate'])} of intervals")
     for reason in summary.get("session", {}).get("not_followed", ()):
-        console.print(f"not followed exactly: {reason}", style="yellow", highlight=False, markup=False,
+        console.print(f"exact mode could not follow {reason}", style="yellow", highlight=False, markup=False,
                       soft_wrap=True)
     columns = (("phase", "left"), ("share", "right"), ("intervals", "right"), ("runs", "right"),
                ("run mean/max", "right"), ("next", "left"), ("ms/interval", "right"), ("ns/insn", "right"))
