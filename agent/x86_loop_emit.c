@@ -259,6 +259,7 @@ ps_emit_loop_tail (GumX86Writer * w, PsThread * t, const PsLoop * lp, const PsLo
   PsLoopCheck pair, check;
   PsCode c;
   int r = lp->reg;
+  guint64 tag = ps_loop_tag (r, slot);
 
   ps_patch_rel32 (j->rel, j->done, w->pc);
   ps_emit_loop_entry (w, t, lp, slot);
@@ -266,8 +267,10 @@ ps_emit_loop_tail (GumX86Writer * w, PsThread * t, const PsLoop * lp, const PsLo
   gum_x86_writer_put_bytes (w, body, a);
   pair = ps_emit_loop_check (w, r, 2 * lp->n);
   gum_x86_writer_put_bytes (w, body + a, b);
+  ps_fault_note (t, top, w->pc, lp->first_pc, tag);  /* each copy of the body, for a fault in it */
   exit1 = ps_emit_branch (w, cc ^ 1, 0, &exit1_end);
   gum_x86_writer_put_bytes (w, body, a + b);
+  ps_fault_note (t, exit1_end, w->pc, lp->first_pc, tag);
   ps_emit_branch (w, cc, top, &end);
   ps_loop_link (t, end - 4, top);
   to_exit[0] = ps_emit_branch (w, -1, 0, &exit_end[0]);
@@ -276,6 +279,7 @@ ps_emit_loop_tail (GumX86Writer * w, PsThread * t, const PsLoop * lp, const PsLo
   check = ps_emit_loop_check (w, r, lp->n);
   ps_loop_check_here (&check, t, lp, slot);
   gum_x86_writer_put_bytes (w, body + a, b);
+  ps_fault_note (t, check.end, w->pc, lp->dead_pc, tag);
   ps_emit_branch (w, cc, top, &end);
   ps_loop_link (t, end - 4, top);
   to_exit[1] = ps_emit_branch (w, -1, 0, &exit_end[1]);

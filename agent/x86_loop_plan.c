@@ -35,7 +35,6 @@
 
 #define PS_LOOP_MAX 24             /* instructions of a block that may become a register loop */
 #define PS_LOOP_CAP 65536          /* instructions counted in r between two flushes */
-#define PS_LOOP_FRAME 144          /* red zone (128), saved r, r at entry */
 #define PS_UNROLL_BYTES 192        /* largest body unrolled by two */
 
 /* A register loop's `jcc top`, in the thread's chain (t->loops) in its cold area. */

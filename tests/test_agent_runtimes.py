@@ -30,6 +30,21 @@ def test_planned_faults_and_alignment_flag_run_as_native(build):
     assert sum(int(i.counts.sum()) for i in trace.intervals) > 15_000_000
 
 
+def test_planned_faults_inside_register_loops_run_as_native(build):
+    # HotSpot's safepoint polls fault inside compiled loops, which exact mode runs as register loops
+    # (rsp 144 bytes lower, the count in a free register, the body copied twice more past the
+    # block): a fault in a copy was in no range of the fault map, and the handler, shown Stalker's
+    # PC, aborted (the long JavaWork run, 11 of 20). loop_faults' handler also checks rsp and r11.
+    exe = build("loop_faults.c")
+    native = _native([exe, "300000"])
+    trace = trace_spawn([exe, "300000"])
+    assert trace.ended.how == "exited" and trace.ended.code == 0, trace.ended
+    assert trace.output.get(1, b"") == native.stdout
+    assert native.stdout.startswith(b"handled 606 ")  # 303 armed polls in each of the two loops
+    # what the loops' register counted before each fault is kept: 6 instructions x 3e5 x 2 loops
+    assert sum(int(i.counts.sum()) for i in trace.intervals) > 3_600_000
+
+
 def test_bare_stalker_with_the_same_handling_runs_it_counting_nothing(build):
     # The JVM's cost baseline (bench/jvm_cost.py): plain bare Stalker never gets past the AC probe
     # and the planned faults (a SIGBUS loop); bare="handled" is the agent with exact mode's handling
