@@ -6,7 +6,8 @@
  * or skips it, in turn.
  * Two loops: loop_u's body has nothing rip-relative (exact mode unrolls it by two from its second
  * iteration), loop_r's has (a register loop from its first). Prints what it saw.
- * argv[1]: iterations of each loop (default 10^6); one in 997 armed. */
+ * argv[1]: iterations of each loop (default 10^6); one in 997 armed (with argv[2], `unarmed`: none,
+ * the same code run). */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>
@@ -73,6 +74,8 @@ int main (int argc, char ** argv)
   guard = mmap (NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (poll_table == NULL || guard == MAP_FAILED)
     return 1;
+  if (argc > 2)
+    guard = &good;
   sa.sa_sigaction = on_segv;
   sa.sa_flags = SA_SIGINFO;
   sigaction (SIGSEGV, &sa, NULL);
