@@ -231,7 +231,9 @@ ps_emit_loop_branch (GumX86Writer * w, PsThread * t, const PsLoop * lp, const cs
  *
  * A pair runs only when r covers both iterations; otherwise one goes through `single`, so the
  * interval is still cut at the iteration that overdrew. A loop of one iteration (an inner loop
- * of two whose first sits in the block before) never enters the register. */
+ * of two whose first sits in the block before) never enters the register. Each copy of the body
+ * is noted in the fault map (faults.c) with the loop's tag: a runtime's planned fault in one (a
+ * safepoint poll) is shown the real PC and the program's rsp and register. */
 typedef struct
 {
   guint8 * rel;                    /* the rel32 of `jcc loop`, in the writer's buffer */
