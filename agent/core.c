@@ -120,7 +120,7 @@ struct _PsThread
   guint8 * rec_cur;          /* recorder area (cold, RWX) */
   guint8 * rec_end;
   /* faults in followed code (see "faults in followed code" below) */
-  guint64 * fmap;            /* fmap_n triples: code start, code end, real start of a compiled block */
+  guint64 * fmap;            /* fmap_n entries (faults.c): code start, code end, real start, loop tag */
   guint64 fmap_n;
   guint64 fmap_cap;
   guint64 ret_site;          /* where Stalker's code for a plain `ret` starts in this thread's code */

@@ -231,7 +231,9 @@ ps_emit_loop_branch (GumX86Writer * w, PsThread * t, const PsLoop * lp, const cs
  *
  * A pair runs only when r covers both iterations; otherwise one goes through `single`, so the
  * interval is still cut at the iteration that overdrew. A loop of one iteration (an inner loop
- * of two whose first sits in the block before) never enters the register. */
+ * of two whose first sits in the block before) never enters the register. Each copy of the body
+ * is noted in the fault map (faults.c) with the loop's tag: a runtime's planned fault in one (a
+ * safepoint poll) is shown the real PC and the program's rsp and register. */
 typedef struct
 {
   guint8 * rel;                    /* the rel32 of `jcc loop`, in the writer's buffer */
@@ -259,6 +261,7 @@ ps_emit_loop_tail (GumX86Writer * w, PsThread * t, const PsLoop * lp, const PsLo
   PsLoopCheck pair, check;
   PsCode c;
   int r = lp->reg;
+  guint64 tag = ps_loop_tag (r, slot);
 
   ps_patch_rel32 (j->rel, j->done, w->pc);
   ps_emit_loop_entry (w, t, lp, slot);
@@ -266,8 +269,10 @@ ps_emit_loop_tail (GumX86Writer * w, PsThread * t, const PsLoop * lp, const PsLo
   gum_x86_writer_put_bytes (w, body, a);
   pair = ps_emit_loop_check (w, r, 2 * lp->n);
   gum_x86_writer_put_bytes (w, body + a, b);
+  ps_fault_note (t, top, w->pc, lp->first_pc, tag);  /* each copy of the body, for a fault in it */
   exit1 = ps_emit_branch (w, cc ^ 1, 0, &exit1_end);
   gum_x86_writer_put_bytes (w, body, a + b);
+  ps_fault_note (t, exit1_end, w->pc, lp->first_pc, tag);
   ps_emit_branch (w, cc, top, &end);
   ps_loop_link (t, end - 4, top);
   to_exit[0] = ps_emit_branch (w, -1, 0, &exit_end[0]);
@@ -276,6 +281,7 @@ ps_emit_loop_tail (GumX86Writer * w, PsThread * t, const PsLoop * lp, const PsLo
   check = ps_emit_loop_check (w, r, lp->n);
   ps_loop_check_here (&check, t, lp, slot);
   gum_x86_writer_put_bytes (w, body + a, b);
+  ps_fault_note (t, check.end, w->pc, lp->dead_pc, tag);
   ps_emit_branch (w, cc, top, &end);
   ps_loop_link (t, end - 4, top);
   to_exit[1] = ps_emit_branch (w, -1, 0, &exit_end[1]);

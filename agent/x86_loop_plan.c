@@ -23,7 +23,9 @@
  * the agent asked for a release, and reloads r. So r is flushed at least every PS_LOOP_CAP
  * instructions. A release (ps_thread_release, then the slow path) rewrites every loop's `jcc top`
  * to fall into its exit, so the next iteration leaves through Stalker's own branch: through the
- * block's start, where Stalker's invalidation and unfollow take effect.
+ * block's start, where Stalker's invalidation and unfollow take effect. A fault inside the loop
+ * (code from `top` to the exit, noted in the fault map with the loop's register and slot) is undone
+ * to the program's state before its handler sees it (ps_fault_unloop).
  *
  * Where the body can be copied as is (nothing rip-relative), the loop is instead entered from its
  * second iteration and unrolled by two (ps_emit_loop_tail): the first runs as any block, so
@@ -35,7 +37,6 @@
 
 #define PS_LOOP_MAX 24             /* instructions of a block that may become a register loop */
 #define PS_LOOP_CAP 65536          /* instructions counted in r between two flushes */
-#define PS_LOOP_FRAME 144          /* red zone (128), saved r, r at entry */
 #define PS_UNROLL_BYTES 192        /* largest body unrolled by two */
 
 /* A register loop's `jcc top`, in the thread's chain (t->loops) in its cold area. */

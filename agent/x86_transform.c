@@ -69,7 +69,7 @@ ps_keep_end (GumX86Writer * w, PsThread * t, PsKeep * k)
     ps_emit_clear_ac (w);
   if (k->first != 0)
   {
-    ps_fault_note (t, k->code, w->pc, k->first);
+    ps_fault_note (t, k->code, w->pc, k->first, 0);
     ps_jit_note (k->first, k->end);
   }
 }
@@ -102,7 +102,7 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   guint64 n = 0, slot, last_pc = 0;
   gboolean placed = FALSE, loop = FALSE, tail = FALSE, reps = FALSE;
   guint rep;
-  GumAddress top = 0, block_pc = w->pc, again = 0;
+  GumAddress top = 0, block_pc = w->pc, again = 0, loop_end = 0;
   gboolean reg_loop = FALSE;
   PsKeep k = { w->pc, 0, 0, FALSE, FALSE };
   PsLoopCheck check;
@@ -135,6 +135,7 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
       }
       if (insn->address == lp.branch_pc && n + 1 == lp.n)
       {
+        loop_end = w->pc;
         ps_emit_loop_branch (w, t, &lp, insn, top, slot);
         loop = FALSE;
       }
@@ -174,7 +175,11 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
       reps = TRUE;
     }
   }
+  if (loop && top != 0)
+    loop_end = w->pc;  /* Stalker ended the block before its branch: the exit follows */
   ps_keep_end (w, t, &k);
+  if (top != 0)
+    ps_fault_note (t, top, loop_end, lp.first_pc, ps_loop_tag (lp.reg, slot));
 
   if (tail)
     ps_emit_loop_tail (w, t, &lp, &jump, slot);

@@ -4,7 +4,8 @@
 // hooked to see the real instruction instead, and the thread goes on, still followed, where the
 // handler decided (through Stalker's code for a `ret`, ps_ret_site, with that address pushed).
 const SIGNALS_OF = { 'access-violation': [11, 7], 'arithmetic': [8], 'illegal-instruction': [4] };
-const UC_RSP = 160; // ucontext_t (x86-64 Linux): uc_mcontext.gregs[REG_RSP], gregs[REG_RIP]
+const UC_GREGS = 40; // ucontext_t (x86-64 Linux): uc_mcontext.gregs, its [REG_RSP], [REG_RIP]
+const UC_RSP = 160;
 const UC_RIP = 168;
 const hookedHandlers = new Map(); // handler -> {unhooked: its first bytes, retries} until its hook is live, then null
 let sigaction = null;
@@ -17,7 +18,7 @@ function sayUnfollowable(reason) {
     send({ type: 'unfollowable', reason });
   }
 }
-const faultScratch = Memory.alloc(8);
+const faultScratch = Memory.alloc(16); // ps_fault_block's out: where the copy starts, its loop tag
 const MAX_SCAN = 1 << 12; // instructions of compiled code searched for a fault's real instruction
 
 // The program's own handler of signal `sig` (null: none, or SIG_DFL / SIG_IGN).
@@ -71,7 +72,7 @@ function codeBytes(p, size) {
 }
 
 // The real instruction of compiled code at `pc` of the thread with state `region`, or null: the
-// same bytes (relocation keeps a memory access as it is), as many times earlier in the block.
+// same bytes (relocation keeps a memory access as it is), as many times earlier in the copy.
 function realPc(region, pc) {
   const start = faultScratch;
   const real = ptr(api.fault_block(region, uint64(pc.toString()), start).toString());
@@ -115,7 +116,10 @@ function onFaultEnter(args) {
     return;
   }
   uc.add(UC_RIP).writePointer(real);
-  this.fault = { uc, pc, real, region };
+  const loop = faultScratch.add(8).readU64();
+  if (!loop.equals(0)) // in a register loop: the program's rsp and register back first
+    api.fault_unloop(region, loop, uc.add(UC_GREGS));
+  this.fault = { uc, pc, real, region, unlooped: !loop.equals(0) };
 }
 
 function onFaultLeave() {
@@ -123,7 +127,7 @@ function onFaultLeave() {
   if (f === null)
     return;
   const resume = f.uc.add(UC_RIP).readPointer();
-  if (resume.equals(f.real)) { // retry the same instruction (a stack page it made accessible)
+  if (resume.equals(f.real) && !f.unlooped) { // retry the same instruction (a stack page it made accessible)
     f.uc.add(UC_RIP).writePointer(f.pc);
     return;
   }
