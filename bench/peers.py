@@ -145,7 +145,7 @@ def main() -> None:
     ap.add_argument("--rates", default="1000,97", help="sample rates in Hz for sampled mode and perf record")
     ap.add_argument("--only", help=f"run only programs whose label contains this ('steady': only the {STEADY!r})")
     ap.add_argument("--no-exact", action="store_true", help="skip exact mode and bare Stalker")
-    ap.add_argument("--bbv-runs", type=int, default=1, help="runs of valgrind exp-bbv (default 1)")
+    ap.add_argument("--bbv-runs", type=int, default=1, help="runs of valgrind exp-bbv (default 1; 0: none)")
     ap.add_argument("--rounds", type=int, default=25, help="rounds of bench/cpu_bound.c in the table (~3 s)")
     ap.add_argument("--steady", default="8,40", help="rounds of the short and long CPU-bound runs that give the "
                                                    "observers' steady-state CPU ('' to skip)")
@@ -170,7 +170,7 @@ def main() -> None:
             native = {k: min(r[k] for r in runs["native"]) for k in ("target_wall", "target_cpu", "wall", "cpu")}
             row = {"program": label, "native": native, "observers": {}}
             for name in obs:
-                if name == "native":
+                if name == "native" or not runs[name]:  # exp-bbv with --bbv-runs 0
                     continue
                 b = best(runs[name])
                 row["observers"][name] = {
