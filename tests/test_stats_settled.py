@@ -79,3 +79,19 @@ def test_a_phase_all_of_whose_intervals_move_leaves_the_statistics():
         want.add(iv, 0, i)
     same(s.to_dict(), want.to_dict())
     assert [p.phase for p in s.by_share()] == [0]
+
+
+def test_a_phase_made_by_a_relabel_is_last_seen_at_its_intervals_end():
+    # the relabel creates phase 7 (a confirmed candidate): its last seen is its interval's end
+    # time, as a Stats fed the settled labels says (it was the interval's start)
+    a = [interval(1, i, 0, i) for i in range(3)]
+    s = Stats()
+    s.add(a[0], 0, 0)
+    s.add(a[1], 0, 1, pending=True)
+    s.add(a[2], 0, 2)
+    s.relabel(7, [1])
+    want = Stats()
+    for i, (iv, p) in enumerate(zip(a, (0, 7, 0))):
+        want.add(iv, p, i)
+    assert s.phases[7].last_ns == a[1].end_ns != a[1].start_ns
+    same(s.to_dict(), want.to_dict())

@@ -344,7 +344,7 @@ class Stats:
             ps.max_run = max(ps.max_run, self._run_at(labels, pos))
             if seq < ps.first_seq:
                 ps.first_seq, ps.first_ns = seq, start_ns
-            if seq > ps.last_seq:
+            if seq >= ps.last_seq:  # equal: the phase was made for it just now
                 ps.last_seq, ps.last_ns = seq, end_ns
             if gone.last_seq == seq:
                 gone.last_seq, gone.last_ns = last_seq, last_ns
