@@ -25,6 +25,25 @@ def test_running_mean_and_cv():
     assert Running().cv is None
 
 
+def test_running_undone_to_zeros_alone_has_no_cv():
+    # a relabel takes a phase's nonzero majflt values out and leaves its zeros: the mean is 0 and
+    # the CV unknown, as if only the zeros had been added (the rounding made a CV of 3.6e8 of it)
+    vals = [33, 35, 0, 0, 9, 29, 0, 14, 22, 0, 7, 0]
+    r = Running()
+    for x in vals:
+        r.add(x)
+    for x in vals:
+        if x:
+            r.remove(x)
+    assert (r.n, r.mean, r.cv) == (5, 0.0, None)
+    r.add(4)
+    r.add(8)
+    assert r.mean == pytest.approx(12 / 7) and r.cv == pytest.approx(math.sqrt(80 / 7 - (12 / 7) ** 2) / (12 / 7))
+    for x in (4, 8, 0, 0, 0, 0, 0):
+        r.remove(x)
+    assert (r.n, r.mean, r.cv) == (0, 0.0, None)
+
+
 def test_phase_statistics_by_hand():
     s = Stats()
     # thread 7: phases 0 0 1 0 0 0; walls 10 10 40 10 10 10 ns; 100 instructions each, phase 1 has 200.

@@ -44,23 +44,28 @@ LEDGER = 4096  # unsettled intervals kept for a relabel (the tracker's candidate
 class Running:
     """Welford mean and variance of a stream of numbers."""
 
-    __slots__ = ("n", "mean", "_m2")
+    __slots__ = ("n", "mean", "_m2", "_nonzero")
 
     def __init__(self):
         self.n = 0
         self.mean = 0.0
         self._m2 = 0.0
+        self._nonzero = 0  # values that are not 0: with none left a removal leaves no rounding
 
     def add(self, x: float) -> None:
         self.n += 1
+        self._nonzero += x != 0
         d = x - self.mean
         self.mean += d / self.n
         self._m2 += d * (x - self.mean)
 
     def remove(self, x: float) -> None:
-        """Undo ``add(x)`` of a value added before."""
-        if self.n <= 1:
-            self.n, self.mean, self._m2 = 0, 0.0, 0.0
+        """Undo ``add(x)`` of a value added before. When only zeros remain (an OS counter such as
+        majflt often is), the mean and variance are exactly 0: the rounding left by undoing would
+        otherwise make a CV of about 1e8 out of 1e-15 / 1e-16."""
+        self._nonzero -= x != 0
+        if self.n <= 1 or not self._nonzero:
+            self.n, self.mean, self._m2 = max(self.n - 1, 0), 0.0, 0.0
             return
         mean = (self.n * self.mean - x) / (self.n - 1)
         self._m2 -= (x - mean) * (x - self.mean)
