@@ -20,18 +20,18 @@ def interval(thread, seq, key, t):
                     end_ns=start + 500 + 37 * (t % 7), os={f: (t * (i + 3)) % 11 for i, f in enumerate(OS_FIELDS)})
 
 
-def same(a, b, where="stats"):
-    """``a`` equals ``b``, floats to 1e-9 (a relabel undoes running means)."""
+def same(a, b, where="stats", tol=1e-9):
+    """``a`` equals ``b``, floats to ``tol`` (a relabel undoes running means)."""
     if isinstance(a, dict):
         assert a.keys() == b.keys(), where
         for k in a:
-            same(a[k], b[k], f"{where}.{k}")
+            same(a[k], b[k], f"{where}.{k}", tol)
     elif isinstance(a, list):
         assert len(a) == len(b), where
         for i, (x, y) in enumerate(zip(a, b)):
-            same(x, y, f"{where}[{i}]")
+            same(x, y, f"{where}[{i}]", tol)
     elif isinstance(a, float) or isinstance(b, float):
-        assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9), f"{where}: {a} != {b}"
+        assert math.isclose(a, b, rel_tol=tol, abs_tol=tol), f"{where}: {a} != {b}"
     else:
         assert a == b, f"{where}: {a} != {b}"
 
@@ -95,3 +95,41 @@ def test_a_phase_made_by_a_relabel_is_last_seen_at_its_intervals_end():
         want.add(iv, p, i)
     assert s.phases[7].last_ns == a[1].end_ns != a[1].start_ns
     same(s.to_dict(), want.to_dict())
+
+
+def test_random_relabels_count_as_a_stats_fed_the_settled_labels():
+    # Random streams (1-3 threads, up to 4 phases, 40% of intervals pending, each moved at most
+    # once, in batches, to an old or a new phase; OS counters mostly 0): intervals, weight, runs, run lengths,
+    # transitions, metrics and thread states are those of a Stats fed the final labels from the
+    # start. first_seen/last_seen are left out: a phase's first interval moving away, or its last
+    # restored to an interval that had moved, is not yet followed (stop 38's review); top_code is
+    # a sample that depends on the order.
+    import random
+    for case in range(300):
+        rng = random.Random(case)
+        threads, phases = rng.randint(1, 3), rng.randint(2, 4)
+        seqs, ivs, final, pend = {t: 0 for t in range(1, threads + 1)}, [], [], []
+        live = Stats()
+        for g in range(rng.randint(3, 25)):
+            thread = rng.randint(1, threads)
+            ivs.append(interval(thread, seqs[thread], rng.randrange(5), g))
+            ivs[-1].os = {f: v if rng.random() < 0.3 else 0 for f, v in ivs[-1].os.items()}  # mostly 0, as majflt
+            seqs[thread] += 1
+            final.append(rng.randrange(phases))
+            pending = rng.random() < 0.4
+            live.add(ivs[-1], final[-1], g, pending=pending)
+            pend += [g] if pending else []
+            if pend and rng.random() < 0.3:
+                moved, to = rng.sample(pend, rng.randint(1, len(pend))), rng.randrange(phases + 1)
+                for m in moved:
+                    pend.remove(m)
+                    final[m] = to
+                live.relabel(to, moved)
+        want = Stats()
+        for g, (iv, p) in enumerate(zip(ivs, final)):
+            want.add(iv, p, g)
+        got, settled_stats = live.to_dict(), want.to_dict()
+        for d in (got, settled_stats):
+            for p in d["phases"]:
+                del p["first_seen"], p["last_seen"], p["top_code"]
+        same(got, settled_stats, f"case {case}", tol=1e-6)  # a CV after undoing: rounding of 1e-9
