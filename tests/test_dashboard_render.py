@@ -120,3 +120,7 @@ def test_report_says_what_exact_mode_did_not_follow():
     print_report(summary, 20, out)
     assert "exact mode could not follow the JVM (libjvm.so) exactly: what its threads run in their first 20 ms" in \
         " ".join(out.getvalue().split())
+    summary["session"]["not_followed_more"] = 3  # a fault's reason names its PC: past 16, only counted
+    out = io.StringIO()
+    print_report(summary, 20, out)
+    assert "exact mode could not follow 3 more (said at the time)" in out.getvalue()

@@ -41,6 +41,7 @@ CHECKPOINT_EVERY = 5.0  # seconds between summaries handed to the sinks
 PASS_ON_GRACE = 3.0  # seconds a spawned target has to end on a stop signal passed on, then on SIGTERM
 TICK = 0.05  # seconds between the loop's looks at the clock, for a session that wakes on a clock
 MAX_QUIET = 1.0  # seconds a session that wakes on its data may leave the loop without windows
+NOT_FOLLOWED_KEPT = 16  # reasons exact mode could not follow kept in the summary (the rest counted)
 
 
 class LiveRun:
@@ -83,6 +84,7 @@ class LiveRun:
         self.children = ProcessEngines(config, [self.flow.sinks.on_interval])
         self.agent_errors: List[str] = []
         self.not_followed: List[str] = []  # what exact mode could not follow or count, and why
+        self.not_followed_more = 0  # reasons past NOT_FOLLOWED_KEPT (a fault's names its PC: one per PC)
         self.started_wall = time.time()
         self.summary: Optional[dict] = None
         self.symbols: Optional[Symbolizer] = None
@@ -262,7 +264,10 @@ class LiveRun:
             self.agent_errors.append(event.message)
             self.view.note(f"phasescope: agent error: {event.message} (the trace may be incomplete)")
         elif isinstance(event, Unfollowable):
-            self.not_followed.append(event.reason)
+            if len(self.not_followed) < NOT_FOLLOWED_KEPT:
+                self.not_followed.append(event.reason)
+            else:
+                self.not_followed_more += 1
             self.view.note(f"phasescope: exact mode cannot follow {event.reason}; {SAMPLED_INSTEAD}")
         elif isinstance(event, ChildEnded):
             self.children.end(event.pid)
@@ -297,6 +302,7 @@ class LiveRun:
             "forked": self.forked,
             "agent_errors": self.agent_errors,
             "not_followed": self.not_followed,
+            "not_followed_more": self.not_followed_more,
         }
         for p in s["phases"]:
             for block in p["top_code"] + (p["burst"]["top_code"] if p["burst"] else []):

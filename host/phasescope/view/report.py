@@ -60,9 +60,13 @@ def print_report(summary: dict, top: int, file: Optional[TextIO] = None) -> None
             else f"{w.get('cpu_ns', 0) / 1e9:.2f} s of sampled CPU time")
     console.print(f"{w['intervals']:,} intervals, {work}, {w['threads']} thread(s), "
                   f"{w['phases']} phases, phase changes in {_pct(w['change_rate'])} of intervals")
-    for reason in summary.get("session", {}).get("not_followed", ()):
+    session = summary.get("session", {})
+    for reason in session.get("not_followed", ()):
         console.print(f"exact mode could not follow {reason}", style="yellow", highlight=False, markup=False,
                       soft_wrap=True)
+    if session.get("not_followed_more"):
+        console.print(f"exact mode could not follow {session['not_followed_more']} more (said at the time)",
+                      style="yellow", highlight=False, markup=False)
     columns = (("phase", "left"), ("share", "right"), ("intervals", "right"), ("runs", "right"),
                ("run mean/max", "right"), ("next", "left"), ("ms/interval", "right"), ("ns/insn", "right"))
 
