@@ -9,9 +9,11 @@ import hashlib
 import os
 import re
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -169,22 +171,31 @@ class Tmux:
 
     def __init__(self, width: int, height: int, command: list):
         self.name = f"psq-{uuid.uuid4().hex[:8]}"
+        self._socket_dir = tempfile.mkdtemp(prefix=self.name)
         # the shell outlives a Ctrl-C sent to the pane (trap), so that the exit status can be read
         shell = "trap : INT; " + " ".join(shlex.quote(c) for c in command) + "; echo EXIT=$?; sleep 60"
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height),
-                        "env", "-u", "COLUMNS", "-u", "LINES", "TERM=xterm-256color", "sh", "-c", shell],
-                       check=True, timeout=300)
+        self._tmux("new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height),
+                   "env", "-u", "COLUMNS", "-u", "LINES", "TERM=xterm-256color", "sh", "-c", shell)
+
+    def _tmux(self, *args, check: bool = True) -> str:
+        """One tmux command on this terminal's own server (-S): test workers that start or kill
+        the shared default server at the same moment make tmux fail with "server exited
+        unexpectedly" (a CI run of stop 38)."""
+        return subprocess.run(["tmux", "-S", os.path.join(self._socket_dir, "socket"), *args], capture_output=True, text=True,
+                              check=check, timeout=300).stdout
+
+    def send_keys(self, *keys: str):
+        """Type ``keys`` (tmux key names such as ``C-c``) into the pane."""
+        self._tmux("send-keys", "-t", self.name, *keys)
 
     def screen(self) -> str:
         """The visible pane; -J joins lines the terminal wrapped (long paths in the final message)."""
-        return subprocess.run(["tmux", "capture-pane", "-p", "-J", "-t", self.name], capture_output=True,
-                              text=True, check=True, timeout=300).stdout
+        return self._tmux("capture-pane", "-p", "-J", "-t", self.name)
 
     def history(self) -> str:
         """Everything the pane printed, scrolled-off lines included (a long report pushes the
         program's own output off a 40-line screen)."""
-        return subprocess.run(["tmux", "capture-pane", "-p", "-J", "-S", "-", "-t", self.name],
-                              capture_output=True, text=True, check=True, timeout=300).stdout
+        return self._tmux("capture-pane", "-p", "-J", "-S", "-", "-t", self.name)
 
     def wait_for(self, pattern: str, timeout: float = 60.0) -> str:
         """The screen once ``pattern`` is on it."""
@@ -194,7 +205,8 @@ class Tmux:
         return wait_for(shown, timeout, lambda: f"{pattern!r} on screen; last screen:\n{self.screen()}", every=0.2)
 
     def close(self):
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True, timeout=300)
+        self._tmux("kill-server", check=False)
+        shutil.rmtree(self._socket_dir, ignore_errors=True)
 
 
 @pytest.fixture

@@ -42,7 +42,7 @@ def counts_sigint(tmp_path_factory):
 
 
 def _ctrl_c(t) -> None:
-    subprocess.run(["tmux", "send-keys", "-t", t.name, "C-c"], check=True)
+    t.send_keys("C-c")
 
 
 @pytest.mark.parametrize("dashboard", [True, False])

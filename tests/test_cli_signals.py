@@ -67,7 +67,7 @@ def test_demo_with_a_duration_in_a_real_terminal_ends_with_the_report(tmux, dura
 def test_ctrl_c_in_the_dashboard_ends_with_the_report(tmux):
     t = tmux(100, 30, cli_command("demo"))
     t.wait_for(r"intervals \d+")
-    subprocess.run(["tmux", "send-keys", "-t", t.name, "C-c"], check=True, timeout=300)
+    t.send_keys("C-c")
     final = t.wait_for(r"EXIT=\d+", timeout=60)
     assert "EXIT=130" in final and "Traceback" not in final, final  # the workload ended of the Ctrl-C
     assert "SIGINT passed on to it" in final
