@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import pytest
 import subprocess
-import time
 
 from conftest import cli_command, end_process
 
@@ -19,13 +18,12 @@ pytestmark = pytest.mark.slow  # every test here starts a real process
 
 
 def _detach_leaves_it_running(target, seconds):
-    started = time.monotonic()
     r = subprocess.run(cli_command("--no-dashboard", "--duration", str(seconds), "-p", str(target.pid)),
                        capture_output=True, text=True, timeout=60)
-    took = time.monotonic() - started
     assert r.returncode == 0, r.stderr
+    # the unload did not wait out its bound (STOP_TIMEOUT: phasescope would say so). No bound on the
+    # wall time: an attach alone took 5-9 s at a load of 11-13 (CI runs of stop 38 and 39)
     assert "could not be unloaded" not in r.stderr and "detached" in r.stderr, r.stderr
-    assert took < seconds + 5, took  # the unload did not wait out its 10 s bound
     assert target.poll() is None, f"target ended ({target.returncode}) after the detach:\n{r.stderr[-3000:]}"
     with open(f"/proc/{target.pid}/status") as f:
         threads = int(next(line for line in f if line.startswith("Threads:")).split()[1])
