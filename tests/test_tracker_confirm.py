@@ -109,3 +109,27 @@ def test_score_reads_the_labels_the_log_settles(tmp_path):
     log = tmp_path / "log.jsonl"
     log.write_text("".join(dumps(to_record(iv, r)) + "\n" for iv, r in zip(ivs, engine.feed_many(ivs))))
     assert read_log_labels(str(log)).labels.tolist() == [0, 0, 1, 0, 1]
+
+
+def test_a_one_off_must_recur_within_the_window_to_become_a_phase():
+    # ``recur`` (40 in the default): c's second interval 40 intervals after its first confirms it;
+    # 41 after, the first has been dropped and the second waits as a new candidate.
+    a, c = phase(0), phase(2)
+    assert PRESETS["confirmed"]["recur"] == 40
+    for gap, confirmed_phase in ((40, True), (41, False)):
+        ms = confirmed().classify_many(np.array([a, c] + [a] * (gap - 1) + [c]))
+        assert ms[-1].new_phase is confirmed_phase and ms[-1].transition is not confirmed_phase
+        assert (ms[-1].relabel_seqs == (1,)) is confirmed_phase
+
+
+def test_intervals_between_activities_get_no_ids_of_their_own():
+    # A demo-like loop: three activities of 30 intervals each, and between each two an interval
+    # that straddles them (half of each). Each boundary recurs once per round (93 intervals), so it
+    # is never confirmed: the settled labels hold the three activities' IDs, each boundary carrying
+    # its nearest one. Without the window (``recur`` 0) every boundary gets an ID.
+    def mix(p, q):
+        return (phase(p) + phase(q)) / 2
+    one_round = [f for p in range(3) for f in [phase(p)] * 30 + [mix(p, (p + 1) % 3)]]
+    stream = np.array(one_round * 4)
+    assert len(set(settled(confirmed().classify_many(stream)))) == 3
+    assert len(set(settled(confirmed(recur=0).classify_many(stream)))) == 6

@@ -6,7 +6,9 @@ phase IDs, flagged ``s`` (below SimPoint's own ARI - 0.05), ``p`` (more than 0.0
 their macro phases. Each log is parsed once into a ``generalize.Program`` kept as NAME.pkl beside
 it (cc1's 1.3 GB log takes some 20 minutes to parse on a loaded machine); delete it to redo.
 
-    python3 bench/quality/tables.py --simpoint PATH DIR SETTING...
+    python3 bench/quality/tables.py --simpoint PATH DIR[,DIR...] SETTING...
+
+Several directories (comma-separated) are scored as one split: each half's mean covers them all.
 """
 
 from __future__ import annotations
@@ -41,12 +43,12 @@ def load(log: str, binary: str) -> "generalize.Program":
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("dir")
+    ap.add_argument("dir", help="the captures' directory, or several separated by commas")
     ap.add_argument("settings", nargs="+", help="names of bench/quality/run.py or PRESET:FIELD=VALUE:...")
     ap.add_argument("--simpoint", required=True, metavar="PATH")
     args = ap.parse_args()
-    progs = [load(os.path.join(args.dir, n + ".jsonl"), args.simpoint) for n in programs.PROGRAMS
-             if os.path.exists(os.path.join(args.dir, n + ".jsonl"))]
+    progs = [load(os.path.join(d, n + ".jsonl"), args.simpoint) for n in programs.PROGRAMS
+             for d in args.dir.split(",") if os.path.exists(os.path.join(d, n + ".jsonl"))]
     names = ["paper"] + [s for s in args.settings if s != "paper"]
     res = {s: {p.name: p.scores(*p.phases(tracker_config(s, 10_000_000))) for p in progs} for s in names}
     for split in ("tune", "held-out"):
@@ -66,7 +68,7 @@ def main() -> int:
                 f"{res[s][p.name]['truth']:.2f} / {res[s][p.name]['macro_truth']:.2f}" for s in names)
             print(f"| {p.name} | {k} | {p.sp30_self:.2f} | " + " | ".join(cells) + f" | {truth} |")
         print(f"| **mean** | | {np.mean([p.sp30_self for p in ps]):.2f} | "
-              + " | ".join(f"**{np.mean([res[s][p.name]['ari'] for p in ps]):.2f}**" for s in names) + " | |")
+              + " | ".join(f"**{np.mean([res[s][p.name]['ari'] for p in ps]):.3f}**" for s in names) + " | |")
     return 0
 
 

@@ -10,8 +10,10 @@ The statistics are the settled labels' (:func:`phasescope.engine.phase_table.set
 settles them): an interval the tracker may relabel later (it matched no stable phase and carries
 its nearest phase for now, or the page tracker held it) is kept in a bounded ledger, and a
 relabel moves it to its phase for good (:meth:`Stats.relabel`), runs and transitions recounted from
-each thread's label sequence (8 bytes per interval). Its locality windows stay with the phase it
-was first classified in.
+each thread's label sequence (8 bytes per interval). First and last seen are the earliest and
+latest of a phase's intervals, its pending ones kept apart (:attr:`PhaseStats.pending`) so that
+any order of relabels leaves them right. Its locality windows stay with the phase it was first
+classified in.
 
 Per-interval metrics skip partial intervals (cut short, so not comparable) and intervals whose
 clock or OS counters are unknown. Top code is estimated from a sample of each phase's intervals
@@ -26,7 +28,7 @@ import math
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -62,13 +64,13 @@ class Running:
     def remove(self, x: float) -> None:
         """Undo ``add(x)`` of a value added before. When only zeros remain (an OS counter such as
         majflt often is), the mean and variance are exactly 0: the rounding left by undoing would
-        otherwise make a CV of about 1e8 out of 1e-15 / 1e-16."""
+        otherwise make a CV of about 1e8 out of 1e-15 / 1e-16. One value left has no variance."""
         self._nonzero -= x != 0
         if self.n <= 1 or not self._nonzero:
             self.n, self.mean, self._m2 = max(self.n - 1, 0), 0.0, 0.0
             return
         mean = (self.n * self.mean - x) / (self.n - 1)
-        self._m2 -= (x - mean) * (x - self.mean)
+        self._m2 = 0.0 if self.n == 2 else self._m2 - (x - mean) * (x - self.mean)
         self.n, self.mean = self.n - 1, mean
 
     @property
@@ -138,7 +140,7 @@ class ThreadState:
 class PhaseStats:
     """Statistics of one phase ID."""
 
-    def __init__(self, phase: int, seq: int, ns: int):
+    def __init__(self, phase: int):
         self.phase = phase
         self.intervals = 0
         self.weight = 0
@@ -146,11 +148,40 @@ class PhaseStats:
         self.max_run = 0
         self.transitions: Dict[int, int] = {}
         self.metrics = Metrics()
-        self.first_seq, self.first_ns = seq, ns
-        self.last_seq, self.last_ns = seq, ns
+        self._first: Optional[Tuple[int, int]] = None  # (seq, start ns) of its earliest settled interval
+        self._last: Optional[Tuple[int, int]] = None  # (seq, end ns) of its latest settled interval
+        #: seq -> (start ns, end ns) of its intervals that a relabel may still move away, in seq order
+        self.pending: Dict[int, Tuple[int, int]] = {}
         self.top: Dict[int, List[int]] = {}  # key -> [instructions, raw pc or -1]
         self.merged_into: Optional[int] = None  # the phase the tracker folded this one into
         self.burst: Optional[dict] = None  # sampled mode: one exact interval of it (engine/bursts.py)
+
+    def see(self, seq: int, start_ns: int, end_ns: int, pending: bool = False) -> None:
+        """Count interval ``seq`` toward first and last seen; ``pending``: it may still move away
+        (:meth:`unsee`), else it stays in this phase for good."""
+        if pending:
+            self.pending[seq] = (start_ns, end_ns)
+            return
+        if self._first is None or seq < self._first[0]:
+            self._first = (seq, start_ns)
+        if self._last is None or seq > self._last[0]:
+            self._last = (seq, end_ns)
+
+    def unsee(self, seq: int) -> Tuple[int, int]:
+        """Take pending interval ``seq`` out of first and last seen; returns its (start, end) ns."""
+        return self.pending.pop(seq)
+
+    @property
+    def first_seen(self) -> Tuple[int, int]:
+        """(seq, start ns) of the phase's earliest interval."""
+        held = next(iter(self.pending.items()), None)
+        return min(x for x in (self._first, held and (held[0], held[1][0])) if x is not None)
+
+    @property
+    def last_seen(self) -> Tuple[int, int]:
+        """(seq, end ns) of the phase's latest interval."""
+        held = next(reversed(self.pending.items()), None)
+        return max(x for x in (self._last, held and (held[0], held[1][1])) if x is not None)
 
     @property
     def mean_run(self) -> float:
@@ -204,8 +235,8 @@ class PhaseStats:
             "transitions": [{"phase": p, "count": c}
                             for p, c in sorted(self.transitions.items(), key=lambda pc: (-pc[1], pc[0]))],
             "metrics": self.metrics.to_dict(),
-            "first_seen": {"seq": self.first_seq, "ns": self.first_ns},
-            "last_seen": {"seq": self.last_seq, "ns": self.last_ns},
+            "first_seen": dict(zip(("seq", "ns"), self.first_seen)),
+            "last_seen": dict(zip(("seq", "ns"), self.last_seen)),
             "top_code": self.top_code(),
             "merged_into": self.merged_into,
             "burst": copy.deepcopy(self.burst),  # the live run names its blocks in the copy
@@ -258,7 +289,7 @@ class Stats:
         ``pending``: the tracker may still relabel it (:meth:`relabel`)."""
         ps = self.phases.get(phase)
         if ps is None:
-            ps = self.phases[phase] = PhaseStats(phase, seq, iv.start_ns)
+            ps = self.phases[phase] = PhaseStats(phase)
         ts = self.threads.get(iv.thread)
         if ts is None:
             ts = self.threads[iv.thread] = ThreadState(iv.thread)
@@ -278,15 +309,15 @@ class Stats:
         values = Metrics.of(iv)
         top = ps.sample_top(iv) if ps.intervals < SAMPLE_FIRST or (ps.intervals + 1) % SAMPLE_EVERY == 0 else []
         if pending:
-            self._ledger[seq] = (iv.thread, len(self._labels[iv.thread]), iv.weight, values, iv.start_ns, iv.end_ns,
-                                 top, ps.last_seq, ps.last_ns)
-            if len(self._ledger) > LEDGER:
-                self._ledger.popitem(last=False)
+            self._ledger[seq] = (iv.thread, len(self._labels[iv.thread]), iv.weight, values, top)
+            if len(self._ledger) > LEDGER:  # the oldest stays where it is for good
+                old, (thread, pos, *_) = self._ledger.popitem(last=False)
+                self._settle(old, self.phases[self._labels[thread][pos]])
         self._labels[iv.thread].append(phase)
         ps.intervals += 1
         ps.weight += iv.weight
         ps.max_run = max(ps.max_run, ts.run_length)
-        ps.last_seq, ps.last_ns = seq, iv.end_ns
+        ps.see(seq, iv.start_ns, iv.end_ns, pending)
         ps.metrics.add(values)
         if iv.locality is not None:
             if self.locality is None:
@@ -311,21 +342,28 @@ class Stats:
             del t[b]
         self.phase_changes += n
 
+    @staticmethod
+    def _settle(seq: int, ps: PhaseStats) -> None:
+        """Pending interval ``seq`` of phase ``ps`` stays there: no relabel can move it now."""
+        ps.see(seq, *ps.unsee(seq))
+
     def relabel(self, phase: int, seqs) -> None:
         """The intervals ``seqs`` (added ``pending``) belong to ``phase`` after all: move their
-        counts, metrics, top code, runs and transitions there, as if they had been added so."""
-        for seq in sorted(seqs, reverse=True):  # the latest first: each restores its phase's last seen
+        counts, metrics, top code, first and last seen, runs and transitions there, as if they had
+        been added so. Each interval moves once at most (the tracker relabels it once)."""
+        for seq in seqs:
             entry = self._ledger.pop(seq, None)
             if entry is None:
                 continue
-            thread, pos, weight, values, start_ns, end_ns, top, last_seq, last_ns = entry
+            thread, pos, weight, values, top = entry
             labels = self._labels[thread]
             old = labels[pos]
-            if old == phase:
-                continue
             gone, ps = self.phases[old], self.phases.get(phase)
+            if old == phase:
+                self._settle(seq, gone)
+                continue
             if ps is None:
-                ps = self.phases[phase] = PhaseStats(phase, seq, start_ns)
+                ps = self.phases[phase] = PhaseStats(phase)
             longest = gone.max_run == self._run_at(labels, pos)
             prev = labels[pos - 1] if pos else None
             nxt = labels[pos + 1] if pos + 1 < len(labels) else None
@@ -347,12 +385,7 @@ class Stats:
             ps.metrics.add(values)
             ps.add_top(top)
             ps.max_run = max(ps.max_run, self._run_at(labels, pos))
-            if seq < ps.first_seq:
-                ps.first_seq, ps.first_ns = seq, start_ns
-            if seq >= ps.last_seq:  # equal: the phase was made for it just now
-                ps.last_seq, ps.last_ns = seq, end_ns
-            if gone.last_seq == seq:
-                gone.last_seq, gone.last_ns = last_seq, last_ns
+            ps.see(seq, *gone.unsee(seq))
             if not gone.intervals:
                 del self.phases[old]
             elif longest:

@@ -48,6 +48,10 @@ Issue 28 (the ``stable`` preset):
   carries its nearest phase's ID (``transition`` still set) instead of the shared ID 0, as
   k-means assigns every point to its nearest centroid; no interval carries ID 0 as the
   transition phase then, and stable IDs start at 0.
+- ``recur`` (the ``confirmed`` preset, 40): with ``transition``, a candidate that no interval
+  matches within ``recur`` intervals (of the whole stream) leaves the pool, as Lau et al. label
+  intervals that do not recur soon as transitions: an interval that straddles two activities of a
+  loop recurs once a round, and no longer becomes a phase of its own.
 - ``archive``: evicted phases (ID and representative) are kept, oldest dropped first; an interval
   that matches no phase in the table takes back the nearest archived one within the threshold.
 - ``calibrate``: the threshold is ``calibrate`` x the median Manhattan distance between each
@@ -377,6 +381,8 @@ class Tracker(BoundedTable):
         intervals, the earlier intervals' sequence numbers) of a candidate confirmed by this
         interval (removed from the pool), else None."""
         c = self.config
+        if c.recur:
+            self._expire(self._clock - c.recur)
         n = self._cand_used
         if n:
             dist = np.abs(self._cand_reps[:n] - fp).sum(axis=1)
@@ -403,6 +409,17 @@ class Tracker(BoundedTable):
         self._cand_last[j] = self._clock
         self._cand_seqs[j] = [self._clock - 1]
         return None
+
+    def _expire(self, since: int) -> None:
+        """Drop the candidates last matched before clock ``since``."""
+        n = self._cand_used
+        keep = np.flatnonzero(self._cand_last[:n] >= since)
+        if len(keep) < n:
+            k = len(keep)
+            self._cand_reps[:k], self._cand_hits[:k], self._cand_last[:k] = \
+                self._cand_reps[keep], self._cand_hits[keep], self._cand_last[keep]
+            self._cand_seqs[:k] = [self._cand_seqs[j] for j in keep]
+            self._cand_used = k
 
     def preload(self, representatives: Sequence[tuple], next_id: int) -> None:
         """Start from the representatives of earlier runs (a phase database): ``(phase, footprint)``

@@ -287,7 +287,7 @@ class EventServer(Sink):
         if r.merged is not None:
             events.append({"event": "phase_merge", "from": r.merged[0], "into": r.merged[1], "seq": r.seq})
         if r.new_phase:
-            top = PhaseStats(r.phase, r.seq, iv.start_ns)
+            top = PhaseStats(r.phase)
             top.sample_top(iv)
             events.append({"event": "phase_new", "phase": r.phase, "seq": r.seq, "thread": r.thread,
                            "top_code": [{"key": b["key"], "share": b["share"]} for b in top.top_code(TOP_KEYS)]})
