@@ -8,6 +8,7 @@ table rows.
 
 from __future__ import annotations
 
+import itertools
 from typing import Optional, Sequence
 
 import numpy as np
@@ -75,8 +76,8 @@ def _header(s: Snapshot, width: int) -> Text:
 def _strip(phases: Sequence[int], width: int) -> Text:
     """The phase barcode: one cell per interval, coloured by phase ID, newest on the right."""
     t = Text()
-    for p in list(phases)[-width:]:
-        t.append("█", style=phase_color(p))
+    for p, run in itertools.groupby(list(phases)[-width:]):  # one span per run: rich draws spans, not cells
+        t.append("█" * len(list(run)), style=phase_color(p))
     return t
 
 
@@ -116,10 +117,9 @@ def _heatmap(s: Snapshot, rows: int, width: int) -> Text:
     out = Text()
     half = levels.shape[1]
     for y in range(0, half, 2):
-        for x in range(levels.shape[0]):
-            upper = _HEAT[levels[x, y]]
-            lower = _HEAT[levels[x, y + 1]] if y + 1 < half else "#000000"
-            out.append("▀", style=f"{upper} on {lower}")
+        lower_row = levels[:, y + 1].tolist() if y + 1 < half else [None] * levels.shape[0]
+        for (upper, lower), run in itertools.groupby(zip(levels[:, y].tolist(), lower_row)):
+            out.append("▀" * len(list(run)), style=f"{_HEAT[upper]} on {'#000000' if lower is None else _HEAT[lower]}")
         if y + 2 < half:
             out.append("\n")
     out.append("\n")

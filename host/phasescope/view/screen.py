@@ -1,12 +1,18 @@
 """The live dashboard on the terminal: rich's full-screen Live, refreshed on its own clock
-(``hz`` times a second, however fast intervals arrive) by a draw function of the terminal's size."""
+(``hz`` times a second, however fast intervals arrive) by a draw function of the terminal's size.
+A draw that takes long (a large terminal, a loaded machine) spaces the next one out, so drawing
+never takes more than 1/:data:`DRAW_SHARE` of the wall time and intervals never queue behind it."""
 
 from __future__ import annotations
 
+import time
 from typing import Callable, List
 
 from rich.console import Console
 from rich.live import Live
+
+#: the next draw waits at least this many times as long as the last one took
+DRAW_SHARE = 4
 
 
 class DashboardScreen:
@@ -45,7 +51,8 @@ class DashboardScreen:
                 self._live.update(self.draw(c.width, c.height), refresh=True)
             except OSError:
                 self.gone = True
-            self._next = now + self.period
+            took = time.monotonic() - now
+            self._next = now + max(self.period, DRAW_SHARE * took)
 
     def note(self, text: str) -> None:
         if text not in self.notes:
