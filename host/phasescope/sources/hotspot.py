@@ -1,0 +1,376 @@
+"""HotSpot's JIT code keyed by its Java method, read by the host from the JVM's memory (issues 27, 32).
+
+HotSpot recompiles a method again and again (C1, C2, OSR, deoptimized and compiled anew), each time
+at other code-cache addresses, and writes no perf map by default: a Java activity's samples then
+land on other raw addresses each time it comes back, and the page tracker sees a new phase. So a
+sample in an nmethod is keyed by the Java method it runs, as exact mode keys it (agent/jit_keys.c):
+the method of the innermost scope of the nmethod's first debug point (PcDesc) after the sampled
+instruction, so code inlined into a caller counts as its own method's; where there is none, the
+nmethod's own ``_method``. Everything is read through ``/proc/PID/mem`` (as root) with offsets from
+HotSpot's VMStructs tables (``gHotSpotVMStructs``, ``gHotSpotVMTypes`` and their layout words, in
+libjvm.so's dynamic symbols), as the serviceability agent reads a JVM:
+
+- the code heaps (``CodeCache::_heaps``), each with its memory, segment map and segment size;
+- the blob holding a PC: the segment map's entry of the PC's segment is 0xFF (free) or the number
+  of segments to hop back towards the block's first segment (0); the block is a HeapBlock header
+  (free or used), the blob right after it (:func:`block_start`);
+- an nmethod is a blob whose first word is nmethod's vtable (``_ZTV7nmethod`` + 16, libjvm's
+  symbol table), as exact mode checks it.
+
+The key is :func:`~phasescope.sources.perf_map.jit_tag` of ``"java " + holder.name + signature``
+(offset 0): a string, not the ``Method*``, so a method keeps its key across runs (logs compared,
+like a module's pages) and two methods never share a code page of the page tracker (``Method*``s
+lie tens of bytes apart in metaspace). Where its name cannot be read the string is ``java method
+0xADDR`` (the ``Method*``: metaspace, stable while the class lives, never moved by a GC).
+
+PCs are cached with their blob; a blob is checked again once per :meth:`HotSpotCode.keys` call
+(its HeapBlock still used, its vtable and compile id the same: code HotSpot freed and reused gets
+another compile id), so freed and reused code is read anew. A process without libjvm.so is never
+read; a libjvm.so without the tables or symbols keys nothing (raw addresses, as before).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from phasescope.sources.elf_symbols import symbol_values
+from phasescope.sources.modules import ModuleMap
+from phasescope.sources.perf_map import jit_tag
+
+#: libjvm.so's exported VMStructs tables and layout words.
+STRUCT_WORDS = ("gHotSpotVMStructs", "gHotSpotVMStructEntryArrayStride", "gHotSpotVMStructEntryTypeNameOffset",
+                "gHotSpotVMStructEntryFieldNameOffset", "gHotSpotVMStructEntryOffsetOffset",
+                "gHotSpotVMStructEntryIsStaticOffset", "gHotSpotVMStructEntryAddressOffset")
+TYPE_WORDS = ("gHotSpotVMTypes", "gHotSpotVMTypeEntryArrayStride", "gHotSpotVMTypeEntryTypeNameOffset",
+              "gHotSpotVMTypeEntrySizeOffset")
+#: an nmethod's vtable symbol (its objects' first word is this + 16), as agent/jit_keys.c checks
+NMETHOD_VTABLE = "_ZTV7nmethod"
+#: VMStructs fields read: name -> (type, field). The first nine are exact mode's (agent/jit_keys.c).
+FIELDS = {
+    "size": ("CodeBlob", "_size"), "code": ("CodeBlob", "_code_begin"), "method": ("CompiledMethod", "_method"),
+    "meta": ("nmethod", "_metadata_offset"), "scopes": ("CompiledMethod", "_scopes_data_begin"),
+    "pcs": ("nmethod", "_scopes_pcs_offset"), "deps": ("nmethod", "_dependencies_offset"),
+    "pc_offset": ("PcDesc", "_pc_offset"), "decode": ("PcDesc", "_scope_decode_offset"),
+    "compile_id": ("nmethod", "_compile_id"),
+    "heaps": ("CodeCache", "_heaps"), "len": ("GrowableArrayBase", "_len"), "data": ("GrowableArray<int>", "_data"),
+    "memory": ("CodeHeap", "_memory"), "segmap": ("CodeHeap", "_segmap"),
+    "log2_segment": ("CodeHeap", "_log2_segment_size"), "low": ("VirtualSpace", "_low"),
+    "high": ("VirtualSpace", "_high"), "header": ("HeapBlock", "_header"), "used": ("HeapBlock::Header", "_used"),
+    "const_method": ("Method", "_constMethod"), "constants": ("ConstMethod", "_constants"),
+    "name_index": ("ConstMethod", "_name_index"), "signature_index": ("ConstMethod", "_signature_index"),
+    "holder": ("ConstantPool", "_pool_holder"), "klass_name": ("Klass", "_name"),
+    "symbol_length": ("Symbol", "_length"), "symbol_body": ("Symbol", "_body"),
+}
+SIZES = ("HeapBlock", "ConstantPool")  # sizeof, from gHotSpotVMTypes
+PC_DESC = 16  # sizeof (PcDesc): four ints
+FREE_SEGMENT = 0xFF  # CodeHeap's free_sentinel
+GONE = (-1, -1)  # what identifies a blob of a process that has exited
+
+
+def block_start(segmap: bytes, index: int) -> Optional[int]:
+    """The first segment of the block holding segment ``index`` of ``segmap`` (the part of a code
+    heap's segment map that ends at ``index``): None when that segment is free, -1 when the hops
+    lead before the bytes given (read more of the map)."""
+    if not 0 <= index < len(segmap) or segmap[index] == FREE_SEGMENT:
+        return None
+    while segmap[index] > 0:
+        index -= segmap[index]
+        if index < 0:
+            return -1
+        if segmap[index] == FREE_SEGMENT:
+            return None  # a map being written
+    return index
+
+
+def read_int(data: bytes, at: int) -> Tuple[int, int]:
+    """HotSpot's compressed int at ``data[at]`` (CompressedReadStream::read_int, UNSIGNED5: a byte
+    below 192 ends it, each next one counts 64 times more) and where the next begins; -1 past the end."""
+    total = shift = 0
+    for i in range(5):
+        if at >= len(data):
+            return -1, at
+        b = data[at]
+        at += 1
+        total += b << shift
+        shift += 6
+        if b < 192:
+            break
+    return total, at
+
+
+class _Blob:
+    """One nmethod's code as read: its compile id and, per code offset, the method of the first
+    debug point from there on."""
+    __slots__ = ("start", "check", "code", "method", "pc_offsets", "methods")
+
+    def __init__(self, start: int, check: Tuple[int, int], code: int, method: int, pc_offsets: np.ndarray, methods: list):
+        self.start, self.check, self.code, self.method = start, check, code, method
+        self.pc_offsets, self.methods = pc_offsets, methods
+
+    def method_at(self, pc: int) -> int:
+        i = int(np.searchsorted(self.pc_offsets, pc - self.code, side="right"))
+        return self.methods[i] if i < len(self.methods) and self.methods[i] else self.method
+
+
+class HotSpotCode:
+    """The JIT code of process ``pid``, if it is a HotSpot JVM: :meth:`keys` and :meth:`names`."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self._state = "unseen"  # until libjvm.so is mapped; then "on" or "off"
+        self._mem: Optional[int] = None
+        self._at: Dict[str, int] = {}
+        self._sizes: Dict[str, int] = {}
+        self._vtable = 0
+        self._heaps: List[Tuple[int, int, int, int]] = []  # (low, high, segmap, log2 segment size)
+        self._blobs: Dict[int, _Blob] = {}  # by start
+        self._pcs: Dict[int, int] = {}  # pc -> its blob's start
+        self._keys: Dict[int, Tuple[int, str]] = {}  # Method* -> (key, name)
+        self.read_errors = 0
+
+    # -- memory ---------------------------------------------------------------------------
+    def _read(self, address: int, size: int) -> bytes:
+        """``size`` bytes at ``address`` (fewer where unmapped; empty once the process is gone)."""
+        if self._mem is None or size <= 0:
+            return b""
+        try:
+            return os.pread(self._mem, size, address)
+        except (OSError, OverflowError, ValueError):
+            self.read_errors += 1
+            return b""
+
+    def _word(self, address: int, fmt: str = "<Q") -> Optional[int]:
+        data = self._read(address, struct.calcsize(fmt))
+        return struct.unpack(fmt, data)[0] if len(data) == struct.calcsize(fmt) else None
+
+    def _string(self, address: int, cache: Dict[int, str]) -> Optional[str]:
+        if address not in cache:
+            data = self._read(address, 96)
+            cache[address] = data.split(b"\0", 1)[0].decode("latin-1") if b"\0" in data else None
+        return cache[address]
+
+    # -- setup ----------------------------------------------------------------------------
+    def _start(self, modules: ModuleMap) -> None:
+        """Turned on when libjvm.so is mapped and its tables are read; off for good when they
+        cannot be."""
+        jvm = next((m for m in modules.modules if os.path.basename(m.path or m.name).startswith("libjvm.so")), None)
+        if jvm is None:
+            return
+        self._state = "off"
+        got = symbol_values(jvm.path or jvm.name, STRUCT_WORDS + TYPE_WORDS + (NMETHOD_VTABLE,))
+        if got is None or len(got[1]) < len(STRUCT_WORDS + TYPE_WORDS) + 1:
+            return
+        low, values = got
+        bias = jvm.base - low
+        try:
+            self._mem = os.open(f"/proc/{self.pid}/mem", os.O_RDONLY)
+        except OSError:
+            return
+        words = {name: self._word(bias + v) for name, v in values.items() if name != NMETHOD_VTABLE}
+        if None in words.values() or not self._tables(words):
+            return
+        self._vtable = bias + values[NMETHOD_VTABLE] + 16
+        self._state = "on"
+
+    def _tables(self, w: Dict[str, int]) -> bool:
+        """Reads the offsets of :data:`FIELDS` (static fields: their address) and sizes of :data:`SIZES`."""
+        wanted = {pair: key for key, pair in FIELDS.items()}
+        strings: Dict[int, str] = {}
+        entry, stride = w["gHotSpotVMStructs"], w["gHotSpotVMStructEntryArrayStride"]
+        for _ in range(100_000):
+            row = self._read(entry, stride)
+            if len(row) < stride:
+                return False
+            type_at, field_at = (struct.unpack_from("<Q", row, w[k])[0] for k in (
+                "gHotSpotVMStructEntryTypeNameOffset", "gHotSpotVMStructEntryFieldNameOffset"))
+            if type_at == 0:
+                break
+            key = wanted.get((self._string(type_at, strings), self._string(field_at, strings) if field_at else None))
+            if key is not None:
+                static = struct.unpack_from("<i", row, w["gHotSpotVMStructEntryIsStaticOffset"])[0]
+                self._at[key] = struct.unpack_from("<Q", row, w["gHotSpotVMStructEntryAddressOffset"] if static
+                                                   else w["gHotSpotVMStructEntryOffsetOffset"])[0]
+            entry += stride
+        entry, stride = w["gHotSpotVMTypes"], w["gHotSpotVMTypeEntryArrayStride"]
+        for _ in range(100_000):
+            row = self._read(entry, stride)
+            if len(row) < stride:
+                return False
+            type_at = struct.unpack_from("<Q", row, w["gHotSpotVMTypeEntryTypeNameOffset"])[0]
+            if type_at == 0:
+                break
+            name = self._string(type_at, strings)
+            if name in SIZES:
+                self._sizes[name] = struct.unpack_from("<Q", row, w["gHotSpotVMTypeEntrySizeOffset"])[0]
+            entry += stride
+        return set(self._at) == set(FIELDS) and set(self._sizes) == set(SIZES)
+
+    def _read_heaps(self) -> None:
+        """The code heaps: ``(low, high, segment map, log2 segment size)`` each (none until the
+        code cache is made)."""
+        at = self._at
+        array = self._word(at["heaps"])
+        n = self._word(array + at["len"], "<i") if array else None
+        data = self._word(array + at["data"]) if array else None
+        heaps = []
+        for i in range(n if n and data and 0 < n < 16 else 0):
+            heap = self._word(data + 8 * i)
+            if heap is None:
+                return
+            low, high, segmap = (self._word(heap + at[space] + at[end]) for space, end in (
+                ("memory", "low"), ("memory", "high"), ("segmap", "low")))
+            log2 = self._word(heap + at["log2_segment"], "<i")
+            if None in (low, high, segmap, log2) or not 0 < log2 < 16:
+                return
+            heaps.append((low, high, segmap, log2))
+        self._heaps = heaps
+
+    # -- blobs ----------------------------------------------------------------------------
+    def _blob_at(self, pc: int) -> Optional[int]:
+        """The start of the blob holding ``pc`` (from the segment map), None where none is."""
+        for low, high, segmap, log2 in self._heaps:
+            if low <= pc < high:
+                index = (pc - low) >> log2
+                back = min(index, 1023)
+                while True:
+                    got = block_start(self._read(segmap + index - back, back + 1), back)
+                    if got != -1 or back == index:
+                        break
+                    back = min(index, back * 16)  # the block begins before what was read
+                if got is None or got < 0:
+                    return None
+                return low + ((index - back + got) << log2) + self._sizes["HeapBlock"]
+        return None
+
+    def _checked(self, start: int) -> Optional[Tuple[int, int]]:
+        """What identifies the nmethod at ``start`` now: its size and compile id (code HotSpot
+        frees and reuses gets another), None when it is no nmethod in use (its HeapBlock free, or
+        another vtable); :data:`GONE` when nothing can be read (the process has exited: the last
+        windows, cut after its end, keep the methods last seen)."""
+        at, hb = self._at, self._sizes["HeapBlock"]
+        data = self._read(start - hb, hb + max(at["compile_id"], at["size"]) + 4)
+        if not data:
+            return GONE
+        if len(data) < hb + max(at["compile_id"], at["size"]) + 4 or not data[at["header"] + at["used"]]:
+            return None
+        if struct.unpack_from("<Q", data, hb)[0] != self._vtable:
+            return None
+        return (struct.unpack_from("<i", data, hb + at["size"])[0], struct.unpack_from("<i", data, hb + at["compile_id"])[0])
+
+    def _read_blob(self, start: int, check: bytes) -> Optional[_Blob]:
+        at = self._at
+        head = self._read(start, max(at[k] for k in ("size", "code", "method", "meta", "scopes", "pcs", "deps")) + 8)
+        if len(head) < 8:
+            return None
+        size = struct.unpack_from("<i", head, at["size"])[0]
+        data = self._read(start, size) if 0 < size < 1 << 26 else b""
+        if len(data) < size or data[:len(head)] != head:
+            return None
+        u64 = lambda k: struct.unpack_from("<Q", data, at[k])[0]  # noqa: E731
+        i32 = lambda k: struct.unpack_from("<i", data, at[k])[0]  # noqa: E731
+        code, method, meta = u64("code"), u64("method"), i32("meta")
+        scopes, pcs, deps = u64("scopes") - start, i32("pcs"), i32("deps")
+        if not (code >= start and 0 < meta <= scopes <= pcs <= deps <= size):
+            return _Blob(start, check, code, method, np.zeros(0, np.int64), [])
+        table = np.frombuffer(data[pcs:pcs + (deps - pcs) // PC_DESC * PC_DESC], np.int32).reshape(-1, PC_DESC // 4)
+        offsets = table[:, at["pc_offset"] // 4].astype(np.int64)
+        methods = []
+        for decode in table[:, at["decode"] // 4].tolist():
+            s = scopes + decode
+            method_at = 0
+            if scopes < s < pcs:  # 0: no scope
+                sender, s = read_int(data[:pcs], s)
+                index, s = read_int(data[:pcs], s)
+                if sender >= 0 and 1 <= index <= (scopes - meta) // 8:
+                    method_at = struct.unpack_from("<Q", data, meta + 8 * (index - 1))[0]
+            methods.append(method_at)
+        return _Blob(start, check, code, method, offsets, methods)
+
+    # -- keys and names -------------------------------------------------------------------
+    def keys(self, pcs: np.ndarray, keys: np.ndarray, modules: ModuleMap) -> np.ndarray:
+        """``keys`` (stable keys of ``pcs``) with each raw address in an nmethod keyed by its Java method."""
+        if self._state == "unseen":
+            self._start(modules)
+        if self._state != "on":
+            return keys
+        outside = np.flatnonzero(keys == pcs)
+        if not len(outside):
+            return keys
+        out, checked = keys.copy(), {}
+        for i, pc in zip(outside.tolist(), pcs[outside].tolist()):
+            method = self._method(pc, checked)
+            if method:
+                out[i] = self._key(method)[0]
+        return out
+
+    def _method(self, pc: int, checked: Dict[int, Optional[_Blob]]) -> int:
+        """The Java method of the code at ``pc`` (0: none), blobs checked once per ``checked``."""
+        start = self._pcs.get(pc)
+        if start is not None:
+            if start not in checked:
+                blob = self._blobs.get(start)
+                now = self._checked(start)
+                checked[start] = blob if blob is not None and now in (blob.check, GONE) else None
+            if checked[start] is not None:
+                return checked[start].method_at(pc)
+            del self._pcs[pc]
+            self._blobs.pop(start, None)
+        if not self._heaps:
+            self._read_heaps()
+        start = self._blob_at(pc)
+        check = self._checked(start) if start is not None else None
+        blob = self._read_blob(start, check) if check not in (None, GONE) else None
+        if blob is None or not blob.code <= pc < start + check[0]:
+            return 0
+        self._blobs[start] = checked[start] = blob
+        self._pcs[pc] = start
+        return blob.method_at(pc)
+
+    def _key(self, method: int) -> Tuple[int, str]:
+        """The key and name of Java method ``method`` (a ``Method*``), read once."""
+        got = self._keys.get(method)
+        if got is None:
+            name, signature = self._method_name(method)
+            text = f"java {name}{signature}" if name else f"java method {method:#x}"
+            got = self._keys[method] = (jit_tag(text), f"java {name}" if name else text)
+        return got
+
+    def _method_name(self, method: int) -> Tuple[Optional[str], str]:
+        """``Holder.name`` (dotted) and the signature of ``method``, (None, "") where unreadable."""
+        at = self._at
+        const = self._word(method + at["const_method"])
+        cp = self._word(const + at["constants"]) if const else None
+        holder = self._word(cp + at["holder"]) if cp else None
+        klass = self._word(holder + at["klass_name"]) if holder else None
+        if not klass:
+            return None, ""
+        parts = [self._symbol(klass)]
+        for index in ("name_index", "signature_index"):
+            i = self._word(const + at[index], "<H")
+            entry = self._word(cp + self._sizes["ConstantPool"] + 8 * i) if i else None
+            parts.append(self._symbol(entry) if entry else None)
+        if None in parts:
+            return None, ""
+        return f"{parts[0].replace('/', '.')}.{parts[1]}", parts[2]
+
+    def _symbol(self, symbol: int) -> Optional[str]:
+        n = self._word(symbol + self._at["symbol_length"], "<H")
+        data = self._read(symbol + self._at["symbol_body"], n) if n else b""
+        return data.decode("utf-8", "replace") if n and len(data) == n else None
+
+    def names(self, pcs: List[int]) -> List[Optional[str]]:
+        """``java Holder.name`` of each address in an nmethod seen by :meth:`keys` (else None)."""
+        out: List[Optional[str]] = []
+        for pc in pcs:
+            blob = self._blobs.get(self._pcs.get(pc, -1))
+            out.append(self._key(blob.method_at(pc))[1] if blob is not None else None)
+        return out
+
+    def close(self) -> None:
+        if self._mem is not None:
+            os.close(self._mem)
+            self._mem = None
