@@ -67,6 +67,7 @@ FIELDS = {
 }
 SIZES = ("HeapBlock", "ConstantPool")  # sizeof, from gHotSpotVMTypes
 PC_DESC = 16  # sizeof (PcDesc): four ints
+KNOWN_PCS = 200_000  # PCs remembered, at most (then forgotten at once, with their blobs)
 FREE_SEGMENT = 0xFF  # CodeHeap's free_sentinel
 GONE = (-1, -1)  # what identifies a blob of a process that has exited
 
@@ -326,6 +327,9 @@ class HotSpotCode:
         blob = self._read_blob(start, check) if check not in (None, GONE) else None
         if blob is None or not blob.code <= pc < start + check[0]:
             return 0
+        if len(self._pcs) >= KNOWN_PCS:
+            self._pcs.clear()
+            self._blobs.clear()
         self._blobs[start] = checked[start] = blob
         self._pcs[pc] = start
         return blob.method_at(pc)
