@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
 from conftest import run_cli
 from phasescope.sources.elf_symbols import symbol_values
-from phasescope.sources.hotspot import FREE_SEGMENT, block_start, read_int
+from phasescope.sources.hotspot import FREE_SEGMENT, HotSpotCode, block_start, read_int
 from phasescope.sources.perf_map import jit_tag
+from phasescope.sources.procfs import module_map_from_proc
 
 
 def test_the_segment_map_walk_finds_each_blocks_first_segment():
@@ -48,6 +51,15 @@ def test_symbol_values_finds_data_and_function_symbols_in_libc():
     # the load bias from /proc/self/maps: the file's lowest mapping less the lowest PT_LOAD address
     base = min(int(line.split("-")[0], 16) for line in open("/proc/self/maps") if line.rstrip().endswith(path))
     assert base - low + found["malloc"] == ctypes.cast(libc.malloc, ctypes.c_void_p).value
+
+
+def test_a_process_without_libjvm_keeps_its_keys_and_is_never_read():
+    # this interpreter: raw addresses outside its modules (its heap) stay what they were
+    modules = module_map_from_proc(os.getpid())
+    pcs = np.array([id(object()), 0x1000], dtype=np.uint64)
+    hotspot = HotSpotCode(os.getpid())
+    assert (hotspot.keys(pcs, pcs.copy(), modules) == pcs).all()
+    assert hotspot._mem is None and hotspot.names(pcs.tolist()) == [None, None]
 
 
 JAVA = """
