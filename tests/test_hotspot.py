@@ -8,6 +8,7 @@ import ctypes
 import json
 import os
 import shutil
+import struct
 import subprocess
 
 import numpy as np
@@ -15,7 +16,7 @@ import pytest
 
 from conftest import run_cli
 from phasescope.sources.elf_symbols import symbol_values
-from phasescope.sources.hotspot import FREE_SEGMENT, HotSpotCode, block_start, read_int
+from phasescope.sources.hotspot import FREE_SEGMENT, HotSpotCode, _Blob, block_start, read_int
 from phasescope.sources.perf_map import jit_tag
 from phasescope.sources.procfs import module_map_from_proc
 
@@ -41,6 +42,17 @@ def test_compressed_ints_read_as_hotspot_writes_them():
     assert read_int(bytes([200, 3]), 0) == (200 + 3 * 64, 2)
     assert read_int(bytes([255, 255, 1]), 0) == (255 + 255 * 64 + 1 * 64 * 64, 3)
     assert read_int(bytes([200]), 0) == (-1, 1)  # cut short
+
+
+def test_a_pc_takes_the_method_of_the_innermost_scope_of_the_next_debug_point():
+    # metadata: two Method* words; scope data after it: at 1, sender 0 and method index 2 (the
+    # second word); at 3, sender 1 and index 1. Debug points at code offsets 0x10, 0x20, 0x30 with
+    # scopes at 1, 3 and 0 (none: the nmethod's own method).
+    scopes = struct.pack("<QQ", 0x7000, 0x7100) + bytes([0, 0, 2, 1, 1])
+    blob = _Blob((64, 1), code=0x1000, method=0x6000, pc_offsets=[0x10, 0x20, 0x30], decodes=[1, 3, 0],
+                 scopes=scopes, scope_at=16)
+    assert [blob.method_at(0x1000 + off) for off in (0x0, 0x10, 0x1f, 0x2f, 0x30)] == [
+        0x7100, 0x7000, 0x7000, 0x6000, 0x6000]  # the first point past the PC; past the last: its own
 
 
 def test_symbol_values_finds_data_and_function_symbols_in_libc():

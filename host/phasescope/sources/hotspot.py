@@ -67,7 +67,7 @@ FIELDS = {
 }
 SIZES = ("HeapBlock", "ConstantPool")  # sizeof, from gHotSpotVMTypes
 PC_DESC = 16  # sizeof (PcDesc): four ints
-KNOWN_PCS = 200_000  # PCs remembered, at most (then forgotten at once, with their blobs)
+KNOWN_PCS, KNOWN_BLOBS = 200_000, 20_000  # PCs and nmethods remembered, at most (then forgotten at once)
 FREE_SEGMENT = 0xFF  # CodeHeap's free_sentinel
 GONE = (-1, -1)  # what identifies a blob of a process that has exited
 
@@ -104,17 +104,33 @@ def read_int(data: bytes, at: int) -> Tuple[int, int]:
 
 
 class _Blob:
-    """One nmethod's code as read: its compile id and, per code offset, the method of the first
-    debug point from there on."""
-    __slots__ = ("start", "check", "code", "method", "pc_offsets", "methods")
+    """One nmethod as read: what identifies it (``check``), its code's start, its own method,
+    and its debug points (PcDescs: code offsets, and where each one's scope is in ``scopes``, the
+    nmethod's metadata and scope data); a point's method is decoded when a PC first asks."""
+    __slots__ = ("check", "code", "method", "pc_offsets", "decodes", "scopes", "scope_at", "_methods")
 
-    def __init__(self, start: int, check: Tuple[int, int], code: int, method: int, pc_offsets: np.ndarray, methods: list):
-        self.start, self.check, self.code, self.method = start, check, code, method
-        self.pc_offsets, self.methods = pc_offsets, methods
+    def __init__(self, check: Tuple[int, int], code: int, method: int, pc_offsets=(), decodes=(),
+                 scopes: bytes = b"", scope_at: int = 0):
+        self.check, self.code, self.method = check, code, method
+        self.pc_offsets, self.decodes = np.asarray(pc_offsets, np.int64), list(decodes)
+        self.scopes, self.scope_at = scopes, scope_at  # the metadata (words), then scope data from scope_at
+        self._methods: Dict[int, int] = {}
 
     def method_at(self, pc: int) -> int:
+        """The method of the innermost scope of the first debug point past ``pc``, else the
+        nmethod's (agent/jit_keys.c's ps_jit_read_key)."""
         i = int(np.searchsorted(self.pc_offsets, pc - self.code, side="right"))
-        return self.methods[i] if i < len(self.methods) and self.methods[i] else self.method
+        if i >= len(self.decodes):
+            return self.method
+        if i not in self._methods:
+            s, method = self.scope_at + self.decodes[i], 0
+            if self.scope_at < s < len(self.scopes):  # 0: no scope (serialized_null)
+                sender, s = read_int(self.scopes, s)
+                index, s = read_int(self.scopes, s)
+                if sender >= 0 and 1 <= index <= self.scope_at // 8:
+                    method = struct.unpack_from("<Q", self.scopes, 8 * (index - 1))[0]
+            self._methods[i] = method
+        return self._methods[i] or self.method
 
 
 class HotSpotCode:
@@ -129,7 +145,7 @@ class HotSpotCode:
         self._vtable = 0
         self._heaps: List[Tuple[int, int, int, int]] = []  # (low, high, segmap, log2 segment size)
         self._blobs: Dict[int, _Blob] = {}  # by start
-        self._pcs: Dict[int, int] = {}  # pc -> its blob's start
+        self._pcs: Dict[int, Tuple[int, int]] = {}  # pc -> (its blob's start, its method)
         self._keys: Dict[int, Tuple[int, str]] = {}  # Method* -> (key, name)
         self.read_errors = 0
 
@@ -262,7 +278,7 @@ class HotSpotCode:
             return None
         return (struct.unpack_from("<i", data, hb + at["size"])[0], struct.unpack_from("<i", data, hb + at["compile_id"])[0])
 
-    def _read_blob(self, start: int, check: bytes) -> Optional[_Blob]:
+    def _read_blob(self, start: int, check: Tuple[int, int]) -> Optional[_Blob]:
         at = self._at
         head = self._read(start, max(at[k] for k in ("size", "code", "method", "meta", "scopes", "pcs", "deps")) + 8)
         if len(head) < 8:
@@ -276,20 +292,10 @@ class HotSpotCode:
         code, method, meta = u64("code"), u64("method"), i32("meta")
         scopes, pcs, deps = u64("scopes") - start, i32("pcs"), i32("deps")
         if not (code >= start and 0 < meta <= scopes <= pcs <= deps <= size):
-            return _Blob(start, check, code, method, np.zeros(0, np.int64), [])
+            return _Blob(check, code, method)
         table = np.frombuffer(data[pcs:pcs + (deps - pcs) // PC_DESC * PC_DESC], np.int32).reshape(-1, PC_DESC // 4)
-        offsets = table[:, at["pc_offset"] // 4].astype(np.int64)
-        methods = []
-        for decode in table[:, at["decode"] // 4].tolist():
-            s = scopes + decode
-            method_at = 0
-            if scopes < s < pcs:  # 0: no scope
-                sender, s = read_int(data[:pcs], s)
-                index, s = read_int(data[:pcs], s)
-                if sender >= 0 and 1 <= index <= (scopes - meta) // 8:
-                    method_at = struct.unpack_from("<Q", data, meta + 8 * (index - 1))[0]
-            methods.append(method_at)
-        return _Blob(start, check, code, method, offsets, methods)
+        return _Blob(check, code, method, table[:, at["pc_offset"] // 4], table[:, at["decode"] // 4].tolist(),
+                     data[meta:pcs], scopes - meta)
 
     # -- keys and names -------------------------------------------------------------------
     def keys(self, pcs: np.ndarray, keys: np.ndarray, modules: ModuleMap) -> np.ndarray:
@@ -310,29 +316,35 @@ class HotSpotCode:
 
     def _method(self, pc: int, checked: Dict[int, Optional[_Blob]]) -> int:
         """The Java method of the code at ``pc`` (0: none), blobs checked once per ``checked``."""
-        start = self._pcs.get(pc)
-        if start is not None:
-            if start not in checked:
-                blob = self._blobs.get(start)
-                now = self._checked(start)
-                checked[start] = blob if blob is not None and now in (blob.check, GONE) else None
-            if checked[start] is not None:
-                return checked[start].method_at(pc)
+        got = self._pcs.get(pc)
+        if got is not None:
+            if self._blob(got[0], checked) is not None:
+                return got[1]
             del self._pcs[pc]
-            self._blobs.pop(start, None)
         if not self._heaps:
             self._read_heaps()
         start = self._blob_at(pc)
-        check = self._checked(start) if start is not None else None
-        blob = self._read_blob(start, check) if check not in (None, GONE) else None
-        if blob is None or not blob.code <= pc < start + check[0]:
+        blob = self._blob(start, checked) if start is not None else None
+        if blob is None or not blob.code <= pc < start + blob.check[0]:
             return 0
         if len(self._pcs) >= KNOWN_PCS:
             self._pcs.clear()
-            self._blobs.clear()
-        self._blobs[start] = checked[start] = blob
-        self._pcs[pc] = start
-        return blob.method_at(pc)
+        self._pcs[pc] = (start, blob.method_at(pc))
+        return self._pcs[pc][1]
+
+    def _blob(self, start: int, checked: Dict[int, Optional[_Blob]]) -> Optional[_Blob]:
+        """The nmethod at ``start``, checked once per ``checked``: the one read before while it
+        is the same, else read anew; None where none is now."""
+        if start not in checked:
+            now, blob = self._checked(start), self._blobs.pop(start, None)
+            if now is None or (now != GONE and (blob is None or blob.check != now)):
+                blob = self._read_blob(start, now) if now is not None else None
+            if blob is not None:
+                if len(self._blobs) >= KNOWN_BLOBS:
+                    self._blobs.clear()
+                self._blobs[start] = blob
+            checked[start] = blob
+        return checked[start]
 
     def _key(self, method: int) -> Tuple[int, str]:
         """The key and name of Java method ``method`` (a ``Method*``), read once."""
@@ -370,8 +382,8 @@ class HotSpotCode:
         """``java Holder.name`` of each address in an nmethod seen by :meth:`keys` (else None)."""
         out: List[Optional[str]] = []
         for pc in pcs:
-            blob = self._blobs.get(self._pcs.get(pc, -1))
-            out.append(self._key(blob.method_at(pc))[1] if blob is not None else None)
+            got = self._pcs.get(pc)
+            out.append(self._key(got[1])[1] if got is not None else None)
         return out
 
     def close(self) -> None:
