@@ -193,37 +193,37 @@ class HotSpotCode:
         self._vtable = bias + values[NMETHOD_VTABLE] + 16
         self._state = "on"
 
+    def _rows(self, table: int, stride: int, name_at: int):
+        """``(name, row)`` of each entry of a VMStructs table until its end (a null name),
+        read 256 entries at a time."""
+        strings: Dict[int, str] = {}
+        while True:
+            rows = self._read(table, stride * 256)
+            for at in range(0, len(rows) - stride + 1, stride):
+                name = struct.unpack_from("<Q", rows, at + name_at)[0]
+                if name == 0:
+                    return
+                yield self._string(name, strings), rows[at:at + stride]
+            if len(rows) < stride * 256:
+                return
+            table += stride * 256
+
     def _tables(self, w: Dict[str, int]) -> bool:
         """Reads the offsets of :data:`FIELDS` (static fields: their address) and sizes of :data:`SIZES`."""
         wanted = {pair: key for key, pair in FIELDS.items()}
-        strings: Dict[int, str] = {}
-        entry, stride = w["gHotSpotVMStructs"], w["gHotSpotVMStructEntryArrayStride"]
-        for _ in range(100_000):
-            row = self._read(entry, stride)
-            if len(row) < stride:
-                return False
-            type_at, field_at = (struct.unpack_from("<Q", row, w[k])[0] for k in (
-                "gHotSpotVMStructEntryTypeNameOffset", "gHotSpotVMStructEntryFieldNameOffset"))
-            if type_at == 0:
-                break
-            key = wanted.get((self._string(type_at, strings), self._string(field_at, strings) if field_at else None))
+        types, strings = {t for t, _ in FIELDS.values()}, {}
+        for name, row in self._rows(w["gHotSpotVMStructs"], w["gHotSpotVMStructEntryArrayStride"],
+                                    w["gHotSpotVMStructEntryTypeNameOffset"]):
+            field = struct.unpack_from("<Q", row, w["gHotSpotVMStructEntryFieldNameOffset"])[0]
+            key = wanted.get((name, self._string(field, strings))) if name in types and field else None
             if key is not None:
                 static = struct.unpack_from("<i", row, w["gHotSpotVMStructEntryIsStaticOffset"])[0]
                 self._at[key] = struct.unpack_from("<Q", row, w["gHotSpotVMStructEntryAddressOffset"] if static
                                                    else w["gHotSpotVMStructEntryOffsetOffset"])[0]
-            entry += stride
-        entry, stride = w["gHotSpotVMTypes"], w["gHotSpotVMTypeEntryArrayStride"]
-        for _ in range(100_000):
-            row = self._read(entry, stride)
-            if len(row) < stride:
-                return False
-            type_at = struct.unpack_from("<Q", row, w["gHotSpotVMTypeEntryTypeNameOffset"])[0]
-            if type_at == 0:
-                break
-            name = self._string(type_at, strings)
+        for name, row in self._rows(w["gHotSpotVMTypes"], w["gHotSpotVMTypeEntryArrayStride"],
+                                    w["gHotSpotVMTypeEntryTypeNameOffset"]):
             if name in SIZES:
                 self._sizes[name] = struct.unpack_from("<Q", row, w["gHotSpotVMTypeEntrySizeOffset"])[0]
-            entry += stride
         return set(self._at) == set(FIELDS) and set(self._sizes) == set(SIZES)
 
     def _read_heaps(self) -> None:
