@@ -314,14 +314,16 @@ class HotSpotCode:
                 out[i] = self._key(method)[0]
         return out
 
-    def _method(self, pc: int, checked: Dict[int, Optional[_Blob]]) -> int:
-        """The Java method of the code at ``pc`` (0: none), blobs checked once per ``checked``."""
+    def _method(self, pc: int, checked: Dict[Optional[int], Optional[_Blob]]) -> int:
+        """The Java method of the code at ``pc`` (0: none), blobs checked (and the heaps read again
+        for a PC outside them) once per ``checked``."""
         got = self._pcs.get(pc)
         if got is not None:
             if self._blob(got[0], checked) is not None:
                 return got[1]
             del self._pcs[pc]
-        if not self._heaps:
+        if not any(low <= pc < high for low, high, _, _ in self._heaps) and None not in checked:
+            checked[None] = None  # once per call: the heaps grow (their committed part) and are made at start-up
             self._read_heaps()
         start = self._blob_at(pc)
         blob = self._blob(start, checked) if start is not None else None
