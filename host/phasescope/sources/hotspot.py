@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -68,6 +69,7 @@ FIELDS = {
 SIZES = ("HeapBlock", "ConstantPool")  # sizeof, from gHotSpotVMTypes
 PC_DESC = 16  # sizeof (PcDesc): four ints
 KNOWN_PCS, KNOWN_BLOBS = 200_000, 20_000  # PCs and nmethods remembered, at most (then forgotten at once)
+TRIES = 10  # reads of a mapped libjvm.so's tables before it is taken for one without them
 FREE_SEGMENT = 0xFF  # CodeHeap's free_sentinel
 GONE = (-1, -1)  # what identifies a blob of a process that has exited
 
@@ -138,7 +140,8 @@ class HotSpotCode:
 
     def __init__(self, pid: int):
         self.pid = pid
-        self._state = "unseen"  # until libjvm.so is mapped; then "on" or "off"
+        self._state = "unseen"  # until libjvm.so is mapped and its tables read; then "on" or "off"
+        self._tries, self._retry_at = 0, 0.0
         self._mem: Optional[int] = None
         self._at: Dict[str, int] = {}
         self._sizes: Dict[str, int] = {}
@@ -172,23 +175,30 @@ class HotSpotCode:
 
     # -- setup ----------------------------------------------------------------------------
     def _start(self, modules: ModuleMap) -> None:
-        """Turned on when libjvm.so is mapped and its tables are read; off for good when they
-        cannot be."""
+        """Turned on when libjvm.so is mapped and its tables are read; off for good when it has
+        not the symbols, or its tables still cannot be read after :data:`TRIES` tries, half a
+        second apart (libjvm.so is mapped before the loader has relocated its pointers)."""
         jvm = next((m for m in modules.modules if os.path.basename(m.path or m.name).startswith("libjvm.so")), None)
-        if jvm is None:
+        if jvm is None or time.monotonic() < self._retry_at:
             return
-        self._state = "off"
         got = symbol_values(jvm.path or jvm.name, STRUCT_WORDS + TYPE_WORDS + (NMETHOD_VTABLE,))
         if got is None or len(got[1]) < len(STRUCT_WORDS + TYPE_WORDS) + 1:
+            self._state = "off"
             return
         low, values = got
         bias = jvm.base - low
         try:
-            self._mem = os.open(f"/proc/{self.pid}/mem", os.O_RDONLY)
+            self._mem = self._mem if self._mem is not None else os.open(f"/proc/{self.pid}/mem", os.O_RDONLY)
         except OSError:
+            self._state = "off"
             return
         words = {name: self._word(bias + v) for name, v in values.items() if name != NMETHOD_VTABLE}
+        self._at, self._sizes = {}, {}
         if None in words.values() or not self._tables(words):
+            self._tries += 1
+            self._retry_at = time.monotonic() + 0.5
+            if self._tries >= TRIES:
+                self._state = "off"
             return
         self._vtable = bias + values[NMETHOD_VTABLE] + 16
         self._state = "on"
