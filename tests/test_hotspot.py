@@ -45,14 +45,16 @@ def test_compressed_ints_read_as_hotspot_writes_them():
 
 
 def test_a_pc_takes_the_method_of_the_innermost_scope_of_the_next_debug_point():
-    # metadata: two Method* words; scope data after it: at 1, sender 0 and method index 2 (the
-    # second word); at 3, sender 1 and index 1. Debug points at code offsets 0x10, 0x20, 0x30 with
-    # scopes at 1, 3 and 0 (none: the nmethod's own method).
-    scopes = struct.pack("<QQ", 0x7000, 0x7100) + bytes([0, 0, 2, 1, 1])
-    blob = _Blob((64, 1), code=0x1000, method=0x6000, pc_offsets=[0x10, 0x20, 0x30], decodes=[1, 3, 0],
+    # metadata: two Method* words; scope data after it: at 1, sender 0 (the root), method index 2
+    # (the second word), bci 8; at 4, sender 1 (inlined), index 1, bci 9. Debug points at code
+    # offsets 0x10, 0x20, 0x30 with scopes at 1, 4 and 0 (none).
+    scopes = struct.pack("<QQ", 0x7000, 0x7100) + bytes([0, 0, 2, 8, 1, 1, 9])
+    blob = _Blob((64, 1), code=0x1000, method=0x6000, pc_offsets=[0x10, 0x20, 0x30], decodes=[1, 4, 0],
                  scopes=scopes, scope_at=16)
-    assert [blob.method_at(0x1000 + off) for off in (0x0, 0x10, 0x1f, 0x2f, 0x30)] == [
-        0x7100, 0x7000, 0x7000, 0x6000, 0x6000]  # the first point past the PC; past the last: its own
+    # the first point past the PC; past the last, or no scope: the nmethod's own method. The
+    # bytecode index (+1, as HotSpot writes it) is kept for the root scope's code only (sender 0).
+    assert [blob.place_at(0x1000 + off) for off in (0x0, 0x10, 0x1f, 0x2f, 0x30)] == [
+        (0x7100, 8), (0x7000, 0), (0x7000, 0), (0x6000, 0), (0x6000, 0)]
 
 
 def test_symbol_values_finds_data_and_function_symbols_in_libc():
@@ -102,8 +104,9 @@ def test_a_jvms_compiled_methods_are_keyed_and_named_by_method(tmp_path):
         for key, n in json.loads(line).get("blocks", []):
             counts[key] = counts.get(key, 0) + n
             raw += n if key < 1 << 48 else 0  # a raw address: code no module and no method names
-    # the compiled loop is one key, its method's (mix inlined into it or not), whatever its addresses
-    spin = sum(counts.get(jit_tag(f"java Hot.{m}(J)J"), 0) for m in ("spin", "mix"))
+    # the compiled loop is keyed by its method (mix inlined into it or not), whatever its addresses
+    tags = {jit_tag(f"java Hot.{m}(J)J") >> 32 for m in ("spin", "mix")}
+    spin = sum(n for key, n in counts.items() if key >> 32 in tags)
     assert spin >= 0.5 * sum(counts.values()), (spin, raw, sorted(counts.items(), key=lambda kv: -kv[1])[:5])
     hot = [c.get("symbol") or "" for p in json.loads(summary.read_text())["phases"] for c in p.get("top_code", [])]
     assert any(s in ("[jit]!java Hot.spin", "[jit]!java Hot.mix") for s in hot), hot

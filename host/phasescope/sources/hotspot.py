@@ -17,11 +17,16 @@ libjvm.so's dynamic symbols), as the serviceability agent reads a JVM:
 - an nmethod is a blob whose first word is nmethod's vtable (``_ZTV7nmethod`` + 16, libjvm's
   symbol table), as exact mode checks it.
 
-The key is :func:`~phasescope.sources.perf_map.jit_tag` of ``"java " + holder.name + signature``
-(offset 0): a string, not the ``Method*``, so a method keeps its key across runs (logs compared,
-like a module's pages) and two methods never share a code page of the page tracker (``Method*``s
-lie tens of bytes apart in metaspace). Where its name cannot be read the string is ``java method
-0xADDR`` (the ``Method*``: metaspace, stable while the class lives, never moved by a GC).
+The key is :func:`~phasescope.sources.perf_map.jit_tag` of ``"java " + holder.name + signature``:
+a string, not the ``Method*``, so a method keeps its key across runs (logs compared, like a
+module's pages) and two methods never share a code page of the page tracker (``Method*``s lie
+tens of bytes apart in metaspace). Where its name cannot be read the string is ``java method
+0xADDR`` (the ``Method*``: metaspace, stable while the class lives, never moved by a GC). In the
+method's own code (its debug point's scope is the nmethod's root) the key's low bits are that
+point's bytecode index << 12, a page of its own: two loops of one method (JavaWork's ``ints`` and
+``floats``, both in ``work``) stay apart, as their addresses kept them before; code inlined from
+another method has its method alone (each tier inlines and places debug points differently).
+On the tuning workloads this beat the method alone (docs/quality.md).
 
 PCs are cached with their blob; a blob is checked again once per :meth:`HotSpotCode.keys` call
 (its HeapBlock still used, its vtable and compile id the same: code HotSpot freed and reused gets
@@ -109,30 +114,34 @@ class _Blob:
     """One nmethod as read: what identifies it (``check``), its code's start, its own method,
     and its debug points (PcDescs: code offsets, and where each one's scope is in ``scopes``, the
     nmethod's metadata and scope data); a point's method is decoded when a PC first asks."""
-    __slots__ = ("check", "code", "method", "pc_offsets", "decodes", "scopes", "scope_at", "_methods")
+    __slots__ = ("check", "code", "method", "pc_offsets", "decodes", "scopes", "scope_at", "_places")
 
     def __init__(self, check: Tuple[int, int], code: int, method: int, pc_offsets=(), decodes=(),
                  scopes: bytes = b"", scope_at: int = 0):
         self.check, self.code, self.method = check, code, method
         self.pc_offsets, self.decodes = np.asarray(pc_offsets, np.int64), list(decodes)
         self.scopes, self.scope_at = scopes, scope_at  # the metadata (words), then scope data from scope_at
-        self._methods: Dict[int, int] = {}
+        self._places: Dict[int, Tuple[int, int]] = {}
 
-    def method_at(self, pc: int) -> int:
-        """The method of the innermost scope of the first debug point past ``pc``, else the
-        nmethod's (agent/jit_keys.c's ps_jit_read_key)."""
+    def place_at(self, pc: int) -> Tuple[int, int]:
+        """``(method, bci)`` of the code at ``pc``: the method of the innermost scope of the first
+        debug point past ``pc`` (agent/jit_keys.c's ps_jit_read_key), and that point's bytecode
+        index + 1 where the scope is the nmethod's own method (0 in code inlined from another
+        method, whose debug points each tier places elsewhere); else the nmethod's method and 0."""
         i = int(np.searchsorted(self.pc_offsets, pc - self.code, side="right"))
         if i >= len(self.decodes):
-            return self.method
-        if i not in self._methods:
-            s, method = self.scope_at + self.decodes[i], 0
+            return self.method, 0
+        if i not in self._places:
+            s, place = self.scope_at + self.decodes[i], (self.method, 0)
             if self.scope_at < s < len(self.scopes):  # 0: no scope (serialized_null)
                 sender, s = read_int(self.scopes, s)
                 index, s = read_int(self.scopes, s)
+                bci, s = read_int(self.scopes, s)  # ScopeDesc::decode_body: the bci + 1
                 if sender >= 0 and 1 <= index <= self.scope_at // 8:
                     method = struct.unpack_from("<Q", self.scopes, 8 * (index - 1))[0]
-            self._methods[i] = method
-        return self._methods[i] or self.method
+                    place = (method, max(bci, 0) if sender == 0 else 0)
+            self._places[i] = place
+        return self._places[i]
 
 
 class HotSpotCode:
@@ -148,7 +157,7 @@ class HotSpotCode:
         self._vtable = 0
         self._heaps: List[Tuple[int, int, int, int]] = []  # (low, high, segmap, log2 segment size)
         self._blobs: Dict[int, _Blob] = {}  # by start
-        self._pcs: Dict[int, Tuple[int, int]] = {}  # pc -> (its blob's start, its method)
+        self._pcs: Dict[int, Tuple[int, int, int]] = {}  # pc -> (its blob's start, method, bci)
         self._keys: Dict[int, Tuple[int, str]] = {}  # Method* -> (key, name)
         self.read_errors = 0
 
@@ -309,7 +318,8 @@ class HotSpotCode:
 
     # -- keys and names -------------------------------------------------------------------
     def keys(self, pcs: np.ndarray, keys: np.ndarray, modules: ModuleMap) -> np.ndarray:
-        """``keys`` (stable keys of ``pcs``) with each raw address in an nmethod keyed by its Java method."""
+        """``keys`` (stable keys of ``pcs``) with each raw address in an nmethod keyed by its Java
+        method (and bytecode index, in the method's own code)."""
         if self._state == "unseen":
             self._start(modules)
         if self._state != "on":
@@ -319,18 +329,18 @@ class HotSpotCode:
             return keys
         out, checked = keys.copy(), {}
         for i, pc in zip(outside.tolist(), pcs[outside].tolist()):
-            method = self._method(pc, checked)
+            method, bci = self._place(pc, checked)
             if method:
-                out[i] = self._key(method)[0]
+                out[i] = self._key(method)[0] | bci << 12
         return out
 
-    def _method(self, pc: int, checked: Dict[Optional[int], Optional[_Blob]]) -> int:
-        """The Java method of the code at ``pc`` (0: none), blobs checked (and the heaps read again
-        for a PC outside them) once per ``checked``."""
+    def _place(self, pc: int, checked: Dict[Optional[int], Optional[_Blob]]) -> Tuple[int, int]:
+        """:meth:`_Blob.place_at` of the code at ``pc`` (method 0: none), blobs checked (and the
+        heaps read again for a PC outside them) once per ``checked``."""
         got = self._pcs.get(pc)
         if got is not None:
             if self._blob(got[0], checked) is not None:
-                return got[1]
+                return got[1:]
             del self._pcs[pc]
         if not any(low <= pc < high for low, high, _, _ in self._heaps) and None not in checked:
             checked[None] = None  # once per call: the heaps grow (their committed part) and are made at start-up
@@ -338,11 +348,11 @@ class HotSpotCode:
         start = self._blob_at(pc)
         blob = self._blob(start, checked) if start is not None else None
         if blob is None or not blob.code <= pc < start + blob.check[0]:
-            return 0
+            return 0, 0
         if len(self._pcs) >= KNOWN_PCS:
             self._pcs.clear()
-        self._pcs[pc] = (start, blob.method_at(pc))
-        return self._pcs[pc][1]
+        self._pcs[pc] = (start, *blob.place_at(pc))
+        return self._pcs[pc][1:]
 
     def _blob(self, start: int, checked: Dict[int, Optional[_Blob]]) -> Optional[_Blob]:
         """The nmethod at ``start``, checked once per ``checked``: the one read before while it
