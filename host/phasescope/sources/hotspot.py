@@ -98,7 +98,7 @@ def read_int(data: bytes, at: int) -> Tuple[int, int]:
     """HotSpot's compressed int at ``data[at]`` (CompressedReadStream::read_int, UNSIGNED5: a byte
     below 192 ends it, each next one counts 64 times more) and where the next begins; -1 past the end."""
     total = shift = 0
-    for i in range(5):
+    for _ in range(5):
         if at >= len(data):
             return -1, at
         b = data[at]
@@ -159,7 +159,6 @@ class HotSpotCode:
         self._blobs: Dict[int, _Blob] = {}  # by start
         self._pcs: Dict[int, Tuple[int, int, int]] = {}  # pc -> (its blob's start, method, bci)
         self._keys: Dict[int, Tuple[int, str]] = {}  # Method* -> (key, name)
-        self.read_errors = 0
 
     # -- memory ---------------------------------------------------------------------------
     def _read(self, address: int, size: int) -> bytes:
@@ -169,7 +168,6 @@ class HotSpotCode:
         try:
             return os.pread(self._mem, size, address)
         except (OSError, OverflowError, ValueError):
-            self.read_errors += 1
             return b""
 
     def _word(self, address: int, fmt: str = "<Q") -> Optional[int]:
@@ -186,7 +184,7 @@ class HotSpotCode:
     def _start(self, modules: ModuleMap) -> None:
         """Turned on when libjvm.so is mapped and its tables are read; off for good when it has
         not the symbols, or its tables still cannot be read after :data:`TRIES` tries, half a
-        second apart (libjvm.so is mapped before the loader has relocated its pointers)."""
+        second apart (libjvm.so can be mapped before the loader has relocated its pointers)."""
         jvm = next((m for m in modules.modules if os.path.basename(m.path or m.name).startswith("libjvm.so")), None)
         if jvm is None or time.monotonic() < self._retry_at:
             return
@@ -295,7 +293,8 @@ class HotSpotCode:
             return None
         if struct.unpack_from("<Q", data, hb)[0] != self._vtable:
             return None
-        return (struct.unpack_from("<i", data, hb + at["size"])[0], struct.unpack_from("<i", data, hb + at["compile_id"])[0])
+        return (struct.unpack_from("<i", data, hb + at["size"])[0],
+                struct.unpack_from("<i", data, hb + at["compile_id"])[0])
 
     def _read_blob(self, start: int, check: Tuple[int, int]) -> Optional[_Blob]:
         at = self._at
