@@ -131,24 +131,34 @@ def _at(f, offset: int, size: int) -> bytes:
     return data
 
 
-def _read_elf64le(f) -> Optional[FunctionTable]:
+def _layout(f) -> Tuple[List[int], list]:
+    """``(PT_LOAD addresses, section headers)`` of an ELF64 little-endian file."""
     header = _at(f, 0, 64)
     phoff, shoff = struct.unpack_from("<QQ", header, 0x20)
     phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", header, 0x36)
     phdrs = _at(f, phoff, phentsize * phnum)
     loads = [struct.unpack_from("<Q", phdrs, i * phentsize + 16)[0] for i in range(phnum)
              if struct.unpack_from("<I", phdrs, i * phentsize)[0] == _PT_LOAD]
+    shdrs = _at(f, shoff, shentsize * shnum)
+    return loads, [struct.unpack_from("<IIQQQQIIQQ", shdrs, i * shentsize) for i in range(shnum)]
+
+
+def _symbols(f, sections: list, sh) -> Tuple[np.ndarray, bytes]:
+    """The symbols of symbol table section ``sh`` and its string table."""
+    syms = np.frombuffer(_at(f, sh[4], sh[5] - sh[5] % _SYM64.itemsize), _SYM64)
+    strtab = sections[sh[6]]
+    return syms, _at(f, strtab[4], strtab[5])
+
+
+def _read_elf64le(f) -> Optional[FunctionTable]:
+    loads, sections = _layout(f)
     if not loads:
         return None
-    shdrs = _at(f, shoff, shentsize * shnum)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", shdrs, i * shentsize) for i in range(shnum)]
     for kind in (_SHT_SYMTAB, _SHT_DYNSYM):
         for sh in sections:
             if sh[1] != kind or sh[9] != _SYM64.itemsize:
                 continue
-            syms = np.frombuffer(_at(f, sh[4], sh[5] - sh[5] % _SYM64.itemsize), _SYM64)
-            strtab = sections[sh[6]]
-            strings = _at(f, strtab[4], strtab[5])
+            syms, strings = _symbols(f, sections, sh)
             keep = syms[((syms["info"] & 0xF) == _STT_FUNC) & (syms["value"] != 0) & (syms["name"] != 0)]
             if len(keep) == 0:
                 continue
@@ -160,6 +170,33 @@ def _read_elf64le(f) -> Optional[FunctionTable]:
                 sizes = np.maximum(keep["size"], 1)
                 return FunctionTable.build(loads, keep["value"], keep["value"] + sizes, keep["name"], strings)
     return FunctionTable.build(loads, [], [], [], b"")
+
+
+def symbol_values(path: str, names) -> Optional[Tuple[int, Dict[str, int]]]:
+    """``(lowest PT_LOAD address, {name: value})`` of the symbols called ``names`` (any kind: data
+    too) in the ELF64 little-endian file at ``path``'s ``.dynsym`` and ``.symtab``; None when
+    unreadable. Each name is found in the string table by bytes (as a whole string or another's
+    tail), not by decoding every symbol."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(6) != b"\x7fELF\x02\x01":
+                return None
+            loads, sections = _layout(f)
+            found: Dict[str, int] = {}
+            for sh in sections:
+                if sh[1] not in (_SHT_SYMTAB, _SHT_DYNSYM) or sh[9] != _SYM64.itemsize:
+                    continue
+                syms, strings = _symbols(f, sections, sh)
+                for name in set(names) - set(found):
+                    text, at = name.encode() + b"\0", -1
+                    while (at := strings.find(text, at + 1)) >= 0:  # the linker may keep it as another's tail
+                        hit = syms["value"][(syms["name"] == at) & (syms["value"] != 0)]
+                        if len(hit):
+                            found[name] = int(hit[0])
+                            break
+    except (OSError, struct.error, ValueError, IndexError):
+        return None
+    return (min(loads), found) if loads else None
 
 
 def _read_any(path: str) -> Optional[FunctionTable]:

@@ -1,6 +1,7 @@
 """What a sampler's samples hit, keyed and named: stable keys of raw IPs in the process's modules
-(its maps re-read when an IP falls outside every known one), JIT code by the process's perf map,
-names from the ELF files on disk. :class:`SampleCode` is mixed into
+(its maps re-read when an IP falls outside every known one), JIT code by the process's perf map
+or, in a HotSpot JVM, by its Java method (:mod:`~phasescope.sources.hotspot`), names from the ELF
+files on disk. :class:`SampleCode` is mixed into
 :class:`~phasescope.sources.sampler.Sampler`, whose target and followed children it reads."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from typing import List, Optional, Set
 
 import numpy as np
 
+from phasescope.sources.hotspot import HotSpotCode
 from phasescope.sources.modules import KERNEL_KEY, ModuleMap
 from phasescope.sources.perf_map import PerfMap
 from phasescope.sources.procfs import module_map_from_proc
@@ -47,7 +49,8 @@ def stable_keys(modules: Optional[ModuleMap], ips) -> np.ndarray:
 class SampleCode:
     """Keys and names of sampled code, for a sampler with ``pid``, ``modules`` (None: read from
     /proc), ``_own_modules``, ``_looked_up``, ``_kids`` (followed children: pid -> [comm, module
-    map, pages looked up]), ``_perf_maps`` and ``_names`` (an ElfSymbols)."""
+    map, pages looked up]), ``_perf_maps``, ``_hotspot`` (the target's :class:`HotSpotCode`) and
+    ``_names`` (an ElfSymbols)."""
 
     def perf_map(self, pid: int) -> PerfMap:
         """Process ``pid``'s perf map (JIT code's names), read when first needed."""
@@ -59,7 +62,7 @@ class SampleCode:
     def names(self, pcs, pid: Optional[int] = None) -> List[Optional[tuple]]:
         """``(module, function)`` or None of each address of process ``pid`` (default the
         target): from its ELF files on disk, and for code outside them from its perf map, as
-        ``("[jit]", name)``."""
+        ``("[jit]", name)`` (a HotSpot JVM's: ``java Class.method``)."""
         pid = self.pid if pid is None else pid
         pcs = list(pcs)
         out = self._names.names(self.modules_of(pid), pcs)
@@ -67,6 +70,11 @@ class SampleCode:
         for i, name in zip(unnamed, self.perf_map(pid).names([pcs[i] for i in unnamed])):
             if name is not None:
                 out[i] = (JIT_MODULE, name)
+        if pid == self.pid:
+            unnamed = [i for i, named in enumerate(out) if named is None]
+            for i, name in zip(unnamed, self._hotspot.names([pcs[i] for i in unnamed])):
+                if name is not None:
+                    out[i] = (JIT_MODULE, name)
         return out
 
     def modules_of(self, pid: int) -> ModuleMap:
@@ -77,11 +85,14 @@ class SampleCode:
 
     def keys_for(self, ips: np.ndarray, pid: Optional[int] = None) -> np.ndarray:
         """Stable keys of raw IPs (kernel samples keep :data:`KERNEL_KEY`), in ``pid``'s modules
-        (a followed child's own, else the target's; the target's JIT code by its perf map, if any)."""
+        (a followed child's own, else the target's; the target's JIT code by its perf map, if any,
+        else by its Java method in a HotSpot JVM)."""
         kid = self._kids.get(pid)
         if kid is not None:
             kid[1], kid[2] = refreshed_modules(pid, ips, kid[1], kid[2])
             return stable_keys(kid[1], ips)
         if self._own_modules:
             self.modules, self._looked_up = refreshed_modules(self.pid, ips, self.modules, self._looked_up)
-        return self.perf_map(self.pid).keys(np.asarray(ips, dtype=np.uint64), stable_keys(self.modules, ips))
+        ips = np.asarray(ips, dtype=np.uint64)
+        keys = self.perf_map(self.pid).keys(ips, stable_keys(self.modules, ips))
+        return self._hotspot.keys(ips, keys, self.modules_of(self.pid))

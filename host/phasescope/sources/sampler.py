@@ -69,6 +69,7 @@ from phasescope.engine.arrays import unique_counts
 from phasescope.engine.interval import Interval
 from phasescope.errors import InputError
 from phasescope.sources.elf_symbols import ElfSymbols
+from phasescope.sources.hotspot import HotSpotCode
 from phasescope.sources.modules import KERNEL_KEY, ModuleMap
 from phasescope.sources.perf_map import PerfMap
 from phasescope.sources.perf_event import (CLOCK_REALTIME, DEFAULT_RING_PAGES, LOST_RECORD, PERF_RECORD_COMM,
@@ -140,6 +141,7 @@ class Sampler(SampleCode):
         #: programs' modules, or JIT functions, can share a name and so a key)
         self._frames: Dict[int, dict] = {}
         self._perf_maps: Dict[int, PerfMap] = {}
+        self._hotspot = HotSpotCode(pid)
         #: followed child processes (``children``): pid -> [comm, module map, pages looked up]
         self._kids: Dict[int, list] = {}
         self._ended_kids: List[int] = []
@@ -479,6 +481,7 @@ class Sampler(SampleCode):
         return sum(len(th.own_fds) for th in self._t.values())
 
     def _close_all(self) -> None:
+        self._hotspot.close()
         ring_fds = set()
         for ring in self._rings.values():
             ring_fds.add(ring.fd)

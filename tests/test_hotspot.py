@@ -1,0 +1,112 @@
+"""HotSpot's JIT code keyed by its Java method in sampled mode (sources/hotspot.py, issues 27, 32):
+the segment-map walk and the compressed ints on constructed bytes, the ELF symbol lookup on this
+interpreter's libc, and a real JVM whose compiled methods must be keyed and named by method."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+from phasescope.sources.elf_symbols import symbol_values
+from phasescope.sources.hotspot import FREE_SEGMENT, HotSpotCode, _Blob, block_start, read_int
+from phasescope.sources.perf_map import jit_tag
+from phasescope.sources.procfs import module_map_from_proc
+
+
+def test_the_segment_map_walk_finds_each_blocks_first_segment():
+    # CodeHeap's map: a block's first segment is 0, each later one the hops back (at most 0xFE
+    # each); free segments 0xFF. Blocks: [0, 3), free [3, 5), [5, 5 + 300).
+    long_block = [0] + [1 + i % 0xFE for i in range(299)]
+    segmap = bytes([0, 1, 2, FREE_SEGMENT, FREE_SEGMENT] + long_block)
+    assert [block_start(segmap, i) for i in range(5)] == [0, 0, 0, None, None]
+    assert {block_start(segmap, i) for i in range(5, 305)} == {5}
+    assert block_start(segmap, 305) is None  # past the map
+    # the part of the map that ends at a segment: -1 when the block begins before it (read more)
+    assert block_start(segmap[200:], 304 - 200) == -1
+    assert block_start(segmap[5:], 299) == 0
+    # hops onto a free segment: a map being written names no block
+    assert block_start(bytes([0, FREE_SEGMENT, 1]), 2) is None
+
+
+def test_compressed_ints_read_as_hotspot_writes_them():
+    # UNSIGNED5: a byte below 192 ends the number; each byte before it adds (b) and counts 64x more after
+    assert read_int(bytes([5, 7]), 0) == (5, 1)
+    assert read_int(bytes([200, 3]), 0) == (200 + 3 * 64, 2)
+    assert read_int(bytes([255, 255, 1]), 0) == (255 + 255 * 64 + 1 * 64 * 64, 3)
+    assert read_int(bytes([200]), 0) == (-1, 1)  # cut short
+
+
+def test_a_pc_takes_the_method_of_the_innermost_scope_of_the_next_debug_point():
+    # metadata: two Method* words; scope data after it: at 1, sender 0 (the root), method index 2
+    # (the second word), bci 8; at 4, sender 1 (inlined), index 1, bci 9. Debug points at code
+    # offsets 0x10, 0x20, 0x30 with scopes at 1, 4 and 0 (none).
+    scopes = struct.pack("<QQ", 0x7000, 0x7100) + bytes([0, 0, 2, 8, 1, 1, 9])
+    blob = _Blob((64, 1), code=0x1000, method=0x6000, pc_offsets=[0x10, 0x20, 0x30], decodes=[1, 4, 0],
+                 scopes=scopes, scope_at=16)
+    # the first point past the PC; past the last, or no scope: the nmethod's own method. The
+    # bytecode index (+1, as HotSpot writes it) is kept for the root scope's code only (sender 0).
+    assert [blob.place_at(0x1000 + off) for off in (0x0, 0x10, 0x1f, 0x2f, 0x30)] == [
+        (0x7100, 8), (0x7000, 0), (0x7000, 0), (0x6000, 0), (0x6000, 0)]
+
+
+def test_symbol_values_finds_data_and_function_symbols_in_libc():
+    libc = ctypes.CDLL(None)
+    path = next(line.split()[-1] for line in open("/proc/self/maps") if "libc.so" in line)
+    low, found = symbol_values(path, ("malloc", "environ", "no_such_symbol_here"))
+    assert set(found) == {"malloc", "environ"}
+    # the load bias from /proc/self/maps: the file's lowest mapping less the lowest PT_LOAD address
+    base = min(int(line.split("-")[0], 16) for line in open("/proc/self/maps") if line.rstrip().endswith(path))
+    assert base - low + found["malloc"] == ctypes.cast(libc.malloc, ctypes.c_void_p).value
+
+
+def test_a_process_without_libjvm_keeps_its_keys_and_is_never_read():
+    # this interpreter: raw addresses outside its modules (its heap) stay what they were
+    modules = module_map_from_proc(os.getpid())
+    pcs = np.array([id(object()), 0x1000], dtype=np.uint64)
+    hotspot = HotSpotCode(os.getpid())
+    assert (hotspot.keys(pcs, pcs.copy(), modules) == pcs).all()
+    assert hotspot._mem is None and hotspot.names(pcs.tolist()) == [None, None]
+
+
+JAVA = """
+public class Hot {
+    static long mix(long x) { return x * 6364136223846793005L + 1442695040888963407L; }
+    static long spin(long n) { long s = 0; for (long i = 0; i < n; i++) s = mix(s ^ i); return s; }
+    public static void main(String[] a) {
+        java.lang.management.ThreadMXBean cpu = java.lang.management.ManagementFactory.getThreadMXBean();
+        long s = 0;  // 1.5 s of this thread's CPU time, however loaded the machine
+        while (cpu.getCurrentThreadCpuTime() < 1_500_000_000L) s += spin(200_000);
+        System.out.println(s != 42 ? "done" : "?");
+    }
+}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("javac") is None, reason="java is not installed")
+def test_a_jvms_compiled_methods_are_keyed_and_named_by_method(tmp_path):
+    (tmp_path / "Hot.java").write_text(JAVA)
+    subprocess.run(["javac", "-d", str(tmp_path), str(tmp_path / "Hot.java")], check=True, timeout=120)
+    log, summary = tmp_path / "hot.log", tmp_path / "hot.json"
+    r = run_cli("--mode", "sampled", "--no-dashboard", "--log", str(log), "--summary", str(summary),
+                "-f", shutil.which("java"), "--", "-cp", str(tmp_path), "Hot", timeout=180)
+    assert r.returncode == 0 and r.stdout.count("done") == 1, r.stderr[-2000:]
+    counts, raw = {}, 0
+    for line in log.read_text().splitlines():
+        for key, n in json.loads(line).get("blocks", []):
+            counts[key] = counts.get(key, 0) + n
+            raw += n if key < 1 << 48 else 0  # a raw address: code no module and no method names
+    # the compiled loop is keyed by its method (mix inlined into it or not), whatever its addresses
+    tags = {jit_tag(f"java Hot.{m}(J)J") >> 32 for m in ("spin", "mix")}
+    spin = sum(n for key, n in counts.items() if key >> 32 in tags)
+    assert spin >= 0.5 * sum(counts.values()), (spin, raw, sorted(counts.items(), key=lambda kv: -kv[1])[:5])
+    hot = [c.get("symbol") or "" for p in json.loads(summary.read_text())["phases"] for c in p.get("top_code", [])]
+    assert any(s in ("[jit]!java Hot.spin", "[jit]!java Hot.mix") for s in hot), hot
