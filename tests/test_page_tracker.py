@@ -10,7 +10,6 @@ from phasescope.engine.page_tracker import PageTracker
 from phasescope.engine.phase_table import settled
 from phasescope.engine.stats import Stats
 from phasescope.engine.tracker import Tracker, preset
-from phasescope.quality.metrics import adjusted_rand_index
 
 N = 100
 PERIOD = 1_000_000
@@ -61,11 +60,14 @@ def test_activities_that_share_code_are_told_apart_where_the_noise_allowance_sno
     ivs = windows(acts, truth)
     _, got = labels(ivs)
     assert len(set(got)) == 3
-    # right everywhere but the first window of an activity's first run (a new phase needs two)
+    # live, a new phase is seen at the second window of an activity's first run (it needs two), a
+    # known one at the first window of a later run but once in the three later cycles
     firsts = {int(np.argmax(truth == a)) for a in range(3)}
-    assert all(adjusted_rand_index(got[i:i + 45], truth[i:i + 45]) == 1.0 for i in range(45, 180, 45))
+    phase_of = {a: got[np.argmax(truth == a) + 1] for a in range(3)}
+    assert all(got[i] == got[i - 1] and got[i + 1] == phase_of[truth[i]] for i in firsts - {0})
+    wrong = [i for i in range(45, 180) if got[i] != phase_of[truth[i]]]
+    assert len(wrong) <= 1 and all(truth[i] != truth[i - 1] for i in wrong)
     assert sum(got[i] != got[i - 1] for i in range(1, len(got))) == 11
-    assert all(got[i] == got[i - 1] for i in firsts - {0})
     # the table tracker as sampled mode ran it: one representative absorbs everything
     engine = PhaseEngine(EngineConfig(tracker=preset("coarse", **OLD_SAMPLED)))
     old = np.array([r.phase for r in engine.feed_many(windows(acts, truth))])
@@ -232,5 +234,42 @@ def test_a_held_window_is_relabelled_with_the_phase_it_was_more_of():
     for seq, (iv, p) in enumerate(zip(ivs, settled(results))):
         want.add(iv, p, seq)
     got, settled_stats = ({p["phase"]: (p["intervals"], p["runs"], p["run_length"], p["last_seen"]) for p in phases}
+                          for phases in (engine.summary()["phases"], want.to_dict()["phases"]))
+    assert got == settled_stats
+
+
+def test_a_noisy_new_activity_on_shared_code_is_a_phase_from_its_first_two_windows():
+    """B shares half of its samples with A and spreads the rest over 60 pages: two of its windows
+    differ by 0.6-0.85 (L1), often more than a straddling window's 0.8 allowed. Its phase is made
+    from its first two windows (live change at its second, the log settles its first), in every run."""
+    body = activity(40, 7, base=5000)
+    acts = [[(body, 0.5), (activity(20, 1, base=0), 0.5)], [(body, 0.5), (activity(60, 2, base=1000), 0.5)]]
+    settled_at = []
+    for seed in range(20):
+        engine = PhaseEngine(EngineConfig(tracker=preset("sampled")))
+        results = engine.feed_many(windows(acts, [0] * 15 + [1] * 15, seed=seed))
+        live, log = [r.phase for r in results], settled(results)
+        assert next(i for i in range(15, 30) if live[i] != live[0]) <= 17
+        settled_at.append(next(i for i in range(15, 30) if log[i] != log[0]))
+    assert settled_at.count(15) >= 17
+
+
+def test_one_window_that_matched_another_phase_is_relabelled_when_the_next_returns():
+    """A x12, B x12, A x8, one window of B, A x8: live, the odd window is B (it matched B); the next
+    window back in A relabels it A, so the log has no change there; the summary counts it in A."""
+    acts = [activity(30, k, base=100 * k) for k in range(2)]
+    order = [0] * 12 + [1] * 12 + [0] * 8 + [1] + [0] * 8
+    engine = PhaseEngine(EngineConfig(tracker=preset("sampled")))
+    ivs = windows(acts, order)
+    results = engine.feed_many(ivs)
+    a, b = results[0].phase, results[13].phase
+    assert results[32].phase == b and results[33].phase == a
+    assert results[33].relabel == a and results[33].relabel_seqs == (32,)
+    log = settled(results)
+    assert log[24:] == [a] * 17 and log[12:24] == [b] * 12
+    want = Stats()
+    for seq, (iv, p) in enumerate(zip(ivs, log)):
+        want.add(iv, p, seq)
+    got, settled_stats = ({p["phase"]: (p["intervals"], p["runs"], p["run_length"]) for p in phases}
                           for phases in (engine.summary()["phases"], want.to_dict()["phases"]))
     assert got == settled_stats

@@ -48,6 +48,17 @@ def test_dropped_intervals_keep_their_place_on_the_truth_clock():
     assert score_stream(cpu, phases, np.full(8, -1), truth)["ari"] < 0.7
 
 
+def test_changes_in_start_up_are_no_false_changes_but_a_change_inside_an_activity_is():
+    # 14 windows of 0.1 s of CPU: start-up (no activity) for 2, "a" for 4, "b" for 8. The changes in
+    # start-up (window 1) and out of it (window 2) are in no activity, the one into "b" (window 6)
+    # is real; the one 0.6 s into "b" (window 12) is false.
+    truth = [("a", 2e8, 6e8), ("b", 6e8, 14e8)]
+    phases = np.array([0, 5, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 3, 3])
+    s = score_stream(np.full(14, 1e8), phases, np.full(14, -1), truth)
+    assert s["false_per_10s"] == pytest.approx(1 / (12e8 / 1e10))
+    assert s["detected"] == pytest.approx(1.0) and s["true_changes"] == 1
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
 def test_openssl_speed_attached_with_its_algorithms_as_truth(tmp_path):

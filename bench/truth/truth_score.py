@@ -8,7 +8,8 @@ midpoint; windows before the first activity (interpreter start-up) are left out.
 - ``ari``, ``v_measure``: of the live phases against the true activities (scikit-learn);
 - ``detected``: share of true activity changes with a live phase change at a window boundary no
   earlier than one window before it and no later than ``LATENCY_NS`` of CPU after it;
-- ``false_per_10s``: live phase changes that are near no true change, per 10 s of CPU;
+- ``false_per_10s``: live phase changes that are near no true change, per 10 s of CPU (start-up is
+  left out: changes in it and out of it are not inside an activity, though not ones to detect);
 - ``recur_same``: share of an activity's later occurrences whose main phase is its first
   occurrence's main phase;
 - ``distinct``: share of activities whose main phase is no other activity's main phase;
@@ -75,7 +76,8 @@ def score_stream(cpu_ns: np.ndarray, phases: np.ndarray, predictions: np.ndarray
     # changes: true boundaries (activity differs) vs live changes at window boundaries
     bounds = np.array([truth[i][1] for i in range(1, len(truth)) if truth[i][0] != truth[i - 1][0]], np.float64)
     window = float(np.median(end - start)) if len(cpu_ns) else 0.0
-    near = lambda t: np.any((t >= bounds - window) & (t <= bounds + LATENCY_NS)) if len(bounds) else False
+    near = lambda t: np.any((t >= bounds - window) & (t <= bounds + LATENCY_NS))
+    inside = lambda t: t > truth[0][1] + LATENCY_NS  # changes in and out of start-up are in no activity
 
     def changes(stream):
         """CPU position of each change at a window boundary, and those near a true change (by index)."""
@@ -84,9 +86,9 @@ def score_stream(cpu_ns: np.ndarray, phases: np.ndarray, predictions: np.ndarray
         return at, [i for i, t in zip(to, at) if near(t)]
 
     live = phases if live is None else live
-    change_at, true_changes = changes(phases)
+    change_at, _ = changes(phases)
     detected = sum(1 for b in bounds if np.any((change_at >= b - window) & (change_at <= b + LATENCY_NS)))
-    false = len(change_at) - len(true_changes)
+    false = sum(1 for t in change_at if inside(t) and not near(t))
     span = truth[-1][2] - truth[0][1]
     out.update(detected=detected / len(bounds) if len(bounds) else None, true_changes=len(bounds),
                false_per_10s=false / (span / 1e10), live_changes=len(change_at))

@@ -22,14 +22,16 @@ O(table) per window) and changes four things:
   ``threshold``], then freezes them: an allowance never grows past its cap, whatever the phase
   absorbs later.
 - **Evidence for new phases.** A window that fits no phase is held (it keeps the current phase) and
-  a new phase is made only when the next window agrees with it (L1 under ``STAY_CAP``), from the
-  mean of the two: a window that straddles two activities makes no phase of its own. A window
+  a new phase is made only when the next window agrees with it (L1 under ``AGREE``: two windows of
+  one activity spread over many pages differ by up to 1.0), from the mean of the two: a window that
+  straddles two activities makes no phase of its own. A window
   further than ``JUMP`` from every phase (it shares under 20% of its samples with any) is new
   code beyond doubt and starts its phase at once. When the next window leaves the current phase
   too, agreeing with the held one or matching another phase that the held one is nearer to than
   to the current one, the held one is relabelled with the phase the next one goes to
   (``Match.relabel``: the log corrects it one window late; the live view showed the change once
-  it was sure).
+  it was sure). Likewise a run of one window between two runs of one phase (an odd window that
+  matched another phase) is relabelled with that phase when the next window returns to it.
 - **Representatives that do not blur.** A match moves the representative by 1/min(n, ``MEMORY``)
   (the running mean of its first ``MEMORY`` windows, then an exponential average that follows slow
   drift): a run of windows of another activity cannot match in the first place.
@@ -59,6 +61,7 @@ Z = 2.0
 CALIBRATION = 50
 JUMP = 1.6
 MEMORY = 40
+AGREE = 1.0
 _SETTLED = 5  # matches before a phase's own thresholds replace the caps
 DISPLAY_BUCKETS = 32
 
@@ -80,6 +83,9 @@ class PageTracker(BoundedTable):
         self._clock = 0
         self._current: Dict[int, int] = {}  # thread -> slot of its current phase
         self._held: Dict[int, Tuple[np.ndarray, int]] = {}  # thread -> the window that fitted no phase, its seq
+        #: thread -> (the phase before its current run, that run's phase, the run's seq while it is one
+        #: window long and that window relabelled nothing, else None): :meth:`_settle`'s look-back
+        self._runs: Dict[int, Tuple[Optional[int], Optional[int], Optional[int]]] = {}
         self.next_id = 0
         self.evictions = 0
         self.merges = 0
@@ -120,13 +126,14 @@ class PageTracker(BoundedTable):
         out = []
         for i, v in enumerate(np.asarray(footprints, dtype=np.float64)):
             self._clock += 1
-            out.append(self._classify(v, 0 if threads is None else int(threads[i])))
+            t = 0 if threads is None else int(threads[i])
+            out.append(self._settle(self._classify(v, t), t))
         return out
 
     def classify(self, footprint: np.ndarray, thread: int = 0) -> Match:
         """Classify one page vector of ``thread``."""
         self._clock += 1
-        return self._classify(np.asarray(footprint, dtype=np.float64), thread)
+        return self._settle(self._classify(np.asarray(footprint, dtype=np.float64), thread), thread)
 
     def _distances(self, v: np.ndarray) -> np.ndarray:
         """L1 distance (0..2) of a normalised vector to every representative: 2 - 2 x overlap."""
@@ -155,6 +162,20 @@ class PageTracker(BoundedTable):
         spread = float(self._spread()[slot])
         return STAY_CAP if spread != spread else min(max(spread, STAY_FLOOR), STAY_CAP)
 
+    def _settle(self, m: Match, thread: int) -> Match:
+        """Two-window look-back: a run of one window between two runs of one phase (an odd window that
+        matched another phase, or a straddling one) is that phase after all (``relabel``)."""
+        seq = self._clock - 1
+        before, phase, single = self._runs.get(thread, (None, None, None))
+        if m.phase == phase:
+            self._runs[thread] = before, phase, None
+        elif single is not None and m.phase == before and m.relabel is None:
+            self._runs[thread] = None, m.phase, None
+            m = replace(m, relabel=m.phase, relabel_seqs=(single,))
+        else:
+            self._runs[thread] = phase, m.phase, seq if m.relabel is None else None
+        return m
+
     def _classify(self, v: np.ndarray, thread: int) -> Match:
         d = self._distances(v)
         cur = self._current.get(thread)
@@ -178,7 +199,7 @@ class PageTracker(BoundedTable):
                     m = replace(m, relabel=m.phase, relabel_seqs=(seq,))
             return m
         held, seq = self._held.pop(thread, (None, None))
-        if held is not None and float(np.abs(held - v).sum()) < STAY_CAP:
+        if held is not None and float(np.abs(held - v).sum()) < AGREE:
             both = (held + v) / 2
             d2 = self._distances(both)
             rel2 = d2 / self._threshold(MATCH_FLOOR, self.config.threshold)
