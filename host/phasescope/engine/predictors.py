@@ -400,16 +400,19 @@ class Periodic:
     current run is the pair (phase before, phase), or the phase alone where that pair has not come
     before: where it came, the runs of the phase that followed give the phase next and the lengths
     seen. A change to that phase is claimed when every earlier occurrence was followed by the same
-    phase and the run is within the lengths seen, from the shortest to one past the longest
-    (sampled windows cut a fixed CPU budget into runs that vary by one), or one short of the
-    shortest when the tracker held the window (it fitted no phase: the run is ending). A fixed
-    cycle is claimed from its second turn on, where a context of (phase, run length) needs
-    several turns. Claims are shown only while they have held: each run with a claim scores a
-    saturating counter (0..7) once it ends, +1 when it went to the phase claimed, -2 when not; it
-    starts at 2, so the first claim must come true unseen, and claims are shown while it is at
-    least 3. A random order, whose contexts recur now and then by chance, then shows none. Else no
-    claim (None). ``accuracy``: the share of the claims shown so far that came (``UNSEEN`` before
-    any).
+    phase and, where the lengths seen vary by one at most (sampled windows cut a fixed CPU budget
+    into runs that vary by one), the run is from the shortest to one past the longest, or one
+    short of the shortest when the tracker held the window (it fitted no phase: the run is
+    ending); where they vary more, only where at least half the runs that lasted this long ended
+    here (so the claim beats "no change"), or one past the longest. A fixed cycle is claimed from
+    its second turn on, where a context of (phase, run length) needs several turns. Claims are
+    shown only while they have held: each run with a claim scores a saturating counter (0..7)
+    once it ends, +1 when it went to the phase claimed, -2 when not; it starts at 2, so the first
+    claim must come true unseen, and claims are shown while it is at least 3 and while the claims
+    made (shown or not) have come at least as often as the run outlived them (``margin``, per
+    interval). A random order, whose contexts recur now and then by chance, then shows none. Else
+    no claim (None). ``accuracy``: the share of the claims shown so far that came (``UNSEEN``
+    before any).
     """
 
     HISTORY = 64
@@ -424,6 +427,8 @@ class Periodic:
         self.trust = self.START - 1  # the counter of runs whose claims held: the first must hold unseen
         self._claim: Optional[int] = None  # the claim shown after the previous interval
         self._claimed: Optional[int] = None  # the latest claim made in the current run, shown or not
+        self._made: Optional[int] = None  # the claim made after the previous interval, shown or not
+        self.margin = 0  # claims that came less claims the run outlived, per interval (-MAX..MAX)
 
     @property
     def accuracy(self) -> float:
@@ -434,12 +439,16 @@ class Periodic:
         if self._claim is not None:
             self.claims += 1
             self.hits += phase == self._claim
+        if self._made is not None:  # against "no change": a claim that came wins, one the run outlived loses
+            self.margin = min(self.MAX, self.margin + 1) if phase == self._made else (
+                max(-self.MAX, self.margin - 1) if phase == self.last else self.margin)
         if phase != self.last and self._claimed is not None:
             self.trust = min(self.MAX, self.trust + 1) if phase == self._claimed else max(0, self.trust - 2)
             self._claimed = None
         claim = self._next(phase, held)
+        self._made = claim
         self._claimed = claim if claim is not None else self._claimed
-        self._claim = claim if self.trust >= self.START else None
+        self._claim = claim if self.trust >= self.START and self.margin >= 0 else None
         return self._claim
 
     def _next(self, phase: int, held: bool) -> Optional[int]:
@@ -465,7 +474,13 @@ class Periodic:
         if len(after) != 1:
             return None
         lo, hi = min(lengths), max(lengths)
-        return after.pop() if lo - held <= self.run <= hi + 1 else None
+        if hi - lo <= 1 or held:  # lengths that vary by one (or the run is ending: it fitted no phase)
+            return after.pop() if lo - held <= self.run <= hi + 1 else None
+        # lengths that vary more: a change next is claimed only where it beats "no change": at
+        # least half the runs seen that lasted this long ended here, or the run is one past them all
+        alive = sum(n >= self.run for n in lengths)
+        ends = sum(n == self.run for n in lengths)
+        return after.pop() if 2 * ends >= alive > 0 or self.run == hi + 1 else None
 
 
 #: name -> one thread's instance from the :class:`~phasescope.engine.config.PredictorConfig`: every
