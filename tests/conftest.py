@@ -174,15 +174,21 @@ class Tmux:
         self._socket_dir = tempfile.mkdtemp(prefix=self.name)
         # the shell outlives a Ctrl-C sent to the pane (trap), so that the exit status can be read
         shell = "trap : INT; " + " ".join(shlex.quote(c) for c in command) + "; echo EXIT=$?; sleep 60"
-        self._tmux("new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height),
-                   "env", "-u", "COLUMNS", "-u", "LINES", "TERM=xterm-256color", "sh", "-c", shell)
+        try:
+            self._tmux("new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height),
+                       "env", "-u", "COLUMNS", "-u", "LINES", "TERM=xterm-256color", "sh", "-c", shell)
+        except BaseException:
+            self.close()
+            raise
 
     def _tmux(self, *args, check: bool = True) -> str:
         """One tmux command on this terminal's own server (-S): test workers that start or kill
         the shared default server at the same moment make tmux fail with "server exited
         unexpectedly" (a CI run of stop 38)."""
-        return subprocess.run(["tmux", "-S", os.path.join(self._socket_dir, "socket"), *args], capture_output=True, text=True,
-                              check=check, timeout=300).stdout
+        r = subprocess.run(["tmux", "-S", os.path.join(self._socket_dir, "socket"), *args], capture_output=True,
+                           text=True, timeout=300)
+        assert not check or r.returncode == 0, f"tmux {args[0]} failed ({r.returncode}): {r.stderr.strip()}"
+        return r.stdout
 
     def send_keys(self, *keys: str):
         """Type ``keys`` (tmux key names such as ``C-c``) into the pane."""

@@ -110,3 +110,30 @@ def test_a_jvms_compiled_methods_are_keyed_and_named_by_method(tmp_path):
     assert spin >= 0.5 * sum(counts.values()), (spin, raw, sorted(counts.items(), key=lambda kv: -kv[1])[:5])
     hot = [c.get("symbol") or "" for p in json.loads(summary.read_text())["phases"] for c in p.get("top_code", [])]
     assert any(s in ("[jit]!java Hot.spin", "[jit]!java Hot.mix") for s in hot), hot
+
+
+def test_a_pc_seen_before_takes_the_method_of_the_nmethod_now_at_its_address():
+    # HotSpot frees an nmethod and compiles another one at the same start (another compile id,
+    # another method): a PC looked up before must get the new method, not the cached one (review r39)
+    h = HotSpotCode(os.getpid())
+    h._state, h._heaps = "on", [(0x1000, 0x100000, 0, 4)]
+    now = {"check": (0x400, 1), "method": 0xAAA0}
+    h._blob_at = lambda pc: 0x2000
+    h._checked = lambda start: now["check"]
+    h._read_blob = lambda start, check: _Blob(check, 0x2100, now["method"])
+    assert h._place(0x2200, {}) == (0xAAA0, 0)
+    now.update(check=(0x400, 2), method=0xBBB0)
+    assert h._place(0x2200, {}) == (0xBBB0, 0)
+    assert h._pcs[0x2200][2] == 0xBBB0  # what names() reads
+
+
+def test_a_libjvm_whose_tables_are_not_vmstructs_is_left_alone():
+    # a libjvm.so on disk that is not the one mapped (upgraded under a running JVM): its layout
+    # words are garbage; no stride of 0 or 2**40 may crash the sampler (review r39)
+    h = HotSpotCode(os.getpid())
+    h._mem = os.open(f"/proc/{os.getpid()}/mem", os.O_RDONLY)
+    try:
+        assert list(h._rows(id(h), 0, 0)) == [] and list(h._rows(id(h), 1 << 40, 0)) == []
+        assert list(h._rows(id(h), 16, 12)) == []  # a name offset past the row
+    finally:
+        h.close()

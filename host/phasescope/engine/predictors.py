@@ -401,10 +401,10 @@ class Periodic:
     before: where it came, the runs of the phase that followed give the phase next and the lengths
     seen. A change to that phase is claimed when every earlier occurrence was followed by the same
     phase and, where the lengths seen vary by one at most (sampled windows cut a fixed CPU budget
-    into runs that vary by one), the run is from the shortest to one past the longest, or one
-    short of the shortest when the tracker held the window (it fitted no phase: the run is
-    ending); where they vary more, only where at least half the runs that lasted this long ended
-    here (so the claim beats "no change"), or one past the longest. A fixed cycle is claimed from
+    into runs that vary by one), the run is from the shortest to one past the longest; where they
+    vary more, only where at least half the runs that lasted this long ended here (so the claim
+    beats "no change"), or one past the longest. A window the tracker held (it fitted no phase:
+    the run is ending) claims anywhere from one short of the shortest to one past the longest. A fixed cycle is claimed from
     its second turn on, where a context of (phase, run length) needs several turns. Claims are
     shown only while they have held: each run with a claim scores a saturating counter (0..7)
     once it ends, +1 when it went to the phase claimed, -2 when not; it starts at 2, so the first

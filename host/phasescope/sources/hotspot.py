@@ -157,7 +157,7 @@ class HotSpotCode:
         self._vtable = 0
         self._heaps: List[Tuple[int, int, int, int]] = []  # (low, high, segmap, log2 segment size)
         self._blobs: Dict[int, _Blob] = {}  # by start
-        self._pcs: Dict[int, Tuple[int, int, int]] = {}  # pc -> (its blob's start, method, bci)
+        self._pcs: Dict[int, tuple] = {}  # pc -> (its blob's start, the blob's check, method, bci)
         self._keys: Dict[int, Tuple[int, str]] = {}  # Method* -> (key, name)
 
     # -- memory ---------------------------------------------------------------------------
@@ -201,7 +201,11 @@ class HotSpotCode:
             return
         words = {name: self._word(bias + v) for name, v in values.items() if name != NMETHOD_VTABLE}
         self._at, self._sizes = {}, {}
-        if None in words.values() or not self._tables(words):
+        try:
+            read = None not in words.values() and self._tables(words)
+        except (struct.error, ValueError, OverflowError, MemoryError):  # a libjvm.so on disk not the one mapped
+            read = False
+        if not read:
             self._tries += 1
             self._retry_at = time.monotonic() + 0.5
             if self._tries >= TRIES:
@@ -214,6 +218,8 @@ class HotSpotCode:
         """``(name, row)`` of each entry of a VMStructs table until its end (a null name),
         read 256 entries at a time."""
         strings: Dict[int, str] = {}
+        if not 8 <= stride <= 4096 or not 0 <= name_at <= stride - 8:  # not a VMStructs layout
+            return
         while True:
             rows = self._read(table, stride * 256)
             for at in range(0, len(rows) - stride + 1, stride):
@@ -338,8 +344,9 @@ class HotSpotCode:
         heaps read again for a PC outside them) once per ``checked``."""
         got = self._pcs.get(pc)
         if got is not None:
-            if self._blob(got[0], checked) is not None:
-                return got[1:]
+            blob = self._blob(got[0], checked)
+            if blob is not None and blob.check == got[1]:  # the same nmethod: not freed and reused
+                return got[2:]
             del self._pcs[pc]
         if not any(low <= pc < high for low, high, _, _ in self._heaps) and None not in checked:
             checked[None] = None  # once per call: the heaps grow (their committed part) and are made at start-up
@@ -350,8 +357,8 @@ class HotSpotCode:
             return 0, 0
         if len(self._pcs) >= KNOWN_PCS:
             self._pcs.clear()
-        self._pcs[pc] = (start, *blob.place_at(pc))
-        return self._pcs[pc][1:]
+        self._pcs[pc] = (start, blob.check, *blob.place_at(pc))
+        return self._pcs[pc][2:]
 
     def _blob(self, start: int, checked: Dict[int, Optional[_Blob]]) -> Optional[_Blob]:
         """The nmethod at ``start``, checked once per ``checked``: the one read before while it
@@ -404,7 +411,7 @@ class HotSpotCode:
         out: List[Optional[str]] = []
         for pc in pcs:
             got = self._pcs.get(pc)
-            out.append(self._key(got[1])[1] if got is not None else None)
+            out.append(self._key(got[2])[1] if got is not None else None)
         return out
 
     def close(self) -> None:

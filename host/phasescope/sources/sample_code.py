@@ -10,7 +10,6 @@ from typing import List, Optional, Set
 
 import numpy as np
 
-from phasescope.sources.hotspot import HotSpotCode
 from phasescope.sources.modules import KERNEL_KEY, ModuleMap
 from phasescope.sources.perf_map import PerfMap
 from phasescope.sources.procfs import module_map_from_proc

@@ -47,12 +47,12 @@ class DashboardScreen:
     def tick(self, now: float) -> None:
         if now >= self._next and not self.gone:
             c = self._console
+            began = time.monotonic()  # the draw's own time (``now`` may precede the caller's other work)
             try:
                 self._live.update(self.draw(c.width, c.height), refresh=True)
             except OSError:
                 self.gone = True
-            took = time.monotonic() - now
-            self._next = now + max(self.period, DRAW_SHARE * took)
+            self._next = now + max(self.period, DRAW_SHARE * (time.monotonic() - began))
 
     def note(self, text: str) -> None:
         if text not in self.notes:
