@@ -65,13 +65,9 @@ class SampleCode:
         pid = self.pid if pid is None else pid
         pcs = list(pcs)
         out = self._names.names(self.modules_of(pid), pcs)
-        unnamed = [i for i, named in enumerate(out) if named is None]
-        for i, name in zip(unnamed, self.perf_map(pid).names([pcs[i] for i in unnamed])):
-            if name is not None:
-                out[i] = (JIT_MODULE, name)
-        if pid == self.pid:
+        for jit in [self.perf_map(pid)] + ([self._hotspot] if pid == self.pid else []):
             unnamed = [i for i, named in enumerate(out) if named is None]
-            for i, name in zip(unnamed, self._hotspot.names([pcs[i] for i in unnamed])):
+            for i, name in zip(unnamed, jit.names([pcs[i] for i in unnamed])):
                 if name is not None:
                     out[i] = (JIT_MODULE, name)
         return out
