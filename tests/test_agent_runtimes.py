@@ -148,11 +148,8 @@ def test_code_hotspot_rewrites_in_place_is_not_run_stale(tmp_path):
     # Java results or a crash, 2 runs of 3 before the JIT's writes were hooked, js/jit.js).
     source = os.path.join(os.path.dirname(__file__), "programs", "JitPatches.java")
     subprocess.run(["javac", "-d", str(tmp_path), source], check=True, timeout=120)
-    # -XX:-BackgroundCompilation: a hot method waits for its compiled code, which then runs. Under
-    # Stalker the compiler thread is slow; on a loaded CI machine the program once ended before any
-    # compiled code ran, and nothing was keyed (stop 39's CI).
-    argv = [shutil.which("java"), "-XX:+UseSerialGC", "-Xmn4m", "-XX:-BackgroundCompilation",
-            f"-XX:ErrorFile={tmp_path}/hs_err_%p.log", "-cp", str(tmp_path), "JitPatches", "3"]
+    argv = [shutil.which("java"), "-XX:+UseSerialGC", "-Xmn4m", f"-XX:ErrorFile={tmp_path}/hs_err_%p.log",
+            "-cp", str(tmp_path), "JitPatches", "3"]
     native = _native(argv)
     trace = trace_spawn(argv)
     assert trace.ended.how == "exited" and trace.ended.code == 0, (trace.ended, trace.output.get(2, b"")[-2000:])
