@@ -19,7 +19,7 @@ function followLater(tid) {
     if (!lateThreads.delete(tid))
       return; // gone meanwhile
     try {
-      follow(tid);
+      followSurely(tid);
     } catch (e) {
       // the thread ended before it could be followed
     }
@@ -67,7 +67,7 @@ function installHooks() {
       if (jvmLoaded && !config.watch)
         followLater(thread.id);
       else
-        follow(thread.id);
+        followSurely(thread.id);
     },
     onRemoved(thread) {
       lateThreads.delete(thread.id);
@@ -210,7 +210,7 @@ function followMainEarly(mainTid) {
     if (deferredMain === null)
       return;
     deferredMain = null;
-    follow(mainTid);
+    followSurely(mainTid);
   };
   const onEnter = () => {
     if (Process.getCurrentThreadId() === mainTid)

@@ -35,11 +35,50 @@ function follow(tid) {
     options = { transform: transformFn, data: region };
   }
   api.near_carve(uint64(NEAR_CONTEXT));
-  if (tid === Process.getCurrentThreadId())
+  if (tid === Process.getCurrentThreadId()) {
     Stalker.follow(options);
-  else
+  } else {
     Stalker.follow(tid, options);
+    if (options.data !== undefined && api.thread_blocks(options.data).toNumber() === 0) {
+      threads.delete(tid); // not followed (see ps_thread_blocks); nothing of Stalker's holds the region
+      releaseRegion(options.data);
+      throw new FollowFailed(tid);
+    }
+  }
   started.push(tid);
+}
+
+// Stalker could not stop thread `tid` to follow it: its ptrace helper failed to attach, as it does
+// while another helper holds the thread (a JIT's code writes invalidate blocks in every thread
+// through one). Silently, in Frida 17: phasescope checks the blocks compiled.
+class FollowFailed extends Error {
+  constructor(tid) {
+    super(`Stalker could not stop thread ${tid} to follow it`);
+    this.tid = tid;
+  }
+}
+
+const FOLLOW_TRIES = 5;
+const FOLLOW_RETRY_MS = [2, 10, 50, 200];
+
+// Follows `tid`, trying again a little later while Stalker cannot stop it (FollowFailed), and says
+// so in one line should it never manage: what the thread runs is then not counted.
+function followSurely(tid, tries = 0) {
+  try {
+    follow(tid);
+  } catch (e) {
+    if (!(e instanceof FollowFailed))
+      throw e;
+    if (tries + 1 < FOLLOW_TRIES) {
+      setTimeout(() => {
+        if (!stopping && !finished && userTicks(tid) !== null) // alive (not enumerateThreads: it stops each thread)
+          followSurely(tid, tries + 1);
+      }, FOLLOW_RETRY_MS[tries]);
+    } else {
+      sayUnfollowable(`thread ${tid}: Stalker could not stop it to follow it (${FOLLOW_TRIES} tries: its ptrace ` +
+          'helper failed to attach, as it does while another tracer holds the thread), and what it runs is not counted');
+    }
+  }
 }
 
 // An unfollowed thread leaves instrumented code only when it next enters Stalker's dispatcher,
