@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from phasescope.sources.session import TraceSession
-from phasescope.sources.events import Ended, Forked, IntervalEvent, Output, ThreadExited, ThreadStarted
+from phasescope.sources.events import Ended, Forked, IntervalEvent, Output, ThreadExited, ThreadStarted, Unfollowable
 from phasescope.sources.device import resolve_device, resolve_target
 
 
@@ -21,6 +21,7 @@ class Trace:
     exited: list = field(default_factory=list)
     forked: list = field(default_factory=list)
     output: dict = field(default_factory=dict)  # fd -> bytes
+    unfollowable: list = field(default_factory=list)  # what exact mode said it could not follow
     ended: Ended = None
     session: TraceSession = None
 
@@ -29,6 +30,15 @@ class Trace:
         pcs = np.concatenate([i.pcs for i in self.intervals]) if self.intervals else np.zeros(0, np.uint64)
         counts = np.concatenate([i.counts for i in self.intervals]) if self.intervals else np.zeros(0, np.uint64)
         return pcs, counts
+
+    def diagnosis(self) -> dict:
+        """What a failed assertion on the trace's content should print: the records per thread, the
+        threads started and ended, what was dropped and what exact mode could not follow."""
+        per_thread = {}
+        for i in self.intervals:
+            per_thread[i.thread] = per_thread.get(i.thread, 0) + 1
+        return {"records_per_thread": per_thread, "started": self.started, "exited": self.exited,
+                "dropped": self.session.dropped if self.session else None, "unfollowable": self.unfollowable}
 
 
 def collect(session: TraceSession, on_event=None, timeout: float = 60) -> Trace:
@@ -50,6 +60,8 @@ def collect(session: TraceSession, on_event=None, timeout: float = 60) -> Trace:
             trace.forked.append(event.pid)
         elif isinstance(event, Output):
             trace.output[event.fd] = trace.output.get(event.fd, b"") + event.data
+        elif isinstance(event, Unfollowable):
+            trace.unfollowable.append(event.reason)
         elif isinstance(event, Ended):
             trace.ended = event
     session.stop()

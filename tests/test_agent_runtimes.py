@@ -158,7 +158,7 @@ def test_code_hotspot_rewrites_in_place_is_not_run_stale(tmp_path):
     # which the JIT changes with each recompilation.
     pcs, counts = trace.pairs()
     keyed = (pcs & np.uint64(METHOD_KEY)) != 0
-    assert counts[keyed].sum() > 0, (len(pcs), keyed.sum())
+    assert counts[keyed].sum() > 0, (len(pcs), keyed.sum(), trace.diagnosis())
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
