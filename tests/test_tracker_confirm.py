@@ -166,3 +166,13 @@ def test_a_program_s_first_phases_stay_fine_grained():
     # and the compressors' early phases are 1-1.5 thresholds apart, and SimPoint keeps them apart).
     labels = settled(confirmed().classify_many(known_then(17, fringe(0, 0.075))))
     assert labels[51:55] == [0, 17, 0, 17]
+
+
+def test_a_segment_in_a_crowded_table_is_held_to_the_same_rule():
+    # A 5-unit segment needs no second interval (above), but near a known phase of a crowded
+    # table it is no phase either; far from every one it is.
+    known = [phase(p) for p in range(18)]
+    stream = np.array(known + [fringe(0, 0.075), fringe(0, 0.2)])
+    ms = confirmed().classify_many(stream, units=np.array([5] * 18 + [5, 5]))
+    assert (ms[18].phase, ms[18].transition) == (0, True)
+    assert (ms[19].phase, ms[19].new_phase) == (18, True)
