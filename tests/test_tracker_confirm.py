@@ -133,3 +133,46 @@ def test_intervals_between_activities_get_no_ids_of_their_own():
     stream = np.array(one_round * 4)
     assert len(set(settled(confirmed().classify_many(stream)))) == 3
     assert len(set(settled(confirmed(recur=0).classify_many(stream)))) == 6
+
+
+def fringe(p, by):
+    """Phase ``p`` with a fraction ``by`` of its work moved to bucket 31: ``2 * by`` from it."""
+    f = phase(p)
+    f[p], f[31] = 32.0 * (1 - by), 32.0 * by
+    return f
+
+
+def known_then(n, *tail):
+    """``n`` phases of 3 intervals each (each confirmed), then ``tail`` twice over, after phase 0."""
+    return np.array([phase(p) for p in range(n) for _ in range(3)] + [f for t in tail for f in (phase(0), t) * 2])
+
+
+def test_a_crowded_table_confirms_no_fringe_of_a_known_phase():
+    # 18 phases known (the default's ``crowd``): a behaviour 1.5 thresholds from phase 0 recurs, but
+    # it is within ``apart`` (2x) of it, so it stays phase 0 (live and settled); one 4 thresholds
+    # away is still a phase. Without ``apart`` the fringe gets an ID of its own.
+    assert (PRESETS["confirmed"]["apart"], PRESETS["confirmed"]["crowd"]) == (2.0, 18)
+    near, far = fringe(0, 0.075), fringe(0, 0.2)
+    stream = known_then(18, near, far)
+    labels = settled(confirmed().classify_many(stream))
+    assert labels[54:58] == [0, 0, 0, 0] and labels[58:62] == [0, 18, 0, 18]
+    assert len(set(labels)) == 19
+    old = settled(confirmed(apart=0.0).classify_many(stream))
+    assert old[54:58] == [0, 18, 0, 18] and len(set(old)) == 20
+
+
+def test_a_program_s_first_phases_stay_fine_grained():
+    # With 17 phases known the table is not crowded: the same fringe is a phase of its own (cc1's
+    # and the compressors' early phases are 1-1.5 thresholds apart, and SimPoint keeps them apart).
+    labels = settled(confirmed().classify_many(known_then(17, fringe(0, 0.075))))
+    assert labels[51:55] == [0, 17, 0, 17]
+
+
+def test_a_segment_in_a_crowded_table_is_held_to_the_same_rule():
+    # A 5-unit segment needs no second interval (above), but near a known phase of a crowded
+    # table it is no phase either; far from every one it is.
+    known = [phase(p) for p in range(18)]
+    stream = np.array(known + [fringe(0, 0.075), fringe(0, 0.2)])
+    ms = confirmed().classify_many(stream, units=np.array([5] * 18 + [5, 5]))
+    assert (ms[18].phase, ms[18].transition) == (0, True)
+    assert (ms[19].phase, ms[19].new_phase) == (18, True)

@@ -44,7 +44,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                         "0.15 where the program drifts inside its clusters instead of jumping between them (re-clustered every 256); "
                         "'confirmed' (issue 28) is 'paper' that makes a new ID only when a second interval recurs near "
                         "one that matched nothing within 40 intervals (until then: its nearest phase; the log then "
-                        "relabels it), with mean representatives, "
+                        "relabels it) and, once 18 phases are known, 2x the threshold from each, with mean representatives, "
                         "per-phase thresholds widened by their matches' spread (up to 2x) and an archive of evicted "
                         "phases; 'kmeans' labels each interval with "
                         "its nearest k-means centroid, re-clustered online; 'coarse' keeps full-precision footprints, threshold 0.3, mean "

@@ -103,6 +103,11 @@ class TrackerConfig:
     #: with ``transition``: a candidate not matched again within ``recur`` intervals is dropped (Lau
     #: et al.: intervals that do not recur soon are transitions; 0: kept until the pool is full)
     recur: int = 0
+    #: with ``transition``: once the table holds ``crowd`` stable phases, a candidate is confirmed
+    #: only when it is at least ``apart`` x its threshold from each of them, else it leaves the
+    #: pool (engine/tracker.py; 0: off)
+    apart: float = 0.0
+    crowd: int = 0
 
     def __post_init__(self):
         _require(isinstance(self.buckets, int) and 1 <= self.buckets <= 1 << 20,
@@ -139,6 +144,10 @@ class TrackerConfig:
                  f"threshold max must be a fraction of the interval from 0 to 2 (got {self.threshold_max!r})")
         _require(isinstance(self.recur, int) and self.recur >= 0,
                  f"recur must be 0 (off) or a number of intervals (got {self.recur!r})")
+        _require(isinstance(self.apart, (int, float)) and (self.apart == 0 or 1 <= self.apart <= 10),
+                 f"apart must be 0 (off) or a factor from 1 to 10 (got {self.apart!r})")
+        _require(isinstance(self.crowd, int) and self.crowd >= 0,
+                 f"crowd must be a number of phases, 0 or more (got {self.crowd!r})")
         _require(self.transition_label in TRANSITION_LABELS,
                  f"transition label must be one of {', '.join(TRANSITION_LABELS)} (got {self.transition_label!r})")
         _require(self.calibrate_on in CALIBRATE_ON,
@@ -238,9 +247,12 @@ PRESETS["drift"] = dict(PRESETS["clustered"], drift_ratio=3.0, drift_floor=0.15,
 # Since stop 39 a candidate that no interval matches within 40 intervals is dropped (``recur``): the
 # intervals that straddle two activities recur once per round of a program's loop (the demo's), and
 # no longer become phases of their own (tuning-half mean ARI +0.000, held-out -0.003; 28 and less
-# lost 0.10 on bzip2: docs/quality.md).
+# lost 0.10 on bzip2: docs/quality.md). Since stop 40, once 18 phases are known a new one must be 2x
+# its threshold from each (``apart``, ``crowd``): the parts of a loop body longer than an interval
+# no longer each get an ID (truth-A 43 -> 30 IDs; tuning mean +0.001, held out +0.013; 14 and
+# less lost 0.03 on cc1: docs/quality.md).
 PRESETS["confirmed"] = dict(PRESETS["paper"], transition=True, transition_label="nearest", update_policy="mean",
-                            adaptive=True, archive=4096, recur=40)
+                            adaptive=True, archive=4096, recur=40, apart=2.0, crowd=18)
 # Online SimPoint (engine/kmeans_tracker.py): k-means labels, not a threshold. Lost to the paper on
 # the tuning half (docs/quality.md); kept as the measured alternative.
 PRESETS["kmeans"] = dict(PRESETS["paper"], method="kmeans", buckets=128, bits=None, table_size=30)

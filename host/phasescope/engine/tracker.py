@@ -52,6 +52,13 @@ Issue 28 (the ``stable`` preset):
   matches within ``recur`` intervals (of the whole stream) leaves the pool, as Lau et al. label
   intervals that do not recur soon as transitions: an interval that straddles two activities of a
   loop recurs once a round, and no longer becomes a phase of its own.
+- ``apart`` with ``crowd`` (the ``confirmed`` preset, 2 and 18): once the table holds ``crowd``
+  stable phases, a candidate is confirmed only when it is at least ``apart`` x the threshold from
+  every one of them; else it leaves the pool and its intervals keep their nearest phase's ID. A
+  loop whose body outlasts an interval shows each part of the body as a phase of its own, one
+  fringe beside another (the truth workloads' libraries); a program's first phases stay as
+  fine-grained as before (cc1's and the compressors' are 1-2 thresholds apart). A segment of
+  several units (which needs no second interval) is held to the same rule.
 - ``archive``: evicted phases (ID and representative) are kept, oldest dropped first; an interval
   that matches no phase in the table takes back the nearest archived one within the threshold.
 - ``calibrate``: the threshold is ``calibrate`` x the median Manhattan distance between each
@@ -399,9 +406,9 @@ class Tracker(BoundedTable):
                 self._cand_reps[j], self._cand_hits[j], self._cand_last[j], self._cand_seqs[j] = \
                     self._cand_reps[last], self._cand_hits[last], self._cand_last[last], self._cand_seqs[last]
                 self._cand_used -= 1
-                return rep, hits, earlier
+                return self._confirmed(rep, hits, earlier)
         if self._units >= c.confirm:  # a segment whose own units agree (segments.py cut none between them)
-            return fp, self._units, ()
+            return self._confirmed(fp, self._units, ())
         j = n if n < c.candidates else int(self._cand_last[:n].argmin())
         self._cand_used = max(n, j + 1)
         self._cand_reps[j] = fp
@@ -409,6 +416,17 @@ class Tracker(BoundedTable):
         self._cand_last[j] = self._clock
         self._cand_seqs[j] = [self._clock - 1]
         return None
+
+    def _confirmed(self, rep: np.ndarray, hits: int, earlier: tuple):
+        """A candidate with evidence enough: (representative, intervals, earlier sequence numbers)
+        of the new phase, or None when ``apart`` finds it a fringe of a known phase in a table of
+        ``crowd`` phases or more (its intervals keep their nearest phase)."""
+        c = self.config
+        if c.apart and self._used >= c.crowd:
+            d = np.abs(self._reps[: self._used] - rep).sum(axis=1)
+            if (d < c.apart * self._thresholds(np.arange(self._used))).any():
+                return None
+        return rep, hits, earlier
 
     def _expire(self, since: int) -> None:
         """Drop the candidates last matched before clock ``since``."""
