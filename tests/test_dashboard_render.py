@@ -149,3 +149,32 @@ def test_a_slow_draw_spaces_out_the_next_one():
         time.sleep(0.2)
         screen.tick(now)
     assert screen.due < now + 0.4
+
+
+def test_a_state_that_did_not_change_is_drawn_once_a_second():
+    # A sleeping target, one waiting for input, or one sampled at 97 Hz (a window a second): four
+    # draws a second of an unchanged state cost 5-10% of a core for nothing. Drawn again when the
+    # version moves, else each IDLE_REDRAW for the header's clock. The times are the caller's
+    # (tick's ``now``), so nothing here waits.
+    from phasescope.view.screen import IDLE_REDRAW, DashboardScreen
+
+    draws, version = [], [0]
+    screen = DashboardScreen(lambda width, height: draws.append(width) or "x", hz=4, version=lambda: version[0])
+    with screen:
+        t = 1000.0
+        screen.tick(t)
+        screen.tick(t + 0.25)
+        screen.tick(t + 0.5)  # periods with nothing new
+        assert len(draws) == 1
+        version[0] += 1  # an interval came
+        screen.tick(t + 0.75)
+        assert len(draws) == 2
+        for k in range(1, 4):
+            screen.tick(t + 0.75 + k * 0.25)
+        assert len(draws) == 2
+        screen.tick(t + 0.75 + IDLE_REDRAW)  # nothing new for IDLE_REDRAW: drawn for the clock
+        assert len(draws) == 3
+        always = DashboardScreen(lambda width, height: draws.append(width) or "x", hz=4)  # no version
+        always.tick(t)
+        always.tick(t + 0.25)
+        assert len(draws) == 5

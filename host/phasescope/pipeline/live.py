@@ -321,7 +321,7 @@ class LiveRun:
         """The rich screen; its modules (rich's layout, live display) load only for it."""
         from phasescope.view.dashboard import render
         from phasescope.view.screen import DashboardScreen
-        return DashboardScreen(lambda w, h: render(self.state.snapshot(), w, h), self.refresh)
+        return DashboardScreen(lambda w, h: render(self.state.snapshot(), w, h), self.refresh, self.state.version)
 
     def _finish(self) -> None:
         """Every exit path: detach if still attached, write the summary, report."""

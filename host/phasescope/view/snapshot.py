@@ -136,6 +136,10 @@ class LiveState:
             when = time.strftime("%H:%M:%S", time.localtime(iv.end_ns / 1e9 if iv.end_ns else time.time()))
             self.changes.append(ChangeRow(when, r.seq, r.thread, r.previous_phase, r.phase))
 
+    def version(self) -> tuple:
+        """Changes whenever anything the dashboard shows does, but for its clock and rate."""
+        return self.engine.stats.intervals, self.status, self.threads_followed, self.dropped
+
     def rate(self) -> float:
         """Intervals per second over the recent arrivals."""
         if len(self._rate) < 2:
