@@ -166,11 +166,14 @@ class PhaseEngine:
                 fn(r, iv)
         return results
 
-    def add_burst(self, phase: int, interval: Interval) -> None:
+    def add_burst(self, phase: int, interval: Interval) -> bool:
         """Attach an exact interval of ``phase`` (sampled mode's burst) to its statistics; it is
-        never classified (exact and sampled vectors do not mix in one tracker)."""
-        if phase in self.stats.phases:
-            self.stats.phases[phase].burst = burst_summary(interval)
+        never classified (exact and sampled vectors do not mix in one tracker). False: ``phase`` is
+        gone (its only windows were relabelled to another phase while the burst ran)."""
+        if phase not in self.stats.phases:
+            return False
+        self.stats.phases[phase].burst = burst_summary(interval)
+        return True
 
     def summary(self) -> dict:
         """JSON-serialisable summary: config, whole run, phases, threads, predictor scores, table."""

@@ -61,10 +61,10 @@ class Flow:
 
     def burst(self, interval: Interval) -> Optional[int]:
         """A burst that came back: the phase it was asked for (its statistics now carry it), or
-        None when no burst was asked for that thread."""
+        None when no burst was asked for that thread or that phase is gone (relabelled away)."""
         phase = self.bursts.finished(interval) if self.bursts is not None else None
-        if phase is not None:
-            self.engine.add_burst(phase, interval)
+        if phase is None or not self.engine.add_burst(phase, interval):
+            return None
         return phase
 
     def flush(self) -> None:
