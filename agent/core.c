@@ -82,6 +82,7 @@ struct _PsThread
   guint32 * aliases;         /* slots whose branch PC an earlier slot has (see ps_settle_slot) */
   guint64 n_aliases;
   guint64 n_slots;
+  guint64 compiled;          /* blocks Stalker compiled for the thread (any transform; ps_thread_blocks) */
   guint64 capacity;          /* slots; the last one collects blocks beyond capacity (pc 0) */
   guint64 tid;
   guint64 seq;

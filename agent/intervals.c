@@ -103,6 +103,7 @@ ps_thread_init (guint8 * region, guint64 tid, guint64 slots, guint64 mslots, gui
   t->n_aliases = 0;
   t->capacity = slots;
   t->n_slots = 0;
+  t->compiled = 0;
   t->tid = tid;
   t->seq = 0;
   t->stub = NULL;

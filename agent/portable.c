@@ -60,6 +60,7 @@ transform_portable (GumStalkerIterator * iterator, GumStalkerOutput * output, gp
   PsBlock * b = NULL;
   guint64 n = 0, last_pc = 0;
 
+  t->compiled++;
   while (gum_stalker_iterator_next (iterator, &insn))
   {
     if (b == NULL)

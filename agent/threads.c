@@ -34,13 +34,14 @@ ps_thread_hot (PsThread * t, guint64 * out, guint64 max)
   return n;
 }
 
-/* How many blocks Stalker has compiled for the thread. Following another thread compiles the block
- * it stands at before Stalker.follow returns, so 0 then means the follow failed (Stalker stops the
- * thread through a ptrace helper, and says nothing when that helper cannot attach). */
+/* How many blocks Stalker has compiled for the thread (every transform counts them). Following
+ * another thread compiles the block it stands at before Stalker.follow returns, so 0 then means the
+ * follow failed (Stalker stops the thread through a ptrace helper, and says nothing when that helper
+ * cannot attach). */
 guint64
 ps_thread_blocks (PsThread * t)
 {
-  return t->n_slots;
+  return t->compiled;
 }
 
 /* Makes the thread leave its register loops at their next iteration (before it is unfollowed: a

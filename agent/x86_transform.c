@@ -84,6 +84,7 @@ transform_bare (GumStalkerIterator * iterator, GumStalkerOutput * output, gpoint
   const cs_insn * insn;
   PsKeep k = { w->pc, 0, 0, FALSE, FALSE };
 
+  t->compiled++;
   while (gum_stalker_iterator_next (iterator, &insn))
   {
     ps_keep_before (w, t, &k, insn, TRUE);
@@ -110,6 +111,7 @@ transform (GumStalkerIterator * iterator, GumStalkerOutput * output, gpointer us
   PsPatch patch;
   PsLoop lp;
 
+  t->compiled++;
   slot = ps_take_slot (t);
 
   while (gum_stalker_iterator_next (iterator, &insn))

@@ -151,13 +151,15 @@ def test_a_slow_draw_spaces_out_the_next_one():
     assert screen.due < now + 0.4
 
 
-def test_a_state_that_did_not_change_is_drawn_once_a_second():
+def test_a_state_that_did_not_change_is_drawn_once_a_second(monkeypatch):
     # A sleeping target, one waiting for input, or one sampled at 97 Hz (a window a second): four
     # draws a second of an unchanged state cost 5-10% of a core for nothing. Drawn again when the
     # version moves, else each IDLE_REDRAW for the header's clock. The times are the caller's
     # (tick's ``now``), so nothing here waits.
+    from phasescope.view import screen as screen_module
     from phasescope.view.screen import IDLE_REDRAW, DashboardScreen
 
+    monkeypatch.setattr(screen_module, "DRAW_SHARE", 0)  # a draw slowed by load spaces out none here
     draws, version = [], [0]
     screen = DashboardScreen(lambda width, height: draws.append(width) or "x", hz=4, version=lambda: version[0])
     with screen:
