@@ -1,14 +1,24 @@
-"""The end-of-run report printed by the live monitor and by replay, from a summary dict."""
+"""The end-of-run report printed by the live monitor and by replay, from a summary dict.
+
+To a terminal it goes through rich (colours, the terminal's width). To a file or a pipe it is
+written as plain text whenever that is exactly what rich would write there (box-drawn tables at
+120 columns, no styles): rich's import and layout were a sixth of a sampled run's fixed CPU
+(issue 31). Anything rich would change (markup, emoji codes, a line to wrap, a table to shrink,
+a non-UTF-8 file, FORCE_COLOR) sends the whole report through rich instead.
+"""
 
 from __future__ import annotations
 
+import os
+import re
 import sys
-from typing import Optional, TextIO
-
-from rich.console import Console
-from rich.table import Table
+from typing import List, Optional, TextIO
 
 from phasescope.engine.predict import PREDICTORS
+
+WIDTH = 120  # columns of a report to a file or pipe
+#: what rich reads as an emoji code (``:name:``) or as markup (``[tag]``) in a markup line
+_EMOJI, _MARKUP = re.compile(r":\S*:"), "["
 
 
 def _pct(x: Optional[float]) -> str:
@@ -22,17 +32,101 @@ def _mean_cv(m: dict, scale: float = 1.0, fmt: str = "{:.3g}") -> str:
     return fmt.format(m["mean"] / scale) + cv
 
 
-class _Console(Console):
+def _console(file: TextIO, width: Optional[int]):
     """A rich Console whose closed pipe is a BrokenPipeError for the runner to end quietly on
     (rich's own answer is exit 1)."""
+    from rich.console import Console
 
-    def on_broken_pipe(self) -> None:
-        raise BrokenPipeError
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError
+
+    return _Console(file=file, width=width)
 
 
-def _console(file: Optional[TextIO]) -> Console:
-    file = file or sys.stdout
-    return _Console(file=file, width=None if file.isatty() else 120)
+def _styled(file: TextIO) -> bool:
+    """Whether rich would write colours and styles to ``file`` (its own test of a terminal)."""
+    compatible = os.environ.get("TTY_COMPATIBLE", "")
+    if compatible in ("0", "1"):
+        return compatible == "1"
+    if os.environ.get("FORCE_COLOR") is not None:
+        return os.environ["FORCE_COLOR"] != ""
+    return file.isatty()
+
+
+class _Report:
+    """Lines (:meth:`print`, as rich's ``Console.print``) and tables, written by :meth:`end`."""
+
+    def __init__(self, file: Optional[TextIO]):
+        self.file = file or sys.stdout
+        plain = (not self.file.isatty() and not _styled(self.file)
+                 and (getattr(self.file, "encoding", None) or "utf-8").lower().startswith("utf"))
+        self.console = None if plain else _console(self.file, None if self.file.isatty() else WIDTH)
+        self.width = WIDTH if self.console is None else self.console.width
+        self.items: list = []
+
+    def print(self, text: str, **style) -> None:
+        self.items.append((text, style))
+
+    def table(self, title: str, columns, rows) -> None:
+        """``columns``: ``(header, "left" | "right")``; ``rows``: lists of cells (str)."""
+        self.items.append((title, list(columns), [list(r) for r in rows]))
+
+    def end(self) -> None:
+        if self.console is None:
+            text = _plain_text(self.items, self.width)
+            if text is not None:
+                self.file.write(text)
+                self.file.flush()
+                return
+            self.console = _console(self.file, WIDTH)
+        from rich.table import Table
+        for item in self.items:
+            if len(item) == 2:
+                self.console.print(item[0], **item[1])
+                continue
+            title, columns, rows = item
+            t = Table(title=title, title_justify="left", header_style="bold")
+            for header, justify in columns:
+                t.add_column(header, justify=justify, no_wrap=True)
+            for r in rows:
+                t.add_row(*r)
+            self.console.print(t)
+
+
+def _plain_text(items: list, width: int) -> Optional[str]:
+    """The report as rich writes it to a file, None where rich would change something."""
+    def fits(text: str, markup: bool = True) -> bool:
+        return (text.isascii() and text.isprintable() and text == text.rstrip() and not _EMOJI.search(text)
+                and not (markup and _MARKUP in text))
+
+    out: List[str] = []
+    for item in items:
+        if len(item) == 2:
+            text, style = item
+            if not fits(text, style.get("markup", True)) or (len(text) > width and not style.get("soft_wrap")):
+                return None
+            out.append(text)
+            continue
+        title, columns, rows = item
+        cells = [[header for header, _ in columns]] + rows
+        if not all(fits(c) for row in cells for c in row) or not fits(title):
+            return None
+        widths = [max(len(row[i]) for row in cells) + 2 for i in range(len(columns))]
+        total = sum(widths) + len(widths) + 1
+        if total > width or len(title) > total:
+            return None
+
+        def rule(left, fill, mid, right):
+            return left + mid.join(fill * w for w in widths) + right
+
+        def row(r, edge):
+            return edge + edge.join(" " + (c.ljust(w - 2) if j == "left" else c.rjust(w - 2)) + " "
+                                    for c, w, (_, j) in zip(r, widths, columns)) + edge
+
+        out += [title.ljust(total), rule("┏", "━", "┳", "┓"), row(cells[0], "┃"), rule("┡", "━", "╇", "┩")]
+        out += [row(r, "│") for r in rows] + [rule("└", "─", "┴", "┘")]
+    return "".join(line + "\n" for line in out)
 
 
 #: columns of the phase table given up, in this order, when the console is too narrow for all
@@ -54,7 +148,7 @@ def _fitting(columns, rows, width: int) -> list:
 
 def print_report(summary: dict, top: int, file: Optional[TextIO] = None) -> None:
     """The per-phase table and the predictor scores of a summary, on ``file`` (default stdout)."""
-    console = _console(file)
+    console = _Report(file)
     w = summary["whole"]
     work = (f"{w['instructions']:,} instructions" if w["instructions"] is not None
             else f"{w.get('cpu_ns', 0) / 1e9:.2f} s of sampled CPU time")
@@ -89,21 +183,17 @@ def print_report(summary: dict, top: int, file: Optional[TextIO] = None) -> None
         rows.append([f"+{len(rest)} more", _pct(sum(p["share"] for p in rest)),
                      f"{sum(p['intervals'] for p in rest):,}", "", "", "", "", ""])
     keep = _fitting(columns, rows, console.width)
-    t = Table(title="phases (mean (CV) per interval)", title_justify="left", header_style="bold")
-    for i in keep:
-        t.add_column(columns[i][0], justify=columns[i][1], no_wrap=True)
-    for r in rows:
-        t.add_row(*(r[i] for i in keep))
-    console.print(t)
-    s = Table(title="next-phase predictors (accuracy)", title_justify="left", header_style="bold")
-    for name in ("predictor", "overall", "at changes", "steady"):
-        s.add_column(name, justify="left" if name == "predictor" else "right", no_wrap=True)
+    console.table("phases (mean (CV) per interval)", [columns[i] for i in keep], [[r[i] for i in keep] for r in rows])
+    scores = []
     for name in PREDICTORS:
         sc = summary["predictors"][name]
         label = f"{name} *" if name == summary.get("primary_predictor") else name
-        s.add_row(label, *(f"{_pct(sc[k]['accuracy'])} of {sc[k]['n']:,}" for k in ("overall", "changes", "steady")))
-    console.print(s)
+        scores.append([label] + [f"{_pct(sc[k]['accuracy'])} of {sc[k]['n']:,}"
+                                 for k in ("overall", "changes", "steady")])
+    console.table("next-phase predictors (accuracy)", [("predictor", "left")] + [
+        (name, "right") for name in ("overall", "at changes", "steady")], scores)
     console.print("* the prediction shown live", style="dim")
+    console.end()
 
 
 #: a phase with this share of the run or more is a main phase: the report names its hot code
@@ -113,7 +203,7 @@ MAIN_SHARE = 0.05
 def print_hot_code(summary: dict, top: int, file: Optional[TextIO] = None) -> None:
     """The hottest block of each main phase (:data:`MAIN_SHARE` of the run or more) and of the
     ``top`` largest, named, and disassembled where the code could be read."""
-    console = _console(file)
+    console = _Report(file)
     phases = [p for i, p in enumerate(summary["phases"]) if i < top or p["share"] >= MAIN_SHARE]
     shown = False
     for p in phases:
@@ -131,3 +221,4 @@ def print_hot_code(summary: dict, top: int, file: Optional[TextIO] = None) -> No
                       f"{100 * hottest['share']:.0f}% of the phase's {measured}", highlight=False, markup=False)
         for line in hottest.get("disassembly") or ():
             console.print(f"    {line}", highlight=False, markup=False)
+    console.end()
