@@ -1,8 +1,8 @@
 """phasescope's own numpy runs its BLAS on one thread (issue 31).
 
-numpy's OpenBLAS starts a worker thread per CPU as it loads, and each spins for about 2**28
-cycles before it sleeps: on this project's 2-core VMs 0.1 s of CPU, a quarter of a sampled run's
-start-up, and a second per 10 cores on a large host. phasescope's arrays are a window's hundred
+numpy's OpenBLAS starts a worker thread per other CPU as it loads, and an idle worker busy-waits
+a while before it sleeps: on this project's 2-core VMs 0.1 s of CPU, a quarter of a sampled run's
+start-up (docs/performance.md, stop 40). phasescope's arrays are a window's hundred
 keys, where BLAS threads bring nothing. OpenBLAS reads ``OPENBLAS_NUM_THREADS`` once, as it
 loads, so the variable is set to 1 while numpy is imported and put back as it was at once: a
 process phasescope starts afterwards (a target, a tool) sees the environment it was given.
