@@ -79,3 +79,13 @@ def test_a_forced_colour_goes_through_rich(monkeypatch):
     out = io.StringIO()
     report.print_report(summary("sampled", "sampled"), 20, out)
     assert "\x1b[" in out.getvalue()  # rich's styles, as before
+
+
+def test_what_exact_mode_did_not_follow_is_one_line_however_long(monkeypatch):
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    s = summary("exact", "default")
+    reason = "the JVM (libjvm.so) exactly: what its threads run in their first 20 ms is not counted (issue 32)"
+    s["session"] = {"not_followed": [f"{reason}; {reason}"], "not_followed_more": 3}
+    plain, rich = both(s, monkeypatch)
+    assert plain == rich and f"exact mode could not follow {reason}; {reason}\n" in plain
