@@ -8,7 +8,7 @@ import sys
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "host")
 #: rooms from the bottom up: an import from a lower room to a higher one runs back up
-LAYERS = ["errors", "resources", "engine", "sources", "formats", "quality", "profiles", "sinks", "view",
+LAYERS = ["errors", "blas", "resources", "engine", "sources", "formats", "quality", "profiles", "sinks", "view",
           "pipeline", "workloads", "commands", "cli"]
 
 

@@ -1,6 +1,6 @@
 """Start-up of a sampled run (issue 31): a spawned target is released once the whole command line
-is checked, and before the engine, the pipeline and the view (rich) load; a bad command line
-still never runs the program."""
+is checked, and before the engine, the pipeline and the view (rich) load; a lone process's run
+never loads OpenSSL; a bad command line still never runs the program."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def hook(event, args):
 sys.addaudithook(hook)
 from phasescope.cli import main
 code = main(sys.argv[1:])
-print(json.dumps({"code": code, **seen}), file=sys.stderr)
+print(json.dumps({"code": code, **seen, "at_end": [m for m in ("_hashlib",) if m in sys.modules]}),
+      file=sys.stderr)
 """
 
 
@@ -48,6 +49,7 @@ def test_a_spawned_sampled_target_runs_before_the_engine_and_rich_load(tmp_path)
     assert probe["code"] == 0 and r.stdout == "out\n", r.stderr
     assert probe["released"] is True, probe
     assert probe["loaded"] == [], probe
+    assert probe["at_end"] == [], probe  # a lone process needs no OpenSSL (hashlib: -a's phase databases)
     assert log.exists(), "the log the user asked for was opened before the target ran"
 
 

@@ -13,6 +13,8 @@ import sys
 try:
     import argparse
     import importlib
+
+    from phasescope.blas import one_blas_thread
 except KeyboardInterrupt:  # Ctrl-C this early (argparse's imports take 0.3 s on a loaded machine)
     sys.stderr.write("phasescope: interrupted\n")
     sys.exit(130)
@@ -76,6 +78,7 @@ def help_topic(argv) -> int:
 
 
 def main(argv=None) -> int:
+    one_blas_thread()
     argv = list(sys.argv[1:] if argv is None else argv)
     name = argv[0] if argv and (argv[0] in SUBCOMMANDS or argv[0] == "help") else None
     prog = "phasescope" if name is None else f"phasescope {name}"

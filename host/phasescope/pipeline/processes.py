@@ -10,7 +10,6 @@ ended processes leave a short record in a bounded list.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import time
@@ -35,6 +34,7 @@ def program_key(comm: str, exe: Optional[str]) -> str:
     (``comm`` when the executable is unknown), safe as a file name."""
     base = os.path.basename(exe) if exe else (comm or "unknown")
     base = re.sub(r"[^A-Za-z0-9._+-]", "_", base)[:40] or "unknown"
+    import hashlib  # here: OpenSSL's library loads for -a and forked children only
     return f"{base}-{hashlib.sha1((exe or comm).encode()).hexdigest()[:8]}"
 
 
