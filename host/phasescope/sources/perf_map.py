@@ -1,5 +1,5 @@
-"""JIT code named by its runtime's perf map: ``/tmp/perf-PID.map`` (the temp directory of the
-process), written by ``node --perf-basic-prof``, JVM agents, LuaJIT, .NET and others for code in
+"""JIT code named by its runtime's perf map: ``/tmp/perf-PID.map`` (always /tmp, whatever TMPDIR
+says: where perf reads it and the runtimes write it), written by ``node --perf-basic-prof``, JVM agents, LuaJIT, .NET and others for code in
 anonymous executable memory, which no ELF file names.
 
 The format (Linux's tools/perf/Documentation/jit-interface.txt): one ``START SIZE name`` line per
@@ -18,7 +18,6 @@ from __future__ import annotations
 import bisect
 import os
 import re
-import tempfile
 from typing import List, Optional, Tuple
 
 import numpy as np
@@ -29,7 +28,8 @@ _TIER = re.compile(r"^(\w+):[~^+*]")  # V8: ~ interpreted, ^ Sparkplug, + Maglev
 
 
 def perf_map_path(pid: int) -> str:
-    return os.path.join(tempfile.gettempdir(), f"perf-{pid}.map")
+    """Where process ``pid``'s runtime writes its perf map (fixed by perf's jit-interface, not TMPDIR)."""
+    return f"/tmp/perf-{pid}.map"
 
 
 def jit_tag(name: str) -> int:
