@@ -12,6 +12,10 @@ function startBurst(tid) {
   } catch (e) {
     return false; // the thread is gone
   }
+  if (api.thread_blocks(region).toNumber() === 0) { // Stalker could not stop it (see follow): no burst
+    releaseRegion(region);
+    return false;
+  }
   bursts.set(tid, { region, since: Date.now(), leaving: false, quiet: 0 });
   if (drainTimer !== null) { // end it soon after its interval: drain at the burst's pace
     clearTimeout(drainTimer);

@@ -4,6 +4,7 @@ a condition, read and check an interval log."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import hashlib
 import os
@@ -113,6 +114,34 @@ def end_process(proc: subprocess.Popen, timeout: float = 15.0) -> None:
         from phasescope.sources.stopped import stuck_helpers
         raise AssertionError(f"pid {proc.pid} killed but not reapable after {timeout:g} s; "
                              f"frida helpers tracing it: {stuck_helpers(proc.pid)}") from None
+
+
+_HOLD = """
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.ptrace(0x4206, int(sys.argv[1]), None, None) != 0:  # PTRACE_SEIZE: the thread runs on, held
+    print(f"errno {ctypes.get_errno()}", flush=True)
+    sys.exit(1)
+print("held", flush=True)
+sys.stdin.read()  # until the test closes stdin; the thread is let go as this process ends
+"""
+
+
+@contextlib.contextmanager
+def held_by_another_tracer(tid: int):
+    """Thread ``tid`` ptrace-seized by another process for the block (it runs on, but no other
+    tracer can attach to it: Stalker cannot stop it). Skips where Yama refuses the seize."""
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(tid)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        seized = holder.stdout.readline().strip()
+        if seized == f"errno {errno.EPERM}":
+            pytest.skip("this machine refuses a ptrace of a sibling's thread (Yama ptrace_scope)")
+        assert seized == "held", seized
+        yield
+    finally:
+        holder.stdin.close()
+        end_process(holder)
 
 
 def thread_states(pid: int) -> list:

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import errno
+import contextlib
 import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
 
 from agent_support import callgrind_functions, collect, functions
-from conftest import end_process, run_cli, wait_for
+from conftest import end_process, held_by_another_tracer, run_cli, wait_for
 from phasescope.sources.events import Unfollowable
 from phasescope.sources.session import TraceSession
 from phasescope.sources.device import resolve_device, resolve_target
@@ -101,36 +100,20 @@ def test_every_thread_of_a_running_program_is_followed_counting_or_bare(build, b
         end_process(target)
 
 
-HOLD = """
-import ctypes, sys
-libc = ctypes.CDLL(None, use_errno=True)
-if libc.ptrace(0x4206, int(sys.argv[1]), None, None) != 0:  # PTRACE_SEIZE: the thread runs on, held
-    print(f"errno {ctypes.get_errno()}", flush=True)
-    sys.exit(1)
-print("held", flush=True)
-sys.stdin.read()  # until the test closes stdin; the thread is let go as this process ends
-"""
-
-
 def test_a_thread_another_tracer_holds_is_named_not_lost_silently(build, tmp_path):
     # Stalker follows another thread through a ptrace helper; while another tracer holds that
     # thread the helper cannot attach, and Frida 17 says nothing. The thread ran uncounted, and
     # the run looked whole (what a JIT's concurrent code writes can also cause: stop 39's CI lost
     # most of a JVM run). Exact mode tries again, then names the thread in one line.
     exe = build("workers3.c", "-pthread")
-    target = subprocess.Popen([exe, "tick"], stdout=subprocess.PIPE)
-    holder = None
-    try:
+    with contextlib.ExitStack() as stack:
+        target = subprocess.Popen([exe, "tick"], stdout=subprocess.PIPE)
+        stack.callback(end_process, target)
         assert target.stdout.readline().startswith(b"ready")
         workers = wait_for(lambda: sorted(int(t) for t in os.listdir(f"/proc/{target.pid}/task")
                                           if int(t) != target.pid)[:2], what="the two workers")
         held = workers[0]
-        holder = subprocess.Popen([sys.executable, "-c", HOLD, str(held)], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True)
-        seized = holder.stdout.readline().strip()
-        if seized == f"errno {errno.EPERM}":
-            pytest.skip("this machine refuses a ptrace of a sibling's thread (Yama ptrace_scope)")
-        assert seized == "held", seized
+        stack.enter_context(held_by_another_tracer(held))  # let go before the target is ended
         summary = tmp_path / "s.json"
         done = run_cli("--no-dashboard", "--summary", str(summary), "-p", str(target.pid), "--duration", "2",
                        timeout=180)
@@ -142,8 +125,3 @@ def test_a_thread_another_tracer_holds_is_named_not_lost_silently(build, tmp_pat
         # The threads it could stop were followed and counted; the target runs on.
         assert set(s["threads"]) == {str(target.pid), str(workers[1])}, list(s["threads"])
         assert target.poll() is None
-    finally:
-        if holder is not None:
-            holder.stdin.close()
-            end_process(holder)
-        end_process(target)

@@ -4,14 +4,16 @@ correctly; the target's output is untouched."""
 
 from __future__ import annotations
 
-import pytest
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
 
-from conftest import end_process, run_cli, wait_for
+import pytest
+
+from conftest import end_process, held_by_another_tracer, run_cli, wait_for
 
 from phasescope.sources.device import resolve_device, resolve_target
 from phasescope.sources.events import BurstEvent, Ended, Output, ThreadExited, ThreadStarted
@@ -130,3 +132,37 @@ def test_detach_mid_burst_leaves_the_target_running(build, tmp_path):
 def test_bursts_need_sampled_mode():
     r = run_cli("--bursts", "--no-dashboard", "-f", "/bin/true")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--mode sampled" in r.stderr, r.stderr
+
+
+#: process: a burst asked of a thread another tracer holds, then of one it does not.
+BURST_HELD = """
+import sys, time
+from phasescope.sources.device import resolve_device, resolve_target
+from phasescope.sources.sampled_session import SampledSession
+pid, held, free = (int(a) for a in sys.argv[1:4])
+d = resolve_device()
+s = SampledSession(d, resolve_target(d, pid=pid), bursts=True).start()
+end = time.monotonic() + 30  # the agent may report running threads a moment after start() returns
+while not {held, free} <= set(s.threads) and time.monotonic() < end:
+    time.sleep(0.05)
+print(s.burst(held), s.burst(free), flush=True)
+s.stop()
+s.sampler.stop()
+"""
+
+
+def test_no_burst_is_promised_of_a_thread_stalker_cannot_stop(build):
+    # Stalker.follow(tid) says nothing when its ptrace helper cannot attach: the burst was granted,
+    # and the planner waited its whole limit for an interval that never came, the phase unburst.
+    exe = build("workers3.c", "-pthread")
+    with contextlib.ExitStack() as stack:
+        target = subprocess.Popen([exe, "tick"], stdout=subprocess.PIPE)
+        stack.callback(end_process, target)
+        assert target.stdout.readline().startswith(b"ready")
+        held, free = wait_for(lambda: sorted(int(t) for t in os.listdir(f"/proc/{target.pid}/task")
+                                             if int(t) != target.pid)[:2], what="the two workers")
+        stack.enter_context(held_by_another_tracer(held))
+        r = subprocess.run([sys.executable, "-c", BURST_HELD, str(target.pid), str(held), str(free)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and r.stdout.split() == ["False", "True"], (r.stdout, r.stderr[-2000:])
+        assert target.poll() is None
