@@ -12,7 +12,7 @@ import pytest
 
 BENCH = os.path.join(os.path.dirname(__file__), "..", "bench", "truth")
 sys.path.insert(0, BENCH)
-from truth_score import lost_cpu, prediction_scores, score_stream  # noqa: E402
+from truth_score import lost_cpu, prediction_scores, score_stream, wall_to_cpu  # noqa: E402
 
 
 def test_prediction_scores_count_changes_said_and_come():
@@ -57,6 +57,45 @@ def test_changes_in_start_up_are_no_false_changes_but_a_change_inside_an_activit
     s = score_stream(np.full(14, 1e8), phases, np.full(14, -1), truth)
     assert s["false_per_10s"] == pytest.approx(1 / (12e8 / 1e10))
     assert s["detected"] == pytest.approx(1.0) and s["true_changes"] == 1
+
+
+def test_wall_clock_stamps_land_on_the_windows_cpu_clock():
+    # three windows of 100 ns of CPU; the thread was off the CPU for 200 ns inside the second one
+    start, end, cpu = np.array([0, 100, 400]), np.array([100, 400, 500]), np.full(3, 100.0)
+    t = [-5, 50, 100, 250, 450, 600]
+    assert wall_to_cpu(t, start, end, cpu).tolist() == [0, 50, 100, 150, 250, 300]
+
+
+def test_a_stamped_truth_is_placed_on_the_main_threads_windows(tmp_path):
+    # the main thread (3 windows of 100 samples of 1 ms) was off the CPU for 200 ms in its second;
+    # a helper thread ran one window meanwhile. "a" is stamped from 50 to 250 ms, "b" to 450 ms.
+    from truth_score import place_truth, read_truth
+    window = lambda tid, seq, start, end: json.dumps({
+        "thread": tid, "thread_seq": seq, "mode": "sampled", "instructions": None, "samples": 100,
+        "cpu_ns": 100_000_000, "start_ns": start, "end_ns": end, "blocks": [[4096, 100]]})
+    ms = 1_000_000
+    (tmp_path / "log.jsonl").write_text("\n".join([
+        window(7, 0, 0, 100 * ms), window(9, 0, 100 * ms, 200 * ms), window(7, 1, 100 * ms, 400 * ms),
+        window(7, 2, 400 * ms, 500 * ms)]) + "\n")
+    truth = tmp_path / "truth.jsonl"
+    truth.write_text(json.dumps({"activity": "a", "start_wall_ns": 50 * ms, "end_wall_ns": 250 * ms}) + "\n"
+                     + json.dumps({"activity": "b", "start_wall_ns": 250 * ms, "end_wall_ns": 450 * ms}) + "\n")
+    place_truth(str(truth), str(tmp_path / "log.jsonl"))
+    assert read_truth(str(truth)) == [("a", 50 * ms, 150 * ms), ("b", 150 * ms, 250 * ms)]
+
+
+def test_the_sqlite_shell_stamps_the_wall_clock_in_seconds(tmp_path):
+    # the script's stamp, run by the same SQLite in this process, reads CLOCK_REALTIME (ms)
+    import sqlite3
+    import time
+    from sqlshell import stamp, stamps
+    before = time.time()
+    line = sqlite3.connect(":memory:").execute(stamp("cte")).fetchone()[0]
+    after = time.time()
+    (tmp_path / "out.txt").write_text("@@setup 1.5\nRun Time: real 0.1 user 0.1 sys 0\n" + line + "\n")
+    (kind0, t0), (kind, t) = stamps(tmp_path / "out.txt")
+    assert (kind0, t0, kind) == ("setup", 1_500_000_000, "cte")
+    assert before - 0.002 <= t / 1e9 <= after + 0.002
 
 
 @pytest.mark.slow

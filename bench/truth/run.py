@@ -39,7 +39,7 @@ from phasescope.engine.phase_table import settled  # noqa: E402
 from phasescope.engine.segments import merge  # noqa: E402
 from phasescope.formats.log import read_log  # noqa: E402
 from phasescope.quality.simpoint import reference_of  # noqa: E402
-from truth_score import read_truth, score_stream  # noqa: E402
+from truth_score import main_thread, read_truth, score_stream  # noqa: E402
 from workloads import NODE_FLAGS, WORKLOADS  # noqa: E402
 
 COLUMNS = ("ari", "v_measure", "detected", "false_per_10s", "recur_same", "distinct", "foretold", "shown_acc",
@@ -66,15 +66,6 @@ def record(w, out_dir: str, rate: int, window: int, mode: str = "sampled") -> st
         subprocess.run(cmd, stdout=f, check=True)
     w.finish(out_dir, stdout)
     return log
-
-
-def main_thread(intervals):
-    """The intervals of the thread with the most CPU time (the workloads run on one thread)."""
-    cpu = Counter()
-    for iv in intervals:
-        cpu[iv.thread] += iv.weight
-    main = cpu.most_common(1)[0][0]
-    return [iv for iv in intervals if iv.thread == main]
 
 
 def classify(intervals, config):
