@@ -78,10 +78,15 @@ def test_a_stamped_truth_is_placed_on_the_main_threads_windows(tmp_path):
         window(7, 0, 0, 100 * ms), window(9, 0, 100 * ms, 200 * ms), window(7, 1, 100 * ms, 400 * ms),
         window(7, 2, 400 * ms, 500 * ms)]) + "\n")
     truth = tmp_path / "truth.jsonl"
-    truth.write_text(json.dumps({"activity": "a", "start_wall_ns": 50 * ms, "end_wall_ns": 250 * ms}) + "\n"
-                     + json.dumps({"activity": "b", "start_wall_ns": 250 * ms, "end_wall_ns": 450 * ms}) + "\n")
-    place_truth(str(truth), str(tmp_path / "log.jsonl"))
-    assert read_truth(str(truth)) == [("a", 50 * ms, 150 * ms), ("b", 150 * ms, 250 * ms)]
+    own = [(40 * ms, 170 * ms), (170 * ms, 260 * ms)]  # the workload's own reading of its CPU time
+    truth.write_text("".join(json.dumps({"activity": a, "start_ns": o[0], "end_ns": o[1], "start_wall_ns": s,
+                                         "end_wall_ns": e}) + "\n"
+                             for a, o, s, e in (("a", own[0], 50 * ms, 250 * ms), ("b", own[1], 250 * ms, 450 * ms))))
+    for _ in range(2):  # placing again changes nothing
+        place_truth(str(truth), str(tmp_path / "log.jsonl"))
+        assert read_truth(str(truth)) == [("a", 50 * ms, 150 * ms), ("b", 150 * ms, 250 * ms)]
+    rows = [json.loads(line) for line in truth.read_text().splitlines()]
+    assert [(r["own_start_ns"], r["own_end_ns"]) for r in rows] == own
 
 
 def test_the_sqlite_shell_stamps_the_wall_clock_in_seconds(tmp_path):
@@ -92,9 +97,9 @@ def test_the_sqlite_shell_stamps_the_wall_clock_in_seconds(tmp_path):
     before = time.time()
     line = sqlite3.connect(":memory:").execute(stamp("cte")).fetchone()[0]
     after = time.time()
-    (tmp_path / "out.txt").write_text("@@setup 1.5\nRun Time: real 0.1 user 0.1 sys 0\n" + line + "\n")
-    (kind0, t0), (kind, t) = stamps(tmp_path / "out.txt")
-    assert (kind0, t0, kind) == ("setup", 1_500_000_000, "cte")
+    (tmp_path / "out.txt").write_text("@@setup 1.5\nRun Time: real 0.1 user 0.25 sys 0\n" + line + "\n")
+    (kind0, t0, u0), (kind, t, u) = stamps(tmp_path / "out.txt")
+    assert (kind0, t0, u0, kind, u) == ("setup", 1_500_000_000, 0, "cte", 250_000_000)
     assert before - 0.002 <= t / 1e9 <= after + 0.002
 
 

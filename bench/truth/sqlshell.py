@@ -6,11 +6,12 @@ the kinds share one library and differ only in the code paths they take), each k
 --min..--max s of CPU, recurring in a random order or a fixed cycle. Before each statement the
 script prints its kind and the wall clock (``@@kind SECONDS``, ``CLOCK_REALTIME`` to the
 millisecond), and after the last one ``@@end SECONDS``. ``truth`` turns the shell's stdout into the
-truth file, one ``{"activity", "start_wall_ns", "end_wall_ns"}`` line per statement;
+truth file, one ``{"activity", "start_ns", "end_ns", "start_wall_ns", "end_wall_ns"}`` line per
+statement (``start_ns``/``end_ns``: the ``.timer`` user time, ``Run Time: real R user U sys S``);
 truth_score.place_truth then places the stamps among the run's windows (their sample times), on
-the windows' own CPU clock. The shell cannot read that clock itself: its ``.timer`` user time
-(still printed, ``Run Time: real R user U sys S``) is the kernel's split of CPU time between user
-and system by ticks, which drifted against the windows (issue 27, stop 40).
+the windows' own CPU clock. The shell cannot read that clock itself: ``.timer``'s user time is the
+kernel's split of CPU time between user and system by ticks, which drifted up to 4 windows against
+the windows along a 130 s run (issue 27, stop 40).
 
     sqlshell.py script OUT.sql --kinds cte,sort,groupby --order random --seconds 40 [--seed 1]
     phasescope --mode sampled --log LOG -f sqlite3 -- :memory: ".read OUT.sql" > OUT.txt
@@ -20,6 +21,7 @@ and system by ticks, which drifted against the windows (issue 27, stop 40).
 import argparse
 import json
 import random
+import re
 
 SETUP = """
 CREATE TABLE t(a INTEGER, b INTEGER, c TEXT, d REAL);
@@ -84,26 +86,34 @@ def write_script(path, kinds, order, seconds, lo, hi, seed):
         f.write("\n".join(lines) + "\n")
 
 
+RUN = re.compile(r"Run Time: real [\d.]+ user ([\d.]+) sys [\d.]+")
+
+
 def stamps(stdout_path) -> list:
-    """(kind, wall ns) of each ``@@kind SECONDS`` line of the shell's stdout, in order."""
-    out = []
+    """(kind, wall ns, .timer user ns so far) at each ``@@kind SECONDS`` line of the shell's stdout."""
+    out, user = [], 0.0
     with open(stdout_path) as f:
         for line in f:
             if line.startswith("@@"):
                 kind, seconds = line[2:].split()
-                out.append((kind, round(float(seconds) * 1e9)))
+                out.append((kind, round(float(seconds) * 1e9), round(user * 1e9)))
+            else:
+                m = RUN.search(line)
+                if m:
+                    user += float(m.group(1))
     return out
 
 
 def write_truth(stdout_path, truth_path):
-    """One truth line per statement kind block (setup included), from stamp to stamp, on the wall
-    clock (``start_wall_ns``, ``end_wall_ns``); truth_score.place_truth puts it on the windows'."""
+    """One truth line per statement kind block (setup included), from stamp to stamp: the wall
+    clock, and the .timer user time as the shell's own CPU reading."""
     marks = stamps(stdout_path)
     if not marks or marks[-1][0] != "end":
         raise SystemExit(f"{stdout_path}: no @@end stamp (the script did not run to its end)")
     with open(truth_path, "w") as f:
-        for (kind, s), (_, e) in zip(marks, marks[1:]):
-            f.write(json.dumps({"activity": kind, "start_wall_ns": s, "end_wall_ns": e}) + "\n")
+        for (kind, s, us), (_, e, ue) in zip(marks, marks[1:]):
+            f.write(json.dumps({"activity": kind, "start_ns": us, "end_ns": ue, "start_wall_ns": s,
+                                "end_wall_ns": e}) + "\n")
 
 
 def main():

@@ -63,18 +63,22 @@ def main_thread(intervals):
 
 
 def place_truth(truth_path: str, log_path: str) -> None:
-    """Write ``start_ns``/``end_ns`` of a truth file whose lines carry wall-clock stamps
-    (``start_wall_ns``, ``end_wall_ns``) from where those fall among the windows of the log's main
-    thread (:func:`wall_to_cpu`); the stamps stay."""
+    """Put a truth file on the clock of a sampled log's windows: each line's wall-clock stamps
+    (``start_wall_ns``, ``end_wall_ns``) placed among the windows of the log's main thread
+    (:func:`wall_to_cpu`) become its ``start_ns``/``end_ns``; the workload's own CPU readings stay as
+    ``own_start_ns``/``own_end_ns``. An exact log (CPU time measured per interval) is left alone."""
     from phasescope.formats.log import read_log
     with open(truth_path) as f:
         rows = [json.loads(line) for line in f]
     ivs = main_thread(list(read_log(log_path)))
+    if not ivs or ivs[0].mode != "sampled":
+        return
     times = [t for r in rows for t in (r["start_wall_ns"], r["end_wall_ns"])]
     cpu = wall_to_cpu(times, [iv.start_ns for iv in ivs], [iv.end_ns for iv in ivs], [iv.cpu_ns for iv in ivs])
     with open(truth_path, "w") as f:
         for r, s, e in zip(rows, cpu[0::2], cpu[1::2]):
-            f.write(json.dumps({**r, "start_ns": int(s), "end_ns": int(e)}) + "\n")
+            own = {"own_start_ns": r.get("own_start_ns", r["start_ns"]), "own_end_ns": r.get("own_end_ns", r["end_ns"])}
+            f.write(json.dumps({**r, **own, "start_ns": int(s), "end_ns": int(e)}) + "\n")
 
 
 def window_span(cpu_ns: np.ndarray, truth: List[tuple], lost: Optional[np.ndarray] = None) -> tuple:

@@ -74,11 +74,11 @@ class Workload:
 
     def finish(self, out_dir: str, stdout_path: str) -> None:
         """Write the truth file from the run's stdout where the workload prints its truth there, and
-        place wall-clock stamps on the CPU clock of the run's windows (its log, ``NAME.jsonl``)."""
+        put the truth of a workload that stamps the wall clock on the clock of its log's windows."""
         if self.kind == "sqlite":
             subprocess.run([sys.executable, os.path.join(HERE, "sqlshell.py"), "truth", stdout_path,
                             self.truth(out_dir)], check=True)
-        if self.kind in ("sqlite", "node"):  # stamped on the wall clock: placed among the windows
+        if self.kind in ("sqlite", "node", "python"):  # stamped on the wall clock: placed among the windows
             place_truth(self.truth(out_dir), os.path.join(out_dir, self.name + ".jsonl"))
 
 
