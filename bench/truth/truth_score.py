@@ -31,9 +31,13 @@ import numpy as np
 LATENCY_NS = 300_000_000
 
 
-def read_truth(path: str) -> List[tuple]:
+def read_truth(path: str, own: bool = False) -> List[tuple]:
+    """(activity, start, end) per line; ``own``: on the workload's own CPU reading where
+    :func:`place_truth` replaced it."""
+    start, end = ("own_start_ns", "own_end_ns") if own else ("start_ns", "end_ns")
     with open(path) as f:
-        return [(r["activity"], r["start_ns"], r["end_ns"]) for r in map(json.loads, f) if r["end_ns"] > r["start_ns"]]
+        rows = [(r["activity"], r.get(start, r["start_ns"]), r.get(end, r["end_ns"])) for r in map(json.loads, f)]
+    return [r for r in rows if r[2] > r[1]]
 
 
 def wall_to_cpu(t_ns, start_ns, end_ns, cpu_ns) -> np.ndarray:
