@@ -12,7 +12,7 @@ import pytest
 
 BENCH = os.path.join(os.path.dirname(__file__), "..", "bench", "truth")
 sys.path.insert(0, BENCH)
-from truth_score import lost_cpu, prediction_scores, score_stream  # noqa: E402
+from truth_score import lost_cpu, prediction_scores, score_stream, wall_to_cpu  # noqa: E402
 
 
 def test_prediction_scores_count_changes_said_and_come():
@@ -57,6 +57,50 @@ def test_changes_in_start_up_are_no_false_changes_but_a_change_inside_an_activit
     s = score_stream(np.full(14, 1e8), phases, np.full(14, -1), truth)
     assert s["false_per_10s"] == pytest.approx(1 / (12e8 / 1e10))
     assert s["detected"] == pytest.approx(1.0) and s["true_changes"] == 1
+
+
+def test_wall_clock_stamps_land_on_the_windows_cpu_clock():
+    # three windows of 100 ns of CPU; the thread was off the CPU for 200 ns inside the second one
+    start, end, cpu = np.array([0, 100, 400]), np.array([100, 400, 500]), np.full(3, 100.0)
+    t = [-5, 50, 100, 250, 450, 600]
+    assert wall_to_cpu(t, start, end, cpu).tolist() == [0, 50, 100, 150, 250, 300]
+
+
+def test_a_stamped_truth_is_placed_on_the_main_threads_windows(tmp_path):
+    # the main thread (3 windows of 100 samples of 1 ms) was off the CPU for 200 ms in its second;
+    # a helper thread ran one window meanwhile. "a" is stamped from 50 to 250 ms, "b" to 450 ms.
+    from truth_score import place_truth, read_truth
+    window = lambda tid, seq, start, end: json.dumps({
+        "thread": tid, "thread_seq": seq, "mode": "sampled", "instructions": None, "samples": 100,
+        "cpu_ns": 100_000_000, "start_ns": start, "end_ns": end, "blocks": [[4096, 100]]})
+    ms = 1_000_000
+    (tmp_path / "log.jsonl").write_text("\n".join([
+        window(7, 0, 0, 100 * ms), window(9, 0, 100 * ms, 200 * ms), window(7, 1, 100 * ms, 400 * ms),
+        window(7, 2, 400 * ms, 500 * ms)]) + "\n")
+    truth = tmp_path / "truth.jsonl"
+    own = [(40 * ms, 170 * ms), (170 * ms, 260 * ms)]  # the workload's own reading of its CPU time
+    truth.write_text("".join(json.dumps({"activity": a, "start_ns": o[0], "end_ns": o[1], "start_wall_ns": s,
+                                         "end_wall_ns": e}) + "\n"
+                             for a, o, s, e in (("a", own[0], 50 * ms, 250 * ms), ("b", own[1], 250 * ms, 450 * ms))))
+    for _ in range(2):  # placing again changes nothing
+        place_truth(str(truth), str(tmp_path / "log.jsonl"))
+        assert read_truth(str(truth)) == [("a", 50 * ms, 150 * ms), ("b", 150 * ms, 250 * ms)]
+    rows = [json.loads(line) for line in truth.read_text().splitlines()]
+    assert [(r["own_start_ns"], r["own_end_ns"]) for r in rows] == own
+
+
+def test_the_sqlite_shell_stamps_the_wall_clock_in_seconds(tmp_path):
+    # the script's stamp, run by the same SQLite in this process, reads CLOCK_REALTIME (ms)
+    import sqlite3
+    import time
+    from sqlshell import stamp, stamps
+    before = time.time()
+    line = sqlite3.connect(":memory:").execute(stamp("cte")).fetchone()[0]
+    after = time.time()
+    (tmp_path / "out.txt").write_text("@@setup 1.5\nRun Time: real 0.1 user 0.25 sys 0\n" + line + "\n")
+    (kind0, t0, u0), (kind, t, u) = stamps(tmp_path / "out.txt")
+    assert (kind0, t0, u0, kind, u) == ("setup", 1_500_000_000, 0, "cte", 250_000_000)
+    assert before - 0.002 <= t / 1e9 <= after + 0.002
 
 
 @pytest.mark.slow

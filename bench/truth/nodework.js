@@ -2,7 +2,10 @@
 // activity runs JavaScript that V8 compiles (JSON, regular expressions, sorting, string building,
 // Map hashing, typed-array math, BigInt, closures) or a native binding (crypto, zlib) for a budget of
 // the main thread's user CPU time (/proc/thread-self/stat, 10 ms ticks), in a random order or a
-// fixed cycle; writes {"activity", "start_ns", "end_ns"} lines to the truth file.
+// fixed cycle; writes {"activity", "start_ns", "end_ns", "start_wall_ns", "end_wall_ns"} lines to
+// the truth file (that user time, and the wall clock in ms). The ticks' user time is the kernel's
+// split of CPU time by ticks and put boundaries up to 2 windows early or late against the sampled
+// windows: truth_score.place_truth puts the wall-clock stamps on the windows' clock instead.
 //   node nodework.js TRUTH ACTIVITIES(comma) random|cycle SECONDS SEED
 "use strict";
 const fs = require("fs");
@@ -39,9 +42,9 @@ while (userNs() - start < Number(seconds) * 1e9) {
   let name, b;
   if (order === "cycle") { name = names[i % names.length]; b = budget[name]; }
   else { const c = names.filter((n) => n !== last); name = c[Math.floor(rand() * c.length)]; b = 0.6 + rand() * 2.4; }
-  const t0 = userNs();
+  const t0 = userNs(), w0 = Date.now();
   while (userNs() - t0 < b * 1e9) work[name]();
-  fs.writeSync(out, JSON.stringify({ activity: name, start_ns: t0, end_ns: userNs() }) + "\n");
+  fs.writeSync(out, JSON.stringify({ activity: name, start_ns: t0, end_ns: userNs(), start_wall_ns: w0 * 1e6, end_wall_ns: Date.now() * 1e6 }) + "\n");
   last = name; i++;
 }
 fs.closeSync(out);

@@ -2,9 +2,11 @@
 """A python3 workload whose activities are known by construction, for bench/truth/run.py.
 
 Each activity drives one real library of this system (or one part of the interpreter) for a CPU
-budget, measured in the thread's user CPU time (``RUSAGE_THREAD``: the clock a sampled window
-measures), and appends ``{"activity", "start_ns", "end_ns"}`` (user CPU nanoseconds of the thread)
-to the truth file. Activities recur: ``--order random`` draws each next one at random (never the
+budget, measured in the thread's user CPU time (``RUSAGE_THREAD``), and appends
+``{"activity", "start_ns", "end_ns", "start_wall_ns", "end_wall_ns"}`` (that user CPU time, and the
+wall clock) to the truth file. The user CPU time is the kernel's split of CPU time between user and
+system by ticks, not the sampled windows' clock: truth_score.place_truth puts the wall-clock stamps
+on that. Activities recur: ``--order random`` draws each next one at random (never the
 same twice in a row) with a random budget in [--min, --max] s; ``--order cycle`` repeats the list
 in order, activity i always with the same budget (a fixed run-length pattern a predictor can learn).
 
@@ -24,6 +26,7 @@ import random
 import re
 import resource
 import sqlite3
+import time
 import unicodedata
 import xml.parsers.expat
 import zlib
@@ -193,11 +196,12 @@ def main():
             else:
                 name = rnd.choice([n for n in names if n != last] or names)
                 budget = rnd.uniform(a.min, a.max)
-            t0 = user_ns()
+            t0, w0 = user_ns(), time.time_ns()
             fn = work[name]
             while user_ns() - t0 < budget * 1e9:
                 fn()
-            out.write(json.dumps({"activity": name, "start_ns": t0, "end_ns": user_ns()}) + "\n")
+            out.write(json.dumps({"activity": name, "start_ns": t0, "end_ns": user_ns(), "start_wall_ns": w0,
+                                  "end_wall_ns": time.time_ns()}) + "\n")
             out.flush()
             last, i = name, i + 1
 

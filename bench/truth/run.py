@@ -14,7 +14,8 @@ phasescope.quality.simpoint, -maxK 30), and all are scored against the truth
 (bench/truth/truth_score.py).
 
     python3 bench/truth/run.py [--dir DIR] [--reuse] [--split tune|held-out|all] [--only NAME,...]
-                               [--window N] [--rate HZ] [--no-short-builtin-calls] [-- REPLAY OPTIONS]
+                               [--window N] [--rate HZ] [--own-clock] [--no-short-builtin-calls]
+                               [-- REPLAY OPTIONS]
 
 ``tune`` workloads chose the defaults; ``held-out`` ones are reported only (marked * in the table).
 """
@@ -39,7 +40,7 @@ from phasescope.engine.phase_table import settled  # noqa: E402
 from phasescope.engine.segments import merge  # noqa: E402
 from phasescope.formats.log import read_log  # noqa: E402
 from phasescope.quality.simpoint import reference_of  # noqa: E402
-from truth_score import read_truth, score_stream  # noqa: E402
+from truth_score import main_thread, read_truth, score_stream  # noqa: E402
 from workloads import NODE_FLAGS, WORKLOADS  # noqa: E402
 
 COLUMNS = ("ari", "v_measure", "detected", "false_per_10s", "recur_same", "distinct", "foretold", "shown_acc",
@@ -66,15 +67,6 @@ def record(w, out_dir: str, rate: int, window: int, mode: str = "sampled") -> st
         subprocess.run(cmd, stdout=f, check=True)
     w.finish(out_dir, stdout)
     return log
-
-
-def main_thread(intervals):
-    """The intervals of the thread with the most CPU time (the workloads run on one thread)."""
-    cpu = Counter()
-    for iv in intervals:
-        cpu[iv.thread] += iv.weight
-    main = cpu.most_common(1)[0][0]
-    return [iv for iv in intervals if iv.thread == main]
 
 
 def classify(intervals, config):
@@ -127,6 +119,9 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true", help="print the table as docs/quality.md has it")
     ap.add_argument("--merge", type=int, default=1, metavar="K",
                     help="score windows of K recorded windows (a log recorded with small windows stands for larger ones)")
+    ap.add_argument("--own-clock", action="store_true",
+                    help="score against each workload's own CPU reading, not its wall-clock stamps placed among the "
+                         "windows (truth_score.place_truth)")
     ap.add_argument("--no-short-builtin-calls", action="store_true",
                     help="run node with that flag (its builtins not copied next to its JIT code)")
     args = ap.parse_args(argv)
@@ -154,7 +149,7 @@ def main() -> int:
         intervals = main_thread(list(read_log(log)))
         intervals = [merge(intervals[i:i + args.merge], i // args.merge) for i in range(0, len(intervals), args.merge)]
         cpu = np.array([iv.cpu_ns for iv in intervals], dtype=np.float64)
-        truth = read_truth(w.truth(out_dir))
+        truth = read_truth(w.truth(out_dir), own=args.own_clock)
         name = w.name + ("*" if w.split == "held-out" else "")
         for who, run in (("phasescope", classify), ("baseline", baseline), ("simpoint", simpoint)):
             phases, preds, live = run(intervals, config) if who == "phasescope" else run(intervals)

@@ -4,12 +4,17 @@
 ``script`` writes a SQL script: a setup, then statements of several kinds (all in libsqlite3, so
 the kinds share one library and differ only in the code paths they take), each kind sized for about
 --min..--max s of CPU, recurring in a random order or a fixed cycle. Before each statement the
-script prints its kind (``.print @@kind``) and ``.timer on`` prints its CPU time (``Run Time: real
-R user U sys S``). ``truth`` turns the shell's stdout into the truth file: one
-``{"activity", "start_ns", "end_ns"}`` line per statement, in the process's user CPU time.
+script prints its kind and the wall clock (``@@kind SECONDS``, ``CLOCK_REALTIME`` to the
+millisecond), and after the last one ``@@end SECONDS``. ``truth`` turns the shell's stdout into the
+truth file, one ``{"activity", "start_ns", "end_ns", "start_wall_ns", "end_wall_ns"}`` line per
+statement (``start_ns``/``end_ns``: the ``.timer`` user time, ``Run Time: real R user U sys S``);
+truth_score.place_truth then places the stamps among the run's windows (their sample times), on
+the windows' own CPU clock. The shell cannot read that clock itself: ``.timer``'s user time is the
+kernel's split of CPU time between user and system by ticks, which drifted up to 4 windows against
+the windows along a 130 s run (issue 27, stop 40).
 
     sqlshell.py script OUT.sql --kinds cte,sort,groupby --order random --seconds 40 [--seed 1]
-    sqlite3 :memory: ".read OUT.sql" > OUT.txt
+    phasescope --mode sampled --log LOG -f sqlite3 -- :memory: ".read OUT.sql" > OUT.txt
     sqlshell.py truth OUT.txt TRUTH.jsonl
 """
 
@@ -58,10 +63,15 @@ def statement(kind: str, seconds: float) -> str:
     return text.format(n=max(1, round(per_s * seconds)))
 
 
+def stamp(kind: str) -> str:
+    """A statement printing ``@@kind`` and the wall clock in seconds (sqlite's 'now': ms)."""
+    return f"SELECT '@@{kind} ' || ((julianday('now') - 2440587.5) * 86400.0);"
+
+
 def write_script(path, kinds, order, seconds, lo, hi, seed):
     rnd = random.Random(seed)
     budgets = {k: rnd.uniform(lo, hi) for k in kinds}
-    total, i, last, lines = 0.0, 0, None, [".print @@setup", ".timer on", SETUP.strip()]
+    total, i, last, lines = 0.0, 0, None, [stamp("setup"), ".timer on", SETUP.strip()]
     while total < seconds:
         if order == "cycle":
             kind = kinds[i % len(kinds)]
@@ -69,8 +79,9 @@ def write_script(path, kinds, order, seconds, lo, hi, seed):
         else:
             kind = rnd.choice([k for k in kinds if k != last] or kinds)
             budget = rnd.uniform(lo, hi)
-        lines += [".timer off", f".print @@{kind}", ".timer on", statement(kind, budget)]
+        lines += [".timer off", stamp(kind), ".timer on", statement(kind, budget)]
         total, last, i = total + budget, kind, i + 1
+    lines += [".timer off", stamp("end")]
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -78,25 +89,31 @@ def write_script(path, kinds, order, seconds, lo, hi, seed):
 RUN = re.compile(r"Run Time: real [\d.]+ user ([\d.]+) sys [\d.]+")
 
 
-def write_truth(stdout_path, truth_path):
-    """One truth line per statement kind block (setup included), user CPU from .timer."""
-    now, kind, start = 0.0, None, 0.0
-    out = []
+def stamps(stdout_path) -> list:
+    """(kind, wall ns, .timer user ns so far) at each ``@@kind SECONDS`` line of the shell's stdout."""
+    out, user = [], 0.0
     with open(stdout_path) as f:
         for line in f:
             if line.startswith("@@"):
-                if kind is not None:
-                    out.append((kind, start, now))
-                kind, start = line[2:].strip(), now
+                kind, seconds = line[2:].split()
+                out.append((kind, round(float(seconds) * 1e9), round(user * 1e9)))
             else:
                 m = RUN.search(line)
                 if m:
-                    now += float(m.group(1))
-    if kind is not None:
-        out.append((kind, start, now))
+                    user += float(m.group(1))
+    return out
+
+
+def write_truth(stdout_path, truth_path):
+    """One truth line per statement kind block (setup included), from stamp to stamp: the wall
+    clock, and the .timer user time as the shell's own CPU reading."""
+    marks = stamps(stdout_path)
+    if not marks or marks[-1][0] != "end":
+        raise SystemExit(f"{stdout_path}: no @@end stamp (the script did not run to its end)")
     with open(truth_path, "w") as f:
-        for k, s, e in out:
-            f.write(json.dumps({"activity": k, "start_ns": int(s * 1e9), "end_ns": int(e * 1e9)}) + "\n")
+        for (kind, s, us), (_, e, ue) in zip(marks, marks[1:]):
+            f.write(json.dumps({"activity": kind, "start_ns": us, "end_ns": ue, "start_wall_ns": s,
+                                "end_wall_ns": e}) + "\n")
 
 
 def main():

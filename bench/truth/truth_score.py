@@ -23,6 +23,7 @@ midpoint; windows before the first activity (interpreter start-up) are left out.
 """
 
 import json
+from collections import Counter
 from typing import List, Optional
 
 import numpy as np
@@ -30,9 +31,58 @@ import numpy as np
 LATENCY_NS = 300_000_000
 
 
-def read_truth(path: str) -> List[tuple]:
+def read_truth(path: str, own: bool = False) -> List[tuple]:
+    """(activity, start, end) per line; ``own``: on the workload's own CPU reading where
+    :func:`place_truth` replaced it."""
+    start, end = ("own_start_ns", "own_end_ns") if own else ("start_ns", "end_ns")
     with open(path) as f:
-        return [(r["activity"], r["start_ns"], r["end_ns"]) for r in map(json.loads, f) if r["end_ns"] > r["start_ns"]]
+        rows = [(r["activity"], r.get(start, r["start_ns"]), r.get(end, r["end_ns"])) for r in map(json.loads, f)]
+    return [r for r in rows if r[2] > r[1]]
+
+
+def wall_to_cpu(t_ns, start_ns, end_ns, cpu_ns) -> np.ndarray:
+    """CPU position of each wall-clock time ``t_ns`` on one thread's own windows: the CPU of the
+    windows that ended before it, plus the share of the window holding it (``start_ns`` < t <=
+    ``end_ns``, the windows' first and last sample times, ``CLOCK_REALTIME``) that had passed,
+    linear in wall time. No process can read its own user CPU time exactly (the kernel splits CPU
+    time between user and system by ticks), so a workload stamps the wall clock and gets its truth
+    on the windows' clock this way (:func:`place_truth`); times before the first window are 0 and
+    after the last the total."""
+    start, end = np.asarray(start_ns, np.float64), np.asarray(end_ns, np.float64)
+    cpu = np.asarray(cpu_ns, np.float64)
+    before = np.cumsum(cpu) - cpu
+    t = np.asarray(t_ns, np.float64)
+    i = np.minimum(np.searchsorted(end, t, side="left"), len(end) - 1)
+    share = np.clip((t - start[i]) / np.maximum(end[i] - start[i], 1.0), 0.0, 1.0)
+    return before[i] + share * cpu[i]
+
+
+def main_thread(intervals):
+    """The intervals of the thread with the most CPU time (the workloads run on one thread)."""
+    cpu = Counter()
+    for iv in intervals:
+        cpu[iv.thread] += iv.weight
+    main = cpu.most_common(1)[0][0]
+    return [iv for iv in intervals if iv.thread == main]
+
+
+def place_truth(truth_path: str, log_path: str) -> None:
+    """Put a truth file on the clock of a sampled log's windows: each line's wall-clock stamps
+    (``start_wall_ns``, ``end_wall_ns``) placed among the windows of the log's main thread
+    (:func:`wall_to_cpu`) become its ``start_ns``/``end_ns``; the workload's own CPU readings stay as
+    ``own_start_ns``/``own_end_ns``. An exact log (CPU time measured per interval) is left alone."""
+    from phasescope.formats.log import read_log
+    with open(truth_path) as f:
+        rows = [json.loads(line) for line in f]
+    ivs = main_thread(list(read_log(log_path)))
+    if not ivs or ivs[0].mode != "sampled":
+        return
+    times = [t for r in rows for t in (r["start_wall_ns"], r["end_wall_ns"])]
+    cpu = wall_to_cpu(times, [iv.start_ns for iv in ivs], [iv.end_ns for iv in ivs], [iv.cpu_ns for iv in ivs])
+    with open(truth_path, "w") as f:
+        for r, s, e in zip(rows, cpu[0::2], cpu[1::2]):
+            own = {"own_start_ns": r.get("own_start_ns", r["start_ns"]), "own_end_ns": r.get("own_end_ns", r["end_ns"])}
+            f.write(json.dumps({**r, **own, "start_ns": int(s), "end_ns": int(e)}) + "\n")
 
 
 def window_span(cpu_ns: np.ndarray, truth: List[tuple], lost: Optional[np.ndarray] = None) -> tuple:
