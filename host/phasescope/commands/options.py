@@ -277,7 +277,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     o.add_argument("--duration", type=float, metavar="SECONDS", help="stop, detach and exit after SECONDS")
     o.add_argument("--status-every", type=float, default=5.0, metavar="SECONDS",
                    help="plain output: seconds between status lines (default 5)")
-    o.add_argument("--refresh", type=float, default=4.0, metavar="HZ", help="dashboard refreshes per second (default 4)")
+    o.add_argument("--refresh", type=float, default=4.0, metavar="HZ",
+                   help="dashboard refreshes per second, at most (default 4; after a slow draw, on a large "
+                        "terminal, the next waits 16x its time)")
     o.add_argument("--stdio", choices=("inherit", "pipe"),
                    help="spawned target's stdio: inherit, or pipe (shown after the dashboard closes); "
                         "default: pipe with the dashboard, inherit without")
