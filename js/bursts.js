@@ -10,6 +10,7 @@ function startBurst(tid) {
   try {
     Stalker.follow(tid, { transform: transformFn, data: region });
   } catch (e) {
+    releaseRegion(region);
     return false; // the thread is gone
   }
   if (api.thread_blocks(region).toNumber() === 0) { // Stalker could not stop it (see follow): no burst

@@ -9,6 +9,7 @@ import glob
 import hashlib
 import os
 import re
+import select
 import shlex
 import shutil
 import socket
@@ -134,6 +135,8 @@ def held_by_another_tracer(tid: int):
     holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(tid)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     try:
+        ready, _, _ = select.select([holder.stdout], [], [], 60)  # a loaded machine starts python3 slowly
+        assert ready, "the holder said nothing within 60 s"
         seized = holder.stdout.readline().strip()
         if seized == f"errno {errno.EPERM}":
             pytest.skip("this machine refuses a ptrace of a sibling's thread (Yama ptrace_scope)")

@@ -121,3 +121,13 @@ def check_named(log, summary):
     assert builtins >= 0.03 * samples, [(f, leaves[f]) for f in top[:8]]
     hot = [c.get("symbol") or "" for p in json.loads(summary.read_text())["phases"] for c in p.get("top_code", [])]
     assert any("sieveHot" in s and s.startswith("[jit]!") for s in hot), hot
+
+
+def test_the_map_is_read_from_tmp_whatever_tmpdir_says(tmp_path, monkeypatch):
+    # perf's jit-interface fixes /tmp/perf-PID.map; node and the JVM agents write there whatever
+    # TMPDIR is, and a map looked for under TMPDIR left JIT code unnamed and unkeyed.
+    import tempfile
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    assert tempfile.gettempdir() == str(tmp_path)
+    assert PerfMap(123).path == "/tmp/perf-123.map"

@@ -18,19 +18,26 @@ VARIABLE = "OPENBLAS_NUM_THREADS"
 
 
 class _OnOneThread:
-    """Meta path finder: on ``package``'s first import, the variable is 1 while its ``__init__`` runs."""
+    """Meta path finder: while ``package``'s ``__init__`` runs, the variable is 1. It stays on the
+    path until that has run once to its end (an availability check's ``find_spec`` or a failed
+    import leave it in place for the real import, or the retry)."""
 
     def __init__(self, package: str):
         self.package = package
+        self._looking = False
 
     def find_spec(self, name, path=None, target=None):
-        if name != self.package:
+        if name != self.package or self._looking:
             return None
-        sys.meta_path.remove(self)  # once, and never in the way of the search below
-        spec = importlib.util.find_spec(name)
+        self._looking = True  # the search below passes through this finder again
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self._looking = False
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
-        run = spec.loader.exec_module
+        loader, finder = spec.loader, self
+        run = loader.exec_module
 
         def exec_module(module):
             before = os.environ.get(VARIABLE)
@@ -38,12 +45,15 @@ class _OnOneThread:
             try:
                 run(module)
             finally:
+                del loader.exec_module  # this loader object's own method again
                 if before is None:
                     del os.environ[VARIABLE]
                 else:
                     os.environ[VARIABLE] = before
+            if finder in sys.meta_path:  # loaded: nothing more to do
+                sys.meta_path.remove(finder)
 
-        spec.loader.exec_module = exec_module  # this spec's own loader object, for this one import
+        loader.exec_module = exec_module  # this spec's own loader object, for this one import
         return spec
 
 

@@ -1,6 +1,6 @@
 """JIT code named by its runtime's perf map: ``/tmp/perf-PID.map`` (always /tmp, whatever TMPDIR
-says: where perf reads it and the runtimes write it), written by ``node --perf-basic-prof``, JVM agents, LuaJIT, .NET and others for code in
-anonymous executable memory, which no ELF file names.
+says: where perf reads it and the runtimes write it), written by ``node --perf-basic-prof``, JVM
+agents, LuaJIT, .NET and others for code in anonymous executable memory, which no ELF file names.
 
 The format (Linux's tools/perf/Documentation/jit-interface.txt): one ``START SIZE name`` line per
 code range, ``START`` and ``SIZE`` in hex (with or without ``0x``), appended as code is compiled; a
