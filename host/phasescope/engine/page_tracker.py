@@ -173,7 +173,10 @@ class PageTracker(BoundedTable):
             self._runs[thread] = None, m.phase, None
             m = replace(m, relabel=m.phase, relabel_seqs=(single,))
         else:
-            self._runs[thread] = phase, m.phase, seq if m.relabel is None else None
+            single = seq if m.relabel is None else None
+            self._runs[thread] = phase, m.phase, single
+            if single is not None:
+                m = replace(m, revisable=True)
         return m
 
     def _classify(self, v: np.ndarray, thread: int) -> Match:

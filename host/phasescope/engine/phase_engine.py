@@ -146,9 +146,7 @@ class PhaseEngine:
             predicted = self.scoreboard.score(iv.thread, m.phase)
             if m.merged is not None:
                 self.stats.merged(*m.merged)
-            ts = self.stats.threads.get(iv.thread)
-            changed = ts is not None and ts.phase != m.phase  # the page tracker's look-back may settle it
-            previous = self.stats.add(iv, m.phase, self._seq, pending=m.transition or m.held or changed)
+            previous = self.stats.add(iv, m.phase, self._seq, pending=m.transition or m.held or m.revisable)
             if m.relabel is not None:
                 self.stats.relabel(m.relabel, m.relabel_seqs)
             predictions = predictors.observe(m.phase, m.held)

@@ -21,7 +21,8 @@ class Match:
     ``relabel_seqs`` belong to after all (None: every label stands), numbered as the tracker
     classified them from 0 (the engine's ``seq``): the thread's previous interval, which the page
     tracker held and this one agreed with, or the intervals of a candidate that this one confirmed
-    as a new phase (the table tracker's ``transition``); see :func:`settled`."""
+    as a new phase (the table tracker's ``transition``); see :func:`settled`. ``revisable``: a later
+    interval may still relabel this one (the page tracker's run of one window, see its look-back)."""
 
     phase: int
     distance: Optional[float]
@@ -32,6 +33,7 @@ class Match:
     held: bool = False
     relabel: Optional[int] = None
     relabel_seqs: Optional[Tuple[int, ...]] = None
+    revisable: bool = False
 
 
 def settled(matches) -> list:
