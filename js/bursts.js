@@ -8,14 +8,11 @@ function startBurst(tid) {
   const region = newRegion(tid);
   api.thread_limit(region, uint64(1));
   try {
-    Stalker.follow(tid, { transform: transformFn, data: region });
+    if (!followOther(tid, { transform: transformFn, data: region }))
+      return false; // Stalker could not stop it: no burst
   } catch (e) {
     releaseRegion(region);
     return false; // the thread is gone
-  }
-  if (api.thread_blocks(region).toNumber() === 0) { // Stalker could not stop it (see follow): no burst
-    releaseRegion(region);
-    return false;
   }
   bursts.set(tid, { region, since: Date.now(), leaving: false, quiet: 0 });
   if (drainTimer !== null) { // end it soon after its interval: drain at the burst's pace

@@ -38,14 +38,23 @@ function follow(tid) {
   if (tid === Process.getCurrentThreadId()) {
     Stalker.follow(options);
   } else {
-    Stalker.follow(tid, options);
-    if (options.data !== undefined && api.thread_blocks(options.data).toNumber() === 0) {
-      threads.delete(tid); // not followed (see ps_thread_blocks); nothing of Stalker's holds the region
-      releaseRegion(options.data);
+    if (!followOther(tid, options)) {
+      threads.delete(tid);
       throw new FollowFailed(tid);
     }
   }
   started.push(tid);
+}
+
+// Follows another thread, `tid`, with Stalker; false when Stalker could not stop it (no block was
+// compiled with `options.data`, see ps_thread_blocks), the region then released: nothing of
+// Stalker's holds it.
+function followOther(tid, options) {
+  Stalker.follow(tid, options);
+  if (options.data === undefined || api.thread_blocks(options.data).toNumber() !== 0)
+    return true;
+  releaseRegion(options.data);
+  return false;
 }
 
 // Stalker could not stop thread `tid` to follow it: its ptrace helper failed to attach, as it does
@@ -58,8 +67,8 @@ class FollowFailed extends Error {
   }
 }
 
-const FOLLOW_TRIES = 5;
-const FOLLOW_RETRY_MS = [2, 10, 50, 200];
+const FOLLOW_RETRY_MS = [2, 10, 50, 200]; // after each failed try but the last
+const FOLLOW_TRIES = FOLLOW_RETRY_MS.length + 1;
 
 // Follows `tid`, trying again a little later while Stalker cannot stop it (FollowFailed), and says
 // so in one line should it never manage: what the thread runs is then not counted.
