@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -131,3 +133,30 @@ def test_the_map_is_read_from_tmp_whatever_tmpdir_says(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", None)
     assert tempfile.gettempdir() == str(tmp_path)
     assert PerfMap(123).path == "/tmp/perf-123.map"
+
+
+@pytest.mark.slow
+def test_a_containers_map_is_read_from_its_own_tmp_under_its_own_pid(tmp_path):
+    # A runtime in a container writes /tmp/perf-PID.map in its own mount namespace, PID being its
+    # pid there; read as /tmp/perf-HOSTPID.map, its JIT code went unnamed. The container here:
+    # new mount and pid namespaces with a private /tmp (unshare, as root).
+    script = ("import os, time\n"
+              "open(f'/tmp/perf-{os.getpid()}.map', 'w').write('7f0000001000 100 JS:*inside\\n')\n"
+              "print(os.getpid(), flush=True)\n"
+              "time.sleep(60)\n")
+    box = subprocess.Popen(["unshare", "--mount", "--pid", "--fork", "--kill-child", "sh", "-c",
+                            'mount -t tmpfs none /tmp && exec "$0" -c "$1"', sys.executable, script],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        inner = box.stdout.readline().strip()
+        if not inner:
+            pytest.skip("no container here: " + box.stderr.read().strip()[-200:])
+        with open(f"/proc/{box.pid}/task/{box.pid}/children") as f:
+            host_pid = int(f.read().split()[0])  # unshare's forked child: the python3 above
+        assert int(inner) != host_pid and not os.path.exists(f"/tmp/perf-{inner}.map")
+        pm = PerfMap(host_pid)
+        assert pm.path == f"/proc/{host_pid}/root/tmp/perf-{inner}.map"
+        assert pm.names([0x7f0000001010, 0x7f0000002000]) == ["JS:*inside", None]
+    finally:
+        box.kill()
+        box.wait(timeout=30)

@@ -1,5 +1,5 @@
 """JIT code named by its runtime's perf map: ``/tmp/perf-PID.map`` (always /tmp, whatever TMPDIR
-says: where perf reads it and the runtimes write it), written by ``node --perf-basic-prof``, JVM
+says: where perf reads it and the runtimes write it; a container's own /tmp and pid), written by ``node --perf-basic-prof``, JVM
 agents, LuaJIT, .NET and others for code in anonymous executable memory, which no ELF file names.
 
 The format (Linux's tools/perf/Documentation/jit-interface.txt): one ``START SIZE name`` line per
@@ -28,8 +28,18 @@ _TIER = re.compile(r"^(\w+):[~^+*]")  # V8: ~ interpreted, ^ Sparkplug, + Maglev
 
 
 def perf_map_path(pid: int) -> str:
-    """Where process ``pid``'s runtime writes its perf map (fixed by perf's jit-interface, not TMPDIR)."""
-    return f"/tmp/perf-{pid}.map"
+    """Where process ``pid``'s runtime writes its perf map: ``/tmp/perf-PID.map`` (fixed by perf's
+    jit-interface, not TMPDIR) as the process sees it. In a container that is its own /tmp (read
+    through ``/proc/PID/root``) and its own pid (the last of ``NStgid``), as perf itself looks."""
+    ns_pid, root = pid, ""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            ns_pid = next((int(line.split()[-1]) for line in f if line.startswith("NStgid:")), pid)
+        if os.readlink(f"/proc/{pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt"):
+            root = f"/proc/{pid}/root"
+    except (OSError, ValueError):  # gone, or not ours to read: where it would be in our namespace
+        pass
+    return f"{root}/tmp/perf-{ns_pid}.map"
 
 
 def jit_tag(name: str) -> int:
