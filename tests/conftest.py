@@ -177,25 +177,33 @@ def read_records(path) -> list:
     return [rec for _, rec in log_records(str(path))]
 
 
-def check_thread_streams(records: list, skipped_empty: Optional[int]) -> None:
-    """Each thread's records are numbered 0..n-1 without gaps, and only a thread's last record may be
-    partial. The agent ships a thread's last interval as partial even when it is empty (the thread
-    had just cut a full one: agent/threads.c ps_thread_close), and the engine skips an empty
-    interval, logging nothing and counting it in the summary's ``skipped_empty``: so each thread's
-    stream ends with a partial record, but for at most ``skipped_empty`` of them. None: the run could
-    not ship its last intervals (the target was killed, or the agent did not answer its stop), so its
-    streams may end anywhere."""
+def check_thread_streams(records: list, summary: dict, last_shipped: bool = True) -> None:
+    """Each thread's records are numbered upwards from 0, with gaps only for the records the agent
+    reported dropping (``session.dropped_records``: its buffer full while the host lagged), and only a
+    thread's last record may be partial. The agent ships a thread's last interval as partial even when
+    it is empty (the thread had just cut a full one: agent/threads.c ps_thread_close), and the engine
+    skips an empty interval, logging nothing and counting it in the summary's ``skipped_empty``: so
+    each thread's stream ends with a partial record, but for at most ``skipped_empty`` of them.
+    ``last_shipped`` False: the run could not ship its last intervals (the target was killed, or the
+    agent did not answer its stop), so its streams may end anywhere."""
     by_thread: dict = {}
     for rec in records:
         by_thread.setdefault(rec["thread"], []).append(rec)
+    missing = 0
     for tid, recs in by_thread.items():
-        assert [r["thread_seq"] for r in recs] == list(range(len(recs))), f"gap in thread {tid}"
+        seqs = [r["thread_seq"] for r in recs]
+        assert seqs == sorted(set(seqs)) and seqs[0] >= 0, f"thread {tid}'s records out of order"
+        missing += seqs[-1] + 1 - len(seqs)
         assert not any(r["partial"] for r in recs[:-1]), f"partial interval before the end of thread {tid}"
-    if skipped_empty is None:
+    dropped = summary["session"]["dropped_records"]
+    assert missing <= dropped, f"{missing} records missing from the threads' streams, {dropped} reported dropped"
+    if not last_shipped:
         return
+    skipped_empty = summary["skipped_empty"]
     unended = [tid for tid, recs in by_thread.items() if not recs[-1]["partial"]]
-    assert len(unended) <= skipped_empty, (f"threads {unended} end without a partial record, and the engine "
-                                           f"skipped {skipped_empty} empty intervals")
+    assert len(unended) <= skipped_empty + dropped, (
+        f"threads {unended} end without a partial record, and the engine skipped {skipped_empty} empty "
+        f"intervals ({dropped} dropped)")
 
 
 class Tmux:

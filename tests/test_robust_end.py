@@ -26,7 +26,7 @@ def check_log(records, summary):
     with its partial interval (but when the target was killed: it had no chance to ship that), every
     interval but each thread's last is full length, totals match the summary."""
     assert records, "no intervals logged"
-    check_thread_streams(records, None if summary["end"]["how"] == "killed" else summary["skipped_empty"])
+    check_thread_streams(records, summary, last_shipped=summary["end"]["how"] != "killed")
     assert all(INTERVAL <= r["instructions"] < INTERVAL + 1000 for r in records if not r["partial"])
     by_thread = {}
     for rec in records:
