@@ -433,6 +433,16 @@ def test_context_foretells_a_cycle_whose_next_phase_the_runs_before_tell():
             assert len(foretold) < 0.6 * len(changes)
 
 
+def test_context_is_cycle_on_sampled_windows():
+    # the run-context proposer is exact mode's: on the page tracker's streams ``context`` shows
+    # what ``cycle`` shows, after every window
+    stream = jitter_stream(60)
+    tp = ThreadPredictors(PredictorConfig(), leaving=True)
+    for phase in stream:
+        out = tp.observe(phase)
+        assert out["context"] == out["cycle"]
+
+
 def test_run_contexts_the_longest_context_seen_decides():
     # runs 0x2 1 0x2 2, twice: (phase 0, run 2) was followed by 1 and by 2 alike, while (the runs
     # 1 0 2 before, phase 0, run 2) was followed by 1
