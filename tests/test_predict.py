@@ -109,5 +109,5 @@ def test_table_sizes_are_validated():
 
 def test_every_predictor_named_is_run_once():
     # the names (engine/config.py, numpy-free) and the instances (predictors.STREAM_PREDICTORS) agree
-    assert tuple(STREAM_PREDICTORS) + ("hybrid", "gated", "measured", "order_length", "cycle") == PREDICTORS
+    assert tuple(STREAM_PREDICTORS) + ("hybrid", "gated", "measured", "order_length", "cycle", "context") == PREDICTORS
     assert list(ThreadPredictors(PredictorConfig()).observe(3)) == list(PREDICTORS)

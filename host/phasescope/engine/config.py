@@ -27,7 +27,7 @@ TRANSITION_LABELS = ("transition", "nearest")
 CALIBRATE_ON = ("gap", "nearest", "kmeans")  # what a calibrated threshold measures (TrackerConfig.calibrate_on)
 
 PREDICTORS = ("rle_markov", "last_phase", "markov1", "markov2", "rle_markov_q", "duration", "gpht", "hybrid",
-              "gated", "measured", "order_length", "cycle")
+              "gated", "measured", "order_length", "cycle", "context")
 #: The prediction shown by default: ``cycle``, the change a recurring order claims where its
 #: claims have held, else ``measured``'s, which shows a change only where it has been right more
 #: often than "no change" (issue 27). The hybrid before them (74.6% overall against last-phase's

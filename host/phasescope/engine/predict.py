@@ -2,8 +2,8 @@
 
 Each predictor sees one thread's phase stream: ``observe(phase)`` for every interval, then
 ``predict()`` gives that thread's next phase. Each thread gets one of every predictor of
-:data:`phasescope.engine.predictors.STREAM_PREDICTORS`, and the four that keep contexts of their
-own (``hybrid``, ``gated``, ``measured``, ``order_length``, ``cycle``).
+:data:`phasescope.engine.predictors.STREAM_PREDICTORS`, and those that keep contexts of their
+own (``hybrid``, ``gated``, ``measured``, ``order_length``, ``cycle``, ``context``).
 
 - ``rle_markov`` (the paper's), ``last_phase``, ``markov1`` / ``markov2``: see
   :mod:`phasescope.engine.markov`.
@@ -23,6 +23,9 @@ own (``hybrid``, ``gated``, ``measured``, ``order_length``, ``cycle``).
   ``measured`` or ``hybrid`` once the changes that one proposed in the same phase have beaten "no
   change" there (:class:`phasescope.engine.predictors.ChangeGate`; the one that has earned more,
   ``measured`` on a tie), else "no change".
+- ``context``: ``cycle``, and in exact mode a third gated proposer, the phase that most often
+  followed the same phase and run length after the same runs before
+  (:class:`phasescope.engine.contexts.RunContexts`; docs/quality.md, stop 41).
 
 Every predictor runs and is scored on every interval; one is shown (``PredictorConfig.shown``,
 ``--shown-prediction``; ``rle_markov`` is the paper's, bit for bit), with a confidence (0..1) and
@@ -36,6 +39,7 @@ from typing import Dict, Optional, Tuple
 from phasescope.engine.config import PREDICTORS, PRIMARY, PredictorConfig  # noqa: F401
 from phasescope.engine.predictors import (STREAM_PREDICTORS, ChangeGate, Confidence, Gated, Hybrid, Measured,
                                           OrderLength, Periodic, context_of)
+from phasescope.engine.contexts import RunContexts
 
 HYBRID_MEMBERS = ("gpht", "rle_markov_q", "duration", "rle_markov", "last_phase")  # ties: the first
 GATED_MEMBER = "rle_markov"  # whose change predictions ``gated`` passes on once confirmed
@@ -70,7 +74,8 @@ class ThreadPredictors:
         self.measured = Measured()
         self.order_length = OrderLength(config.rle_entries)
         self.periodic = Periodic()
-        self.gates = {"measured": ChangeGate(), "hybrid": ChangeGate()}  # exact mode's ``cycle``: earned changes
+        self.run_contexts = RunContexts()  # exact mode's ``context``: a third proposer
+        self.gates = {"context": ChangeGate(), "measured": ChangeGate(), "hybrid": ChangeGate()}  # earned changes
         self._contexts: Dict[str, tuple] = {}
         self._leaving: Optional[tuple] = None  # (phase, the phase expected after it) of the current run
         self.prediction: Optional[int] = None
@@ -107,20 +112,31 @@ class ThreadPredictors:
         elif self.leaving:
             out["cycle"], cycle_confidence = out["measured"], measured_confidence
         else:  # exact mode: the change whose proposer has earned most in this phase, if any has
-            out["cycle"], cycle_confidence = phase, self.measured.stay_accuracy
-            best = ChangeGate.SHOW - 1
-            for name, confidence in (("measured", measured_confidence), ("hybrid", hybrid_confidence)):
-                earned = self.gates[name].observe(phase, out[name])
-                if out[name] != phase and earned > best:
-                    best, out["cycle"], cycle_confidence = earned, out[name], confidence
+            proposals = {"context": self.run_contexts.observe(phase), "measured": (out["measured"], measured_confidence),
+                         "hybrid": (out["hybrid"], hybrid_confidence)}
+            earned = {name: self.gates[name].observe(phase, to) for name, (to, _) in proposals.items()}
+            out["cycle"], cycle_confidence = self._earned(phase, proposals, earned, ("measured", "hybrid"))
+            out["context"], context_confidence = self._earned(phase, proposals, earned, tuple(proposals))
+        if self.leaving:
+            out["context"], context_confidence = out["cycle"], cycle_confidence
         self.prediction = out[self.shown]
         own = {"hybrid": hybrid_confidence, "gated": gated_confidence, "measured": measured_confidence,
-               "order_length": order_length_confidence, "cycle": cycle_confidence}
+               "order_length": order_length_confidence, "cycle": cycle_confidence, "context": context_confidence}
         self.confidence = own[self.shown] if self.shown in own else \
             self.confidences.confidence(self._contexts[self.shown])
         remaining = self.predictors["duration"].expected_remaining()
         self.expected_remaining = 0 if self.prediction != phase else None if remaining is None else max(1, remaining)
         return out
+
+    def _earned(self, phase: int, proposals: dict, earned: dict, names: tuple) -> Tuple[int, float]:
+        """Exact mode: the change of whichever of ``names`` has earned most in ``phase`` (ties: the
+        first), once it has earned it (:class:`ChangeGate`), else no change with ``measured``'s
+        accuracy of "no change" at this context."""
+        best, shown = ChangeGate.SHOW - 1, (phase, self.measured.stay_accuracy)
+        for name in names:
+            if proposals[name][0] != phase and earned[name] > best:
+                best, shown = earned[name], proposals[name]
+        return shown
 
 
 class Score:
