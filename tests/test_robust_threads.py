@@ -48,7 +48,7 @@ def test_churn_no_leak_every_thread_counted(build):
         out = []
         while not out or out[-1] != "done\n":
             out.append(proc.stdout.readline())
-            assert out[-1], "target ended early"
+            assert out[-1], f"target ended early: exit status {proc.wait(timeout=30)} after {out[:-1]}"
         assert "".join(out[:-1]) == native  # unchanged under tracing
 
         def consume(ev):
