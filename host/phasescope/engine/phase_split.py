@@ -4,10 +4,11 @@ Two activities that run one engine (point queries and updates of SQLite) can sit
 while one 100-sample window is 0.7 from its own activity's centre: no single window leaves the
 phase that both fell into. Yet each window is nearer its own activity's centre than the other's
 (the noise adds to both distances alike), and the activities come in runs. So each phase remembers
-its last ``BUFFER`` windows and, every ``EVERY`` of them, clusters them in two (2-means, L1). The
-phase holds two activities when both groups have ``MIN_CHILD`` windows and consecutive windows of a
-thread fall in the same group at least ``COHERENT`` of the time: the two halves of one activity's
-noise alternate at random (0.4-0.7 measured on the tuning half), two activities do not (0.95).
+its last ``BUFFER`` windows and, every ``EVERY`` of them, clusters them in two (2-means, L1, each
+window's distances summed with its thread's neighbours'). The phase holds two activities when both
+groups have ``MIN_CHILD`` windows and consecutive windows of a thread are nearest the same group's
+centre at least ``COHERENT`` of the time: the two halves of one activity's noise alternate (0.4-0.8
+on bench/truth's tuning half), two activities do not (0.98-1.00).
 And the groups must take turns (``TURNS`` changes between runs of ``RUN`` windows or more, in
 time order): one activity whose code moved once (a JIT runtime's tiers) makes two coherent
 groups too, but one after the other.
