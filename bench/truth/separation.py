@@ -8,6 +8,7 @@ hashing). Per pair of activities: the L1 distance of their centres (``apart``) a
 distance of a window to its own centre (``own``). Per workload: the share of windows nearest their
 own activity's centre (``nearest``, centres from all windows) and the same for the mean of two
 consecutive windows of one activity (``nearest2``: what a decision over two windows could see).
+And the share of samples whose call chain (the kernel's frame-pointer walk) names a caller at all.
 
 Keys: ``page`` (4 KiB, the tracker's), ``line`` (64 bytes), ``page+line`` (both, each half the
 weight: L1 is then the mean of the two distances), ``func`` (the leaf's function, by the log's
@@ -98,7 +99,8 @@ def study(log: str, truth_path: str, pairs) -> dict:
             if func:
                 names[k] = (module, func)
     lab = labelled(rows, read_truth(truth_path))
-    out = {}
+    chains = [(s[0], len(s) > 2) for r in rows for s in r.get("stacks") or []]
+    out = {"callers": sum(n for n, c in chains if c) / max(sum(n for n, _ in chains), 1)}
     for key in KEYS:
         vecs = {i: vector(rows[i], key, names) for i, _ in lab}
         by = defaultdict(list)
@@ -134,6 +136,7 @@ def main() -> int:
     print("| --- | --- | --- | --- | --- |")
     for name in args.only.split(","):
         res = study(os.path.join(args.dir, name + ".jsonl"), os.path.join(args.dir, name + ".truth.jsonl"), pairs)
+        print(f"| {name} | samples with a caller: {res.pop('callers'):.2f} | | | |")
         for key, r in res.items():
             ps = "; ".join(f"{p} {a:.2f}, {o:.2f}, {c:.2f}" for p, (a, o, c) in r["pairs"].items())
             print(f"| {name} | {key} | {r['nearest']:.2f} | {r['nearest2']:.2f} | {ps} |", flush=True)

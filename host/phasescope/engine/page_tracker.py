@@ -273,6 +273,8 @@ class PageTracker(BoundedTable):
         keeps its ID with the older group's centre; the newer group becomes a new phase, a sibling,
         and the threads whose last window was of that group are in it now. The phase ID evicted to
         make room, if any."""
+        if self._used == self.config.table_size and self._victim() == slot:
+            return None  # a full table would drop the phase being split
         found = self._split.split(slot)
         if found is None:
             return None
