@@ -303,8 +303,8 @@ def one_engine():
     return [[(body, 0.85), (activity(20, k + 1, base=1000 * k), 0.15)] for k in range(2)]
 
 
-def split_run(acts, order, seed):
-    engine = PhaseEngine(EngineConfig(tracker=preset("sampled")))
+def split_run(acts, order, seed, name="split"):
+    engine = PhaseEngine(EngineConfig(tracker=preset(name)))
     return engine, np.array(settled(engine.feed_many(windows(acts, order, seed=seed))))
 
 
@@ -320,6 +320,8 @@ def test_two_activities_on_one_engine_become_two_phases_once_they_have_taken_tur
         assert len(set(late.tolist())) == 2
         changes = np.flatnonzero(late[1:] != late[:-1]) + 1
         assert len(changes) == 3 and all(min(abs(c - t) for t in (20, 40, 60)) <= 1 for c in changes)
+        _, plain = split_run(one_engine(), order, seed, "sampled")  # the default keeps one phase
+        assert len(set(plain[80:].tolist())) == 1
 
 
 def test_code_that_moves_once_inside_an_activity_is_not_split():

@@ -32,7 +32,7 @@ O(table) per window) and changes five things:
   (``Match.relabel``: the log corrects it one window late; the live view showed the change once
   it was sure). Likewise a run of one window between two runs of one phase (an odd window that
   matched another phase) is relabelled with that phase when the next window returns to it.
-- **A phase that holds two activities splits.** Two activities on one engine (point queries and
+- **A phase that holds two activities splits** (``--tracker split``, off by default). Two activities on one engine (point queries and
   updates of SQLite) can be nearer each other than a window is to its own centre, and share one
   phase. Each phase clusters its recent windows in two now and then, and splits when the two
   groups take turns in runs (:mod:`phasescope.engine.phase_split`). A thread then moves between
@@ -93,7 +93,7 @@ class PageTracker(BoundedTable):
         #: thread -> (the phase before its current run, that run's phase, the run's seq while it is one
         #: window long and that window relabelled nothing, else None): :meth:`_settle`'s look-back
         self._runs: Dict[int, Tuple[Optional[int], Optional[int], Optional[int]]] = {}
-        self._split = Splitter(c.buckets)
+        self._split = Splitter(c.buckets) if c.split else None  # --tracker split
         self._ticks: Dict[int, int] = {}  # thread -> its windows classified
         self._siblings: Dict[int, set] = {}  # slot -> the slots split from it or it from them
         #: thread -> (the sibling slot its last windows were nearer, their seqs)
@@ -262,7 +262,8 @@ class PageTracker(BoundedTable):
             self._spreads = None
         self._reps[slot] += (v - self._reps[slot]) / min(self._hits[slot], MEMORY)
         self._current[thread] = slot
-        evicted = self._split_phase(slot) if self._split.add(slot, thread, self._ticks.get(thread, 0), v) else None
+        evicted = self._split_phase(slot) if self._split is not None and \
+            self._split.add(slot, thread, self._ticks.get(thread, 0), v) else None
         phase = int(self._ids[self._current[thread]])
         new = phase in self._unannounced
         self._unannounced.discard(phase)
@@ -321,7 +322,8 @@ class PageTracker(BoundedTable):
         self._ids[slot] = phase
         self._hits[slot] = 1
         self._cal[slot] = 0.0
-        self._split.forget(slot)
+        if self._split is not None:
+            self._split.forget(slot)
         self._spreads = None
         self._last_used[slot] = self._clock
 
