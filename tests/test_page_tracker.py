@@ -294,3 +294,45 @@ def test_a_burst_for_a_phase_relabelled_away_is_dropped_not_a_crash():
                      start_ns=1)
     assert asked == [1, 1] and flow.burst(burst) is None  # P0's burst was asked first, B's last
     assert flow.burst(burst) is None  # nothing pending any more
+
+def one_engine():
+    """Two activities that run 85% of their samples in one engine of 40 pages and the rest in 20
+    pages of their own: centres 0.3 (L1) apart, a window about 0.6 from its own centre, as point
+    queries and updates of SQLite are (docs/quality.md, stop 41)."""
+    body = activity(40, 3, base=5000)
+    return [[(body, 0.85), (activity(20, k + 1, base=1000 * k), 0.15)] for k in range(2)]
+
+
+def split_run(acts, order, seed, name="split"):
+    engine = PhaseEngine(EngineConfig(tracker=preset(name)))
+    return engine, np.array(settled(engine.feed_many(windows(acts, order, seed=seed))))
+
+
+def test_two_activities_on_one_engine_become_two_phases_once_they_have_taken_turns():
+    """A x20, B x20, four times: no window is far enough from the phase both fall into to leave
+    it, so the tracker kept one phase for both. Once each has had its runs, the phase splits and
+    every later change is in the log within one window of the truth."""
+    order = np.tile(np.repeat([0, 1], 20), 4)
+    for seed in range(4):
+        engine, log = split_run(one_engine(), order, seed)
+        assert engine.tracker.splits == 1
+        late = log[80:]
+        assert len(set(late.tolist())) == 2
+        changes = np.flatnonzero(late[1:] != late[:-1]) + 1
+        assert len(changes) == 3 and all(min(abs(c - t) for t in (20, 40, 60)) <= 1 for c in changes)
+        _, plain = split_run(one_engine(), order, seed, "sampled")  # the default keeps one phase
+        assert len(set(plain[80:].tolist())) == 1
+
+
+def test_code_that_moves_once_inside_an_activity_is_not_split():
+    """One activity whose code moves once (a JIT runtime's tiers: A's 40 windows, then B's 80)
+    makes two coherent groups too, but they never take turns: no split."""
+    for seed in range(4):
+        engine, _ = split_run(one_engine(), [0] * 40 + [1] * 80, seed)
+        assert engine.tracker.splits == 0
+
+
+def test_one_activity_is_not_split_by_its_own_noise():
+    for seed in range(4):
+        engine, log = split_run(one_engine(), [0] * 160, seed)
+        assert engine.tracker.splits == 0 and len(set(log.tolist())) == 1

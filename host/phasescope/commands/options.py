@@ -50,7 +50,9 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                         "its nearest k-means centroid, re-clustered online; 'coarse' keeps full-precision footprints, threshold 0.3, mean "
                         "representatives, 16 entries that fold their two closest phases together when full; 'sampled' (the default in sampled "
                         "mode) is the page tracker: code-page vectors, per-thread hysteresis, thresholds each phase "
-                        "calibrates on its own windows up to --threshold 0.9 (chosen on bench/truth/run.py)")
+                        "calibrates on its own windows up to --threshold 0.9 (chosen on bench/truth/run.py); 'split' is "
+                        "'sampled' whose phases split in two where two activities of one engine take turns (SQLite's "
+                        "point queries and updates; not the default: more false changes, docs/quality.md)")
     g.add_argument("--test", choices=TESTS, default=None,
                    help="the table tracker on sampled windows: manhattan (the threshold, grown by --noise-z times "
                         "the expected sampling noise; the default) or multinomial (the G statistic against each "

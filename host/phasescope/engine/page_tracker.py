@@ -6,7 +6,7 @@ one activity spread over many code pages differ by 0.5-1.0 of L1, the threshold 
 covers neighbouring activities too, and a representative that averages in every match drifts
 until one phase holds the whole run (issue 15). This tracker keeps the paper's shape (a bounded
 table of representatives shared by a process's threads, a leader-follower that is online and
-O(table) per window) and changes four things:
+O(table) per window) and changes five things:
 
 - **Vector.** Samples per 4 KiB code page (``key >> 12``: the stable keys of
   :mod:`phasescope.sources.modules` keep a module's pages apart across runs), hashed into
@@ -32,6 +32,11 @@ O(table) per window) and changes four things:
   (``Match.relabel``: the log corrects it one window late; the live view showed the change once
   it was sure). Likewise a run of one window between two runs of one phase (an odd window that
   matched another phase) is relabelled with that phase when the next window returns to it.
+- **A phase that holds two activities splits** (``--tracker split``, off by default). Two activities on one engine (point queries and
+  updates of SQLite) can be nearer each other than a window is to its own centre, and share one
+  phase. Each phase clusters its recent windows in two now and then, and splits when the two
+  groups take turns in runs (:mod:`phasescope.engine.phase_split`). A thread then moves between
+  the two (siblings) when ``LEAN`` windows in a row are nearer the other, whatever the margin.
 - **Representatives that do not blur.** A match moves the representative by 1/min(n, ``MEMORY``)
   (the running mean of its first ``MEMORY`` windows, then an exponential average that follows slow
   drift): a run of windows of another activity cannot match in the first place.
@@ -49,6 +54,7 @@ import numpy as np
 
 from phasescope.engine.arrays import unique
 from phasescope.engine.footprint import bucket_index
+from phasescope.engine.phase_split import Splitter
 from phasescope.engine.phase_table import BoundedTable, Match
 
 PAGE_SHIFT = 12
@@ -62,6 +68,7 @@ CALIBRATION = 50
 JUMP = 1.6
 MEMORY = 40
 AGREE = 1.0
+LEAN = 2  # windows in a row nearer a sibling phase that move a thread there
 _SETTLED = 5  # matches before a phase's own thresholds replace the caps
 DISPLAY_BUCKETS = 32
 
@@ -86,9 +93,16 @@ class PageTracker(BoundedTable):
         #: thread -> (the phase before its current run, that run's phase, the run's seq while it is one
         #: window long and that window relabelled nothing, else None): :meth:`_settle`'s look-back
         self._runs: Dict[int, Tuple[Optional[int], Optional[int], Optional[int]]] = {}
+        self._split = Splitter(c.buckets) if c.split else None  # --tracker split
+        self._ticks: Dict[int, int] = {}  # thread -> its windows classified
+        self._siblings: Dict[int, set] = {}  # slot -> the slots split from it or it from them
+        #: thread -> (the sibling slot its last windows were nearer, their seqs)
+        self._leaning: Dict[int, Tuple[int, Tuple[int, ...]]] = {}
+        self._unannounced: set = set()  # phases a split made that no window has shown yet
         self.next_id = 0
         self.evictions = 0
         self.merges = 0
+        self.splits = 0
         self.known: set = set()
         #: code granularity, log2 bytes: PAGE_SHIFT, or LINE_SHIFT for a small program (None: not
         #: chosen yet; the first window chooses)
@@ -127,12 +141,14 @@ class PageTracker(BoundedTable):
         for i, v in enumerate(np.asarray(footprints, dtype=np.float64)):
             self._clock += 1
             t = 0 if threads is None else int(threads[i])
+            self._ticks[t] = self._ticks.get(t, 0) + 1
             out.append(self._settle(self._classify(v, t), t))
         return out
 
     def classify(self, footprint: np.ndarray, thread: int = 0) -> Match:
         """Classify one page vector of ``thread``."""
         self._clock += 1
+        self._ticks[thread] = self._ticks.get(thread, 0) + 1
         return self._settle(self._classify(np.asarray(footprint, dtype=np.float64), thread), thread)
 
     def _distances(self, v: np.ndarray) -> np.ndarray:
@@ -180,6 +196,7 @@ class PageTracker(BoundedTable):
         return m
 
     def _classify(self, v: np.ndarray, thread: int) -> Match:
+        leaning = self._leaning.pop(thread, None)
         d = self._distances(v)
         cur = self._current.get(thread)
         nearest = float(d.min()) if len(d) else None
@@ -192,7 +209,7 @@ class PageTracker(BoundedTable):
         if cur is not None and d[cur] < self._stay(cur) and not (
                 best != cur and rel[best] < 1 and d[best] < d[cur] - SWITCH_MARGIN):
             self._held.pop(thread, None)
-            return self._match(cur, v, d[cur], thread)
+            return self._sibling_or_stay(cur, v, d, thread, leaning)
         if rel[best] < 1 and best != cur:
             held, seq = self._held.pop(thread, (None, None))
             m = self._match(best, v, d[best], thread)
@@ -219,6 +236,24 @@ class PageTracker(BoundedTable):
         self._last_used[cur] = self._clock
         return Match(int(self._ids[cur]), nearest, False, held=True)
 
+    def _sibling_or_stay(self, cur: int, v: np.ndarray, d: np.ndarray, thread: int,
+                         before: Optional[Tuple[int, Tuple[int, ...]]]) -> Match:
+        """A window that stays in its thread's phase ``cur``, unless it and the ``LEAN`` - 1 windows
+        before are all nearer a phase split from ``cur`` (:mod:`.phase_split`; two activities on one
+        engine are nearer their own centres by less than any margin, window by window): then they
+        all go there (the earlier ones relabelled). ``before``: (the sibling slot, the seqs) that the
+        windows before leaned to."""
+        sibs = [s for s in self._siblings.get(cur, ()) if self._ids[s] >= 0 and d[s] < d[cur]]
+        if not sibs:
+            return self._match(cur, v, d[cur], thread)
+        sib = min(sibs, key=lambda s: d[s])
+        seqs = (before[1] if before is not None and before[0] == sib else ()) + (self._clock - 1,)
+        if len(seqs) >= LEAN:
+            m = self._match(sib, v, d[sib], thread)
+            return replace(m, relabel=m.phase, relabel_seqs=seqs[:-1])
+        self._leaning[thread] = sib, seqs
+        return replace(self._match(cur, v, d[cur], thread), revisable=True)
+
     def _match(self, slot: int, v: np.ndarray, dist: float, thread: int, distance=None) -> Match:
         self._hits[slot] += 1
         self._last_used[slot] = self._clock
@@ -227,14 +262,54 @@ class PageTracker(BoundedTable):
             self._spreads = None
         self._reps[slot] += (v - self._reps[slot]) / min(self._hits[slot], MEMORY)
         self._current[thread] = slot
-        return Match(int(self._ids[slot]), float(dist if distance is None else distance), False)
+        evicted = self._split_phase(slot) if self._split is not None and \
+            self._split.add(slot, thread, self._ticks.get(thread, 0), v) else None
+        phase = int(self._ids[self._current[thread]])
+        new = phase in self._unannounced
+        self._unannounced.discard(phase)
+        return Match(phase, float(dist if distance is None else distance), new, evicted)
 
-    def _new(self, v: np.ndarray, thread: int, nearest: Optional[float]) -> Match:
+    def _split_phase(self, slot: int) -> Optional[int]:
+        """Split ``slot`` in two when its recent windows are two activities (:class:`Splitter`): it
+        keeps its ID with the older group's centre; the newer group becomes a new phase, a sibling,
+        and the threads whose last window was of that group are in it now. The phase ID evicted to
+        make room, if any."""
+        if self._used == self.config.table_size and self._victim() == slot:
+            return None  # a full table would drop the phase being split
+        found = self._split.split(slot)
+        if found is None:
+            return None
+        older, newer, n_older, n_newer, last = found
+        other, evicted = self._fresh_slot()
+        phase = self.next_id
+        self.next_id += 1
+        self._place(other, phase, newer)
+        self._reps[slot] = older
+        self._hits[slot], self._hits[other] = n_older, n_newer
+        self._cal[other] = self._cal[slot]
+        self._siblings.setdefault(slot, set()).add(other)
+        self._siblings.setdefault(other, set()).add(slot)
+        self._unannounced.add(phase)
+        self.splits += 1
+        for t, group in last.items():
+            if group == 1 and self._current.get(t) == slot:
+                self._current[t] = other
+        return evicted
+
+    def _fresh_slot(self) -> Tuple[int, Optional[int]]:
+        """A slot for a new phase (:meth:`_take_slot`), forgotten by threads and siblings if its
+        phase was evicted."""
         slot, evicted = self._take_slot()
         if evicted is not None:  # threads in the evicted phase have no current phase now
             for t, s in list(self._current.items()):
                 if s == slot:
                     del self._current[t]
+            for s in self._siblings.pop(slot, ()):
+                self._siblings.get(s, set()).discard(slot)
+        return slot, evicted
+
+    def _new(self, v: np.ndarray, thread: int, nearest: Optional[float]) -> Match:
+        slot, evicted = self._fresh_slot()
         phase = self.next_id
         self.next_id += 1
         self._place(slot, phase, v)
@@ -247,6 +322,8 @@ class PageTracker(BoundedTable):
         self._ids[slot] = phase
         self._hits[slot] = 1
         self._cal[slot] = 0.0
+        if self._split is not None:
+            self._split.forget(slot)
         self._spreads = None
         self._last_used[slot] = self._clock
 
