@@ -11,6 +11,12 @@ CPU hogs (busy shells) on tests/programs/workers3.c, a 3-thread target:
         exact mode on ``workers3 fork N``: a forked child that hangs hangs the run (goal: 0 hangs)
     python3 bench/lifecycle.py cycles [--cycles 300] [--mode exact|sampled] [--hogs 3]
         attach for 0.5 s and detach, again and again, on one target (goal: 0 target deaths)
+    python3 bench/lifecycle.py blocked [--tries 20] [--hogs 3]
+        exact mode spawns, or attaches to (in turn), tests/programs/robust.c ``churn 2 50 20000
+        wait``: it runs its threads traced, then blocks reading stdin when ``--duration`` detaches;
+        then it is sent its last line. Counts detaches that could not unload the agent (Stalker frees a thread's code only
+        once the thread is back from its system call), targets that did not end or whose output
+        differs, and agents still loaded after the target's thread came back (goal: 0 of the last two)
 
 Prints one line per failure and a last line with the counts; exit status 0 when there are none.
 Run as root (Frida and perf attach), from the repository with phasescope installed.
@@ -161,9 +167,83 @@ def cycles(exe: str, n: int, mode: str) -> int:
     return failures
 
 
+def blocked(exe: str, tries: int) -> int:
+    failures = stuck = 0
+    for i in range(tries):
+        how = ("spawn", "attach")[i % 2]
+        started = time.monotonic()
+        args = [exe, "churn", "2", "50", "20000", "wait"]
+        if how == "spawn":
+            mon = subprocess.Popen(PHASESCOPE + ["--duration", "3", "-f", *args], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            target = mon
+        else:
+            target = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        pid = int(target.stdout.readline().split()[1])  # "ready PID"
+        if how == "attach":
+            mon = subprocess.Popen(PHASESCOPE + ["--duration", "3", "-p", str(pid)], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True)
+            time.sleep(1.5)  # attached
+        target.stdin.write("go\n")
+        target.stdin.flush()
+        out = [target.stdout.readline() for _ in range(3)]  # round 1, round 2, churn ... total
+        done = target.stdout.readline()
+        try:
+            err = mon.communicate(timeout=60)[1]  # the detach at --duration; the target reads stdin meanwhile
+        except subprocess.TimeoutExpired:
+            err = "phasescope did not end in 60 s"
+            finish(mon, 10)
+        detach_s = time.monotonic() - started
+        was_stuck = "could not be unloaded" in err
+        stuck += was_stuck
+        loaded = agent_loaded(pid)
+        try:
+            with open(f"/proc/{pid}/fd/0", "w") as stdin:  # the target's own stdin
+                stdin.write("quit\n")
+        except OSError as e:
+            err += f"; stdin: {e}"
+        end = time.monotonic() + 20
+        while alive(pid) and time.monotonic() < end:
+            time.sleep(0.05)
+        ended = not alive(pid)
+        right = done == "done\n" and out[2].startswith("churn 100 threads total")
+        if not ended:
+            print(f"try {i} ({how}): the target did not end 20 s after its last line (agent loaded: "
+                  f"{agent_loaded(pid)})", flush=True)
+            os.kill(pid, signal.SIGKILL)
+        if how == "attach":
+            target.wait(timeout=10)
+        if not ended or not right:
+            failures += 1
+            print(f"try {i} ({how}): ended={ended} right={right} {out + [done]!r}; {err.strip().splitlines()[-1:]}",
+                  flush=True)
+        else:
+            print(f"try {i} ({how}): phasescope ended {detach_s:.1f} s after the start, the unload "
+                  f"{'stuck' if was_stuck else 'clean'}, agent loaded after: {loaded}; the target ended", flush=True)
+    print(f"blocked: {stuck} of {tries} detaches left the agent loaded until the thread came back; "
+          f"{failures} targets that did not end right")
+    return failures
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def agent_loaded(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return "frida-agent" in f.read()
+    except OSError:
+        return False
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("loop", choices=["stopped", "forks", "cycles"])
+    ap.add_argument("loop", choices=["stopped", "forks", "cycles", "blocked"])
     ap.add_argument("--tries", type=int, default=100)
     ap.add_argument("--forks", type=int, default=500)
     ap.add_argument("--cycles", type=int, default=300)
@@ -171,6 +251,10 @@ def main() -> int:
     ap.add_argument("--hogs", type=int, default=3)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp, hogs(args.hogs):
+        if args.loop == "blocked":
+            robust = os.path.join(tmp, "robust")
+            subprocess.run(["cc", "-O1", "-pthread", "-o", robust, str(ROOT / "tests/programs/robust.c")], check=True)
+            return 1 if blocked(robust, args.tries) else 0
         exe = build(tmp)
         if args.loop == "stopped":
             return 1 if stopped(exe, args.tries, tmp) else 0
