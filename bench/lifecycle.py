@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "host"))
 
-from phasescope.sources.stopped import is_stopped, stuck_helpers, tracer  # noqa: E402
+from phasescope.sources.stopped import is_stopped, maps_agent, stuck_helpers, tracer  # noqa: E402
 
 PHASESCOPE = [sys.executable, "-m", "phasescope.cli", "--no-dashboard"]
 
@@ -196,7 +196,7 @@ def blocked(exe: str, tries: int) -> int:
         detach_s = time.monotonic() - started
         was_stuck = "could not be unloaded" in err
         stuck += was_stuck
-        loaded = agent_loaded(pid)
+        loaded = maps_agent(pid)
         try:
             with open(f"/proc/{pid}/fd/0", "w") as stdin:  # the target's own stdin
                 stdin.write("quit\n")
@@ -209,7 +209,7 @@ def blocked(exe: str, tries: int) -> int:
         right = done == "done\n" and out[2].startswith("churn 100 threads total")
         if not ended:
             print(f"try {i} ({how}): the target did not end 20 s after its last line (agent loaded: "
-                  f"{agent_loaded(pid)})", flush=True)
+                  f"{maps_agent(pid)})", flush=True)
             os.kill(pid, signal.SIGKILL)
         if how == "attach":
             target.wait(timeout=10)
@@ -229,14 +229,6 @@ def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def agent_loaded(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/maps") as f:
-            return "frida-agent" in f.read()
     except OSError:
         return False
 

@@ -97,7 +97,8 @@ def tracer(status_path: str) -> int:
         return 0
 
 
-def _maps_agent(pid: int) -> bool:
+def maps_agent(pid: int) -> bool:
+    """Whether process ``pid`` has Frida's agent mapped (False once it is gone)."""
     try:
         with open(f"/proc/{pid}/maps") as f:
             return "frida-agent" in f.read()
@@ -107,7 +108,7 @@ def _maps_agent(pid: int) -> bool:
 
 def _is_helper(tracer_pid: int) -> bool:
     """Whether a tracer is Frida's helper: not us, and maps frida's agent (it shares the target's memory)."""
-    return tracer_pid not in (0, os.getpid()) and _maps_agent(tracer_pid)
+    return tracer_pid not in (0, os.getpid()) and maps_agent(tracer_pid)
 
 
 def orphaned_helpers(session: int) -> List[int]:
@@ -124,7 +125,7 @@ def orphaned_helpers(session: int) -> List[int]:
             pid, parent, sid, threads = int(stat.split("/")[2]), int(fields[1]), int(fields[3]), int(fields[17])
         except (TypeError, IndexError, ValueError):
             continue
-        if sid == session and threads == 1 and pid != os.getpid() and _maps_agent(pid) and not _maps_agent(parent):
+        if sid == session and threads == 1 and pid != os.getpid() and maps_agent(pid) and not maps_agent(parent):
             found.append(pid)
     return found
 
