@@ -336,3 +336,31 @@ def test_one_activity_is_not_split_by_its_own_noise():
     for seed in range(4):
         engine, log = split_run(one_engine(), [0] * 160, seed)
         assert engine.tracker.splits == 0 and len(set(log.tolist())) == 1
+
+
+def two_threads(acts, first, second, seed):
+    """Two threads' windows, one of each in turn, as a process's threads share one table."""
+    a, b = windows(acts, first, seed=seed, thread=1), windows(acts, second, seed=seed + 100, thread=2)
+    return [w for pair in zip(a, b) for w in pair]
+
+
+def test_a_thread_that_takes_turns_beside_one_that_does_not_splits_the_phase():
+    """One thread runs A x12, B x12 in turn while another runs A throughout: the groups take turns
+    in the first thread's windows, not in the table's order (there B's windows alternate with the
+    other thread's A, runs of one). Before turns were counted per thread no seed split."""
+    order = np.tile(np.repeat([0, 1], 12), 8)
+    splits = []
+    for seed in range(8):
+        engine = PhaseEngine(EngineConfig(tracker=preset("split")))
+        engine.feed_many(two_threads(one_engine(), order, np.zeros_like(order), seed))
+        splits.append(engine.tracker.splits)
+    assert sum(s >= 1 for s in splits) >= 4, splits
+
+
+def test_code_that_moves_once_in_two_threads_is_not_split():
+    """Each of two threads moves once (a JIT runtime's tiers): one turn in each is no split."""
+    order = [0] * 40 + [1] * 80
+    for seed in range(4):
+        engine = PhaseEngine(EngineConfig(tracker=preset("split")))
+        engine.feed_many(two_threads(one_engine(), order, order, seed))
+        assert engine.tracker.splits == 0

@@ -10,8 +10,8 @@ groups have ``MIN_CHILD`` windows and consecutive windows of a thread are neares
 centre at least ``COHERENT`` of the time: the two halves of one activity's noise alternate (0.4-0.8
 on bench/truth's tuning half), two activities do not (0.98-1.00).
 And the groups must take turns (``TURNS`` changes between runs of ``RUN`` windows or more, in
-time order): one activity whose code moved once (a JIT runtime's tiers) makes two coherent
-groups too, but one after the other.
+one thread's windows; the table's order interleaves threads): one activity whose code moved once
+(a JIT runtime's tiers) makes two coherent groups too, but one after the other.
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ class Splitter:
         pairs = [(g, where[t, k + 1]) for (t, k), g in where.items() if (t, k + 1) in where]
         if len(pairs) < 2 * MIN_CHILD or np.mean([a == b for a, b in pairs]) < COHERENT:
             return None
-        if _turns(group) < TURNS:
+        threads = np.array([t for t, _, _, _ in kept])
+        if max(_turns(group[threads == t]) for t in np.unique(threads)) < TURNS:
             return None
         if group[0] == 1:
             group = 1 - group
@@ -127,7 +128,7 @@ def _distances(x: np.ndarray, group: np.ndarray) -> np.ndarray:
 
 
 def _turns(group: np.ndarray) -> int:
-    """Changes of group between the runs of ``RUN`` windows or more, in order."""
+    """Changes of group between the runs of ``RUN`` windows or more, in order (one thread's windows)."""
     runs = []
     start = 0
     for i in range(1, len(group) + 1):
