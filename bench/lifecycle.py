@@ -173,26 +173,34 @@ def blocked(exe: str, tries: int) -> int:
         how = ("spawn", "attach")[i % 2]
         started = time.monotonic()
         args = [exe, "churn", "2", "50", "20000", "wait"]
+        # phasescope's stderr to a file: a spawned target shares its stdio, so the pipes would not
+        # end before the target does (which waits for our last line), and closing its stdin would
+        # end the target's wait at once (EOF) instead of leaving it blocked
+        errors = tempfile.TemporaryFile(mode="w+")
         if how == "spawn":
             mon = subprocess.Popen(PHASESCOPE + ["--duration", "3", "-f", *args], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                   stdout=subprocess.PIPE, stderr=errors, text=True)
             target = mon
         else:
             target = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         pid = int(target.stdout.readline().split()[1])  # "ready PID"
         if how == "attach":
             mon = subprocess.Popen(PHASESCOPE + ["--duration", "3", "-p", str(pid)], stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True)
+                                   stderr=errors, text=True)
             time.sleep(1.5)  # attached
         target.stdin.write("go\n")
         target.stdin.flush()
         out = [target.stdout.readline() for _ in range(3)]  # round 1, round 2, churn ... total
         done = target.stdout.readline()
         try:
-            err = mon.communicate(timeout=60)[1]  # the detach at --duration; the target reads stdin meanwhile
+            mon.wait(timeout=60)  # the detach at --duration; the target reads stdin meanwhile
+            late = ""
         except subprocess.TimeoutExpired:
-            err = "phasescope did not end in 60 s"
+            late = "; phasescope did not end in 60 s"
             finish(mon, 10)
+        errors.seek(0)
+        err = errors.read() + late
+        errors.close()
         detach_s = time.monotonic() - started
         was_stuck = "could not be unloaded" in err
         stuck += was_stuck
@@ -213,13 +221,15 @@ def blocked(exe: str, tries: int) -> int:
             os.kill(pid, signal.SIGKILL)
         if how == "attach":
             target.wait(timeout=10)
+        target.stdin.close()
+        target.stdout.close()
         if not ended or not right:
             failures += 1
             print(f"try {i} ({how}): ended={ended} right={right} {out + [done]!r}; {err.strip().splitlines()[-1:]}",
                   flush=True)
         else:
             print(f"try {i} ({how}): phasescope ended {detach_s:.1f} s after the start, the unload "
-                  f"{'stuck' if was_stuck else 'clean'}, agent loaded after: {loaded}; the target ended", flush=True)
+                  f"{'stuck' if was_stuck else 'clean'}, agent loaded after: {loaded}; the target ended{late}", flush=True)
     print(f"blocked: {stuck} of {tries} detaches left the agent loaded until the thread came back; "
           f"{failures} targets that did not end right")
     return failures
