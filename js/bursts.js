@@ -93,6 +93,20 @@ function runnable(tid) {
   }
 }
 
+// The threads of `tids` asleep in a system call whose return address is in Stalker's copy of the
+// code (no module holds the PC): Stalker frees a thread's copies only once it has come back through
+// them, so the agent cannot unload before these threads return (docs/robustness.md).
+function blockedInCopies(tids) {
+  return tids.filter(tid => {
+    try {
+      const f = File.readAllText(`/proc/self/task/${tid}/syscall`).trim().split(' ');
+      return f.length > 2 && parseInt(f[0], 10) >= 0 && Process.findModuleByAddress(ptr(f[f.length - 1])) === null;
+    } catch (e) {
+      return false; // gone
+    }
+  });
+}
+
 function stillLeaving(leaving) {
   for (const [tid, l] of Array.from(leaving)) {
     if (!runnable(tid) || hasLeft(tid, l))

@@ -57,6 +57,7 @@ rpc.exports = {
   },
   stop() {
     stopping = true;
+    const followed = Array.from(threads.keys()).concat(Array.from(bursts.keys()));
     for (const o of observers)
       o.detach();
     observers = [];
@@ -81,12 +82,13 @@ rpc.exports = {
     Stalker.flush();
     const since = Date.now();
     return new Promise(resolve => {
-      // Once the last intervals are shipped (hasLeft zeroes the counts), wait for the threads to leave.
+      // Once the last intervals are shipped (hasLeft zeroes the counts), wait for the threads to
+      // leave; then say which ones the unload must wait for.
       const settle = () => {
         if (stillLeaving(leaving) && Date.now() - since < LEAVE_MAX_MS)
           setTimeout(settle, BURST_POLL_MS);
         else
-          resolve(true);
+          resolve({ blocked: blockedInCopies(followed) });
       };
       // Give followed threads a moment to leave the instrumented code before the last harvest.
       setTimeout(() => {

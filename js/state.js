@@ -6,7 +6,8 @@
  *
  * RPC: init(options) -> {arch, platform, pid, fast};
  *      start(mainTid or null) -> {threads: [tid], refused: null or why exact mode cannot follow it};
- *      resumed() after a spawned process was resumed; stop();
+ *      resumed() after a spawned process was resumed; stop() -> {blocked: [tid]} (the threads asleep in
+ *      a system call inside Stalker's copies: the unload waits for them to return);
  *      burst(tid) -> bool (watch mode: follow the thread for one exact interval, see startBurst).
  * Messages to the host (send(meta[, data])), see host/phasescope/sources/wire.py:
  *   {type: 'modules', modules: [[name, base, size, path]]}  full module map (start)

@@ -50,3 +50,33 @@ def test_detach_from_a_long_hot_loop_unloads_the_agent(build, tmp_path):
     finally:
         end_process(target)
         out.close()
+
+
+def test_detach_while_a_traced_thread_sleeps_in_a_read_says_so_and_it_runs_on(build, tmp_path):
+    # A thread that ran traced code and then sleeps in read(): Stalker frees its copies of the code
+    # only once it is back, so the agent cannot unload before that. phasescope says which thread, ends
+    # without waiting out its whole bound, and the target runs on right; the agent leaves with it.
+    exe = build("robust.c", "-pthread")
+    args = ["churn", "2", "20", "20000", "wait"]
+    native = subprocess.run([exe, *args], input="go\nquit\n", capture_output=True, text=True, timeout=120).stdout
+    err = tmp_path / "err.txt"
+    with open(err, "w") as err_file:
+        mon = subprocess.Popen(cli_command("--no-dashboard", "--duration", "3", "-f", exe, *args),
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_file, text=True)
+    try:
+        pid = int(mon.stdout.readline().split()[1])  # "ready PID": the target writes to phasescope's stdout
+        mon.stdin.write("go\n")
+        mon.stdin.flush()
+        out = [f"ready {pid}\n"]
+        while out[-1] != "done\n":
+            out.append(mon.stdout.readline())
+            assert out[-1], f"target ended early: {out}"
+        assert mon.wait(timeout=120) == 0, err.read_text()  # --duration detached; the target sleeps in read
+        stderr = err.read_text()
+        assert f"until thread {pid} returns from the system call it sleeps in" in stderr, stderr
+        mon.stdin.write("quit\n")  # the target's stdin is still this pipe
+        mon.stdin.flush()
+        out.append(mon.stdout.read())  # to the target's end
+        assert "".join(out).replace(f"ready {pid}", "ready PID") == native.replace(native.split()[1], "PID", 1)
+    finally:
+        end_process(mon)

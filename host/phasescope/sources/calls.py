@@ -31,6 +31,9 @@ def first_line(e: BaseException) -> str:
 
 DETACH_TIMEOUT = 5.0
 STOP_TIMEOUT = 10.0  # stop(): the agent's stop RPC and the script's unload, together
+#: stop(): how long the unload (and then the detach) may wait for threads asleep in a system call
+#: inside Stalker's copies of the code (the agent names them): one may be a server's timed wait
+BLOCKED_WAIT = 2.0
 TICK = 0.05  # bounded(): seconds between calls of its tick
 
 
@@ -58,9 +61,10 @@ def unload(script) -> None:
         pass
 
 
-def detach_session(session) -> None:
-    """Detach, giving up after DETACH_TIMEOUT: Frida's detach occasionally never returns (seen here
-    with spawned, piped targets), and by then the agent is already unloaded, so nothing is lost."""
+def detach_session(session, timeout: float = DETACH_TIMEOUT) -> None:
+    """Detach, giving up after ``timeout``: Frida's detach occasionally never returns (seen here
+    with spawned, piped targets), and by then the agent is already unloaded, so nothing is lost; it
+    also waits for an unload still under way, which goes on without it."""
 
     def detach():
         try:
@@ -68,7 +72,7 @@ def detach_session(session) -> None:
         except (frida.InvalidOperationError, frida.TransportError):
             pass
 
-    bounded(detach, DETACH_TIMEOUT, "phasescope-detach")
+    bounded(detach, timeout, "phasescope-detach")
 
 
 class BoundedRpc:

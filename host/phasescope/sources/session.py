@@ -47,8 +47,8 @@ from phasescope.resources import joined, js_place, with_js_places
 from phasescope.sources import wire
 from phasescope.sources.agent import REP_COUNTS, agent_options
 from phasescope.sources.agent_queries import AgentQueries
-from phasescope.sources.calls import (GONE, STOP_TIMEOUT, BoundedRpc, bounded, detach_session, first_line,
-                                     kill_quietly, unload)
+from phasescope.sources.calls import (BLOCKED_WAIT, DETACH_TIMEOUT, GONE, STOP_TIMEOUT, BoundedRpc, bounded,
+                                     detach_session, first_line, kill_quietly, unload)
 from phasescope.sources.device import Target, is_local, resolve_target
 from phasescope.sources.events import (SAMPLED_INSTEAD, unasked_end, AgentError, Dropped, Ended, Forked, IntervalEvent,
                                       ModulesChanged, Output, ThreadExited, ThreadStarted, Unfollowable)
@@ -285,34 +285,46 @@ class TraceSession(AgentQueries):
         script = self._script
         ask = script is not None and self._ended is None and self._final is None
 
-        stopped = threading.Event()  # the stop RPC answered: every interval has been shipped
+        answer: dict = {}  # the stop RPC's: every interval has been shipped
 
         def stop_agent():
             if ask:
                 try:
-                    script.exports_sync.stop()
+                    answer.update(script.exports_sync.stop() or {})
                 except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException):
                     pass  # the process went away meanwhile; its end is reported by _on_detached
-            stopped.set()
-            unload(script)
+            answer.setdefault("blocked", [])
 
         # Neither Frida call has a timeout: a target that cannot run (a debugger, a starved
         # machine) would hang phasescope forever. Give up after STOP_TIMEOUT, and say so. One the
         # user stopped (SIGSTOP, Ctrl-Z) runs until the agent is out, then is stopped again: an
         # agent left half-way can leave Frida's helper behind (sources/stopped.py).
         continued = Continued(self.pid)
+        begun = time.monotonic()
         finished = bounded(stop_agent, STOP_TIMEOUT, "phasescope-stop", tick=continued.poll)
+        blocked = answer.get("blocked") or []
+        if finished:
+            # The unload waits for every thread to leave Stalker's copies of the code; one asleep in
+            # a system call there leaves only when the call returns, which may be never.
+            left = STOP_TIMEOUT - (time.monotonic() - begun)
+            finished = bounded(lambda: unload(script), min(left, BLOCKED_WAIT) if blocked else left,
+                               "phasescope-unload", tick=continued.poll)
         self.restopped = continued.restore(finished)
-        if not finished and not stopped.is_set():
+        if "blocked" not in answer:
             self.abandoned = (f"the agent in pid {self.pid} did not answer within {STOP_TIMEOUT:g} s "
                               "(is the target stopped?); its last partial intervals are lost")
+        elif not finished and blocked:
+            who = (f"thread {blocked[0]} returns from the system call it sleeps in" if len(blocked) == 1 else
+                   f"threads {', '.join(map(str, blocked))} return from the system calls they sleep in")
+            self.unload_stuck = (f"the agent stays loaded in pid {self.pid}, idle, until {who} inside traced "
+                                 "code; it unloads itself then (docs/robustness.md)")
         elif not finished:
             # Every interval arrived, but the unload waits for Stalker to release a thread that
             # still runs instrumented code (a hot loop that never re-enters Stalker's dispatcher).
             self.unload_stuck = (f"the agent could not be unloaded from pid {self.pid} within "
                                  f"{STOP_TIMEOUT:g} s; it stays loaded, idle")
         self._script = None
-        self._teardown()
+        self._teardown(detach_timeout=BLOCKED_WAIT if self.unload_stuck else DETACH_TIMEOUT)
         with self._lock:
             if self._ended is None:
                 self._ended = self._final or Ended("detached")
@@ -320,13 +332,13 @@ class TraceSession(AgentQueries):
             else:
                 self._release_end_locked()
 
-    def _teardown(self) -> None:
+    def _teardown(self, detach_timeout: float = DETACH_TIMEOUT) -> None:
         self._post_final_ack()
         script, session = self._script, self._session
         self._script = None
         unload(script)
         if session is not None:
-            detach_session(session)
+            detach_session(session, detach_timeout)
         if self.pid is not None:
             end_stuck_helpers(self.pid)  # the target died while the agent changed a thread
         if self._stdio is not None:
