@@ -180,3 +180,16 @@ def test_a_state_that_did_not_change_is_drawn_once_a_second(monkeypatch):
         always.tick(t)
         always.tick(t + 0.25)
         assert len(draws) == 5
+
+
+def test_the_report_prints_names_as_they_are():
+    # a symbol or argument with ":name:" in it is printed as it is, not as rich's emoji for it
+    import io
+    from phasescope.view.report import print_hot_code
+    block = {"key": 1, "pc": 0x401000, "share": 0.9, "symbol": "prog!a:smile:b",
+             "disassembly": ["0x401000: jne :fire:"]}
+    summary = {"phases": [{"phase": 0, "share": 1.0, "instructions": None, "top_code": [block]}]}
+    out = io.StringIO()
+    print_hot_code(summary, 20, out)
+    assert "P0 (100.0% of CPU time): prog!a:smile:b, 90% of the phase's sampled CPU time" in out.getvalue()
+    assert "    0x401000: jne :fire:" in out.getvalue()

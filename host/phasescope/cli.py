@@ -14,6 +14,7 @@ try:
     import argparse
     import importlib
 
+    from phasescope import startup
     from phasescope.blas import one_blas_thread
 except KeyboardInterrupt:  # Ctrl-C this early (argparse's imports take 0.3 s on a loaded machine)
     sys.stderr.write("phasescope: interrupted\n")
@@ -78,6 +79,7 @@ def help_topic(argv) -> int:
 
 
 def main(argv=None) -> int:
+    startup.hold()  # until the command has set up: phasescope/startup.py
     one_blas_thread()
     argv = list(sys.argv[1:] if argv is None else argv)
     name = argv[0] if argv and (argv[0] in SUBCOMMANDS or argv[0] == "help") else None
@@ -89,6 +91,8 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:  # Ctrl-C before the run installed its handlers (imports, parsing)
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        startup.release()
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from phasescope.commands.runner import Command, usage_error
 from phasescope.commands.sources import SOURCES, mode_help, wants_stacks
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sinks
+from phasescope.startup import settled
 from phasescope.sources.device import Target, is_local, require_local, resolve_device, resolve_target
 from phasescope.sources.executable import exact_mode_refusal
 from phasescope.sources.procfs import process_exe
@@ -106,6 +107,7 @@ class MonitorCommand(Command):
     unknown_hint = "put -- before a spawned program's arguments that start with a dash"
     #: a spawned target that ends with the run (the demo's workload), never left running
     owns_target = False
+    settles_itself = True  # once the target runs and the engine is loaded, before the loop
 
     def __init__(self, prog: str, subcommands: Optional[Dict[str, str]] = None,
                  dispatch: Optional[Tuple[Collection[str], Callable[[List[str]], int]]] = None):
@@ -224,6 +226,7 @@ class MonitorCommand(Command):
                     started.kill()
                 Sinks(sinks).close()  # e.g. remove the event socket: the run never started
                 raise
+            settled()
             return run.run(self.stop)
         finally:
             if out is not sys.stderr:
@@ -266,6 +269,7 @@ class MonitorCommand(Command):
             except BaseException:
                 Sinks(sinks).close()
                 raise
+            settled()
             return run.run(self.stop)
         finally:
             if out is not sys.stderr:

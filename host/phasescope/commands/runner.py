@@ -18,6 +18,7 @@ import sys
 from typing import Dict, List, Optional, Tuple
 
 from phasescope.commands.files import check_files
+from phasescope.startup import settled
 from phasescope.errors import (EXIT_FAILED, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK,
                                PhasescopeError)
 
@@ -81,6 +82,9 @@ class Command:
     #: stop signals set :attr:`stop` for the run to end itself; False: Ctrl-C is a KeyboardInterrupt
     #: at once (exit 130), for a command with nothing to finish (bench)
     ends_itself = True
+    #: True: :meth:`run` calls :func:`phasescope.startup.settled` itself, once it has loaded what
+    #: it needs (the live monitor's target starts first); else the runner does, before :meth:`run`
+    settles_itself = False
 
     def __init__(self, prog: str):
         self.prog = prog
@@ -112,6 +116,8 @@ class Command:
         args = self.parse(argv)
         try:
             check_files(args, self.inputs, self.outputs, self.more_inputs(args))
+            if not self.settles_itself:
+                settled()
             with self.stop if self.ends_itself else contextlib.nullcontext():
                 return int(self.run(args) or EXIT_OK)
         except PhasescopeError as e:

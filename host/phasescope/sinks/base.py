@@ -13,9 +13,7 @@ a write that fails later raises PhasescopeError (exit 1).
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, TypedDict
 
 from phasescope.errors import InputError, PhasescopeError
@@ -148,6 +146,8 @@ def write_json_atomically(path: str, obj, prefix: str) -> None:
     """Replace ``path`` with ``obj`` as JSON: a temporary file in the same directory, then
     ``os.replace``, so readers never see half a file and a crash keeps the old one; an existing
     file keeps its mode."""
+    import json  # here: a run without --summary or a phase database needs neither (~7 ms)
+    import tempfile
     try:
         fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(os.path.abspath(path)))
     except OSError as e:

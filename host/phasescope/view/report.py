@@ -31,8 +31,10 @@ class _Console(Console):
 
 
 def _console(file: Optional[TextIO]) -> Console:
+    """The report's console. No emoji codes: the report prints the target's names and arguments,
+    where ``a:smile:b`` must not become a smiley (nor load rich's 5 ms table of emoji for it)."""
     file = file or sys.stdout
-    return _Console(file=file, width=None if file.isatty() else 120)
+    return _Console(file=file, width=None if file.isatty() else 120, emoji=False)
 
 
 #: columns of the phase table given up, in this order, when the console is too narrow for all
