@@ -333,12 +333,13 @@ class LiveRun:
                 self.ended = self.session.ended
         if self.passed_on is not None and self.stop_reason is None:
             self.stop_reason = f"{self.passed_on[0]} passed on to it"
-        notes = ((self.agent.abandoned, self.agent.unload_stuck, self.agent.restopped)
-                 if self.agent is not None else ())
+        terminate = (self.ended is not None and self.ended.how == "detached" and self.target.spawn
+                     and (self.session.stdio == "pipe" or self.owns_target) and self._still_running())
+        notes = ((self.agent.abandoned, None if terminate else self.agent.unload_stuck, self.agent.restopped)
+                 if self.agent is not None else ())  # a terminated target takes the agent with it
         if any(notes):
             self.stop_reason = "; ".join(filter(None, (self.stop_reason,) + notes))
-        if (self.ended is not None and self.ended.how == "detached" and self.target.spawn
-                and (self.session.stdio == "pipe" or self.owns_target) and self._still_running()):
+        if terminate:
             # Piped: its stdout is a pipe to us, once we exit it would die of SIGPIPE at its next write.
             why = "the demo's workload" if self.owns_target else "its output was piped"
             self.stop_reason = (self.stop_reason or "stopped") + f"; spawned target terminated, {why}"
