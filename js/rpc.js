@@ -57,7 +57,9 @@ rpc.exports = {
   },
   stop() {
     stopping = true;
-    const followed = Array.from(threads.keys()).concat(Array.from(bursts.keys()));
+    // The threads Stalker may hold: in watch mode only the bursts' (every thread of the program is
+    // in `threads` there, a bursting one in `bursts` too), else every one in `threads`.
+    const followed = Array.from((config.watch ? bursts : threads).keys());
     for (const o of observers)
       o.detach();
     observers = [];
