@@ -90,7 +90,7 @@ rpc.exports = {
         if (stillLeaving(leaving) && Date.now() - since < LEAVE_MAX_MS)
           setTimeout(settle, BURST_POLL_MS);
         else
-          resolve({ blocked: blockedInCopies(followed) });
+          blockedInCopies(followed, blocked => resolve({ blocked }));
       };
       // Give followed threads a moment to leave the instrumented code before the last harvest.
       setTimeout(() => {
