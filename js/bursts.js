@@ -93,18 +93,39 @@ function runnable(tid) {
   }
 }
 
-// The threads of `tids` asleep in a system call whose return address is in Stalker's copy of the
-// code (no module holds the PC): Stalker frees a thread's copies only once it has come back through
-// them, so the agent cannot unload before these threads return (docs/robustness.md).
-function blockedInCopies(tids) {
-  return tids.filter(tid => {
-    try {
-      const f = File.readAllText(`/proc/self/task/${tid}/syscall`).trim().split(' ');
-      return f.length > 2 && parseInt(f[0], 10) >= 0 && Process.findModuleByAddress(ptr(f[f.length - 1])) === null;
-    } catch (e) {
-      return false; // gone
-    }
-  });
+// Voluntary context switches of one of our threads (null once it is gone).
+function switches(tid) {
+  try {
+    const m = File.readAllText(`/proc/self/task/${tid}/status`).match(/^voluntary_ctxt_switches:\s*(\d+)/m);
+    return m === null ? null : parseInt(m[1], 10);
+  } catch (e) {
+    return null;
+  }
+}
+
+// Whether thread `tid` sleeps in a system call whose return address is in Stalker's copy of the
+// code (no module holds the PC).
+function inCopiesSyscall(tid) {
+  try {
+    const f = File.readAllText(`/proc/self/task/${tid}/syscall`).trim().split(' ');
+    return f.length > 2 && parseInt(f[0], 10) >= 0 && Process.findModuleByAddress(ptr(f[f.length - 1])) === null;
+  } catch (e) {
+    return false; // gone
+  }
+}
+
+// Calls `done` with the threads of `tids` that sleep in one system call inside Stalker's copies
+// all through BLOCKED_WATCH_MS: Stalker frees a thread's copies only once it has come back through
+// them, so the agent cannot unload before these threads return (docs/robustness.md). One that
+// sleeps in short calls (a poll loop, usleep(1000)) switches meanwhile: it comes back by itself.
+const BLOCKED_WATCH_MS = 100;
+
+function blockedInCopies(tids, done) {
+  const asleep = new Map(tids.filter(inCopiesSyscall).map(tid => [tid, switches(tid)]));
+  if (asleep.size === 0)
+    return done([]);
+  setTimeout(() => done(Array.from(asleep).filter(([tid, n]) =>
+    n !== null && switches(tid) === n && inCopiesSyscall(tid)).map(([tid]) => tid)), BLOCKED_WATCH_MS);
 }
 
 function stillLeaving(leaving) {

@@ -57,7 +57,9 @@ rpc.exports = {
   },
   stop() {
     stopping = true;
-    const followed = Array.from(threads.keys()).concat(Array.from(bursts.keys()));
+    // The threads Stalker may hold: in watch mode only the bursts' (every thread of the program is
+    // in `threads` there, a bursting one in `bursts` too), else every one in `threads`.
+    const followed = Array.from((config.watch ? bursts : threads).keys());
     for (const o of observers)
       o.detach();
     observers = [];
@@ -88,7 +90,7 @@ rpc.exports = {
         if (stillLeaving(leaving) && Date.now() - since < LEAVE_MAX_MS)
           setTimeout(settle, BURST_POLL_MS);
         else
-          resolve({ blocked: blockedInCopies(followed) });
+          blockedInCopies(followed, blocked => resolve({ blocked }));
       };
       // Give followed threads a moment to leave the instrumented code before the last harvest.
       setTimeout(() => {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 import subprocess
+import sys
 
 from conftest import cli_command, end_process
 
@@ -80,3 +81,56 @@ def test_detach_while_a_traced_thread_sleeps_in_a_read_says_so_and_it_runs_on(bu
         assert "".join(out).replace(f"ready {pid}", "ready PID") == native.replace(native.split()[1], "PID", 1)
     finally:
         end_process(mon)
+
+
+#: attaches to PID (argv[1]) in sampled mode with bursts, bursts its main thread (asleep in read:
+#: it enters Stalker when the read returns), says "bursting", detaches on a line on stdin and says
+#: why the agent stays loaded, if it does. A
+#: separate process: Frida attached from the target's own parent (pytest) leaves it a SIGTRAP.
+BURST_THEN_DETACH = """
+import sys, time
+from phasescope.sources.device import resolve_device, resolve_target
+from phasescope.sources.sampled_session import SampledSession
+pid = int(sys.argv[1])
+d = resolve_device()
+s = SampledSession(d, resolve_target(d, pid=pid), bursts=True).start()
+end = time.monotonic() + 30  # the agent may know the thread a moment after start() returns
+while not s.burst(pid):
+    assert time.monotonic() < end, "no burst of the main thread"
+    time.sleep(0.05)
+print("bursting", flush=True)
+sys.stdin.readline()
+s.stop()
+s.sampler.stop()
+print(s.unload_stuck, flush=True)
+"""
+
+
+def test_a_bursting_thread_asleep_in_a_read_is_named_once(build):
+    # In sampled mode every thread of the program is in the agent's `threads` and a bursting one in
+    # `bursts` too: the stop RPC names it once (it said "threads P, P"), and the target runs on.
+    exe = build("robust.c", "-pthread")
+    target = subprocess.Popen([exe, "churn", "2", "20", "20000", "wait"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    probe = None
+    try:
+        pid = int(target.stdout.readline().split()[1])
+        probe = subprocess.Popen([sys.executable, "-c", BURST_THEN_DETACH, str(pid)], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert probe.stdout.readline() == "bursting\n", probe.communicate(timeout=60)
+        # the churn is far less than one interval of the main thread, and over well within the
+        # burst's 2 s (BURST_MAX_MS): it sleeps in its next read inside the burst's copies
+        target.stdin.write("go\n")
+        target.stdin.flush()
+        lines = [target.stdout.readline() for _ in range(4)]
+        assert lines[-1] == "done\n", lines
+        said, err = probe.communicate("\n", timeout=60)
+        assert probe.returncode == 0, err
+        assert f"until thread {pid} returns from the system call it sleeps in" in said, said
+        target.stdin.write("quit\n")  # it returns through the copies the agent could not free
+        target.stdin.flush()
+        assert target.wait(timeout=60) == 0
+    finally:
+        if probe is not None:
+            end_process(probe)
+        end_process(target)
