@@ -290,10 +290,10 @@ class TraceSession(AgentQueries):
         def stop_agent():
             if ask:
                 try:
-                    answer.update(script.exports_sync.stop() or {})
+                    reply = script.exports_sync.stop()
+                    answer.update(reply if isinstance(reply, dict) else {})
                 except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException):
                     pass  # the process went away meanwhile; its end is reported by _on_detached
-            answer.setdefault("blocked", [])
 
         # Neither Frida call has a timeout: a target that cannot run (a debugger, a starved
         # machine) would hang phasescope forever. Give up after STOP_TIMEOUT, and say so. One the
@@ -302,7 +302,8 @@ class TraceSession(AgentQueries):
         continued = Continued(self.pid)
         begun = time.monotonic()
         finished = bounded(stop_agent, STOP_TIMEOUT, "phasescope-stop", tick=continued.poll)
-        blocked = answer.get("blocked") or []
+        answered = finished  # read once: an answer that comes after the bound is not waited for
+        blocked = (answer.get("blocked") or []) if answered else []
         if finished:
             # The unload waits for every thread to leave Stalker's copies of the code; one asleep in
             # a system call there leaves only when the call returns, which may be never.
@@ -310,7 +311,7 @@ class TraceSession(AgentQueries):
             finished = bounded(lambda: unload(script), min(left, BLOCKED_WAIT) if blocked else left,
                                "phasescope-unload", tick=continued.poll)
         self.restopped = continued.restore(finished)
-        if "blocked" not in answer:
+        if not answered:
             self.abandoned = (f"the agent in pid {self.pid} did not answer within {STOP_TIMEOUT:g} s "
                               "(is the target stopped?); its last partial intervals are lost")
         elif not finished and blocked:
@@ -324,7 +325,7 @@ class TraceSession(AgentQueries):
             self.unload_stuck = (f"the agent could not be unloaded from pid {self.pid} within "
                                  f"{STOP_TIMEOUT:g} s; it stays loaded, idle")
         self._script = None
-        self._teardown(detach_timeout=BLOCKED_WAIT if self.unload_stuck else DETACH_TIMEOUT)
+        self._teardown(detach_timeout=BLOCKED_WAIT if blocked and not finished else DETACH_TIMEOUT)
         with self._lock:
             if self._ended is None:
                 self._ended = self._final or Ended("detached")
