@@ -61,6 +61,17 @@ def unload(script) -> None:
         pass
 
 
+def unload_stuck_line(pid: int, blocked: list) -> str:
+    """Why the agent stays in ``pid``: the threads it named asleep in a system call inside Stalker's
+    copies of the code (``blocked``), or else one still running instrumented code (a hot loop)."""
+    if not blocked:
+        return f"the agent could not be unloaded from pid {pid} within {STOP_TIMEOUT:g} s; it stays loaded, idle"
+    who = (f"thread {blocked[0]} returns from the system call it sleeps in" if len(blocked) == 1 else
+           f"threads {', '.join(map(str, blocked))} return from the system calls they sleep in")
+    return f"the agent stays loaded in pid {pid}, idle, until {who} inside traced code; it unloads itself then " \
+           "(docs/robustness.md)"
+
+
 def detach_session(session, timeout: float = DETACH_TIMEOUT) -> None:
     """Detach, giving up after ``timeout``: Frida's detach occasionally never returns (seen here
     with spawned, piped targets), and by then the agent is already unloaded, so nothing is lost; it

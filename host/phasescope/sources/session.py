@@ -48,7 +48,7 @@ from phasescope.sources import wire
 from phasescope.sources.agent import REP_COUNTS, agent_options
 from phasescope.sources.agent_queries import AgentQueries
 from phasescope.sources.calls import (BLOCKED_WAIT, DETACH_TIMEOUT, GONE, STOP_TIMEOUT, BoundedRpc, bounded,
-                                     detach_session, first_line, kill_quietly, unload)
+                                     detach_session, first_line, kill_quietly, unload, unload_stuck_line)
 from phasescope.sources.device import Target, is_local, resolve_target
 from phasescope.sources.events import (SAMPLED_INSTEAD, unasked_end, AgentError, Dropped, Ended, Forked, IntervalEvent,
                                       ModulesChanged, Output, ThreadExited, ThreadStarted, Unfollowable)
@@ -284,7 +284,6 @@ class TraceSession(AgentQueries):
         self._post_final_ack()  # an ending target waits for it: the unload would wait on that thread
         script = self._script
         ask = script is not None and self._ended is None and self._final is None
-
         answer: dict = {}  # the stop RPC's: every interval has been shipped
 
         def stop_agent():
@@ -304,9 +303,7 @@ class TraceSession(AgentQueries):
         finished = bounded(stop_agent, STOP_TIMEOUT, "phasescope-stop", tick=continued.poll)
         answered = finished  # read once: an answer that comes after the bound is not waited for
         blocked = (answer.get("blocked") or []) if answered else []
-        if finished:
-            # The unload waits for every thread to leave Stalker's copies of the code; one asleep in
-            # a system call there leaves only when the call returns, which may be never.
+        if finished:  # the unload waits for a thread asleep in Stalker's copies until its call returns
             left = STOP_TIMEOUT - (time.monotonic() - begun)
             finished = bounded(lambda: unload(script), min(left, BLOCKED_WAIT) if blocked else left,
                                "phasescope-unload", tick=continued.poll)
@@ -314,16 +311,8 @@ class TraceSession(AgentQueries):
         if not answered:
             self.abandoned = (f"the agent in pid {self.pid} did not answer within {STOP_TIMEOUT:g} s "
                               "(is the target stopped?); its last partial intervals are lost")
-        elif not finished and blocked:
-            who = (f"thread {blocked[0]} returns from the system call it sleeps in" if len(blocked) == 1 else
-                   f"threads {', '.join(map(str, blocked))} return from the system calls they sleep in")
-            self.unload_stuck = (f"the agent stays loaded in pid {self.pid}, idle, until {who} inside traced "
-                                 "code; it unloads itself then (docs/robustness.md)")
-        elif not finished:
-            # Every interval arrived, but the unload waits for Stalker to release a thread that
-            # still runs instrumented code (a hot loop that never re-enters Stalker's dispatcher).
-            self.unload_stuck = (f"the agent could not be unloaded from pid {self.pid} within "
-                                 f"{STOP_TIMEOUT:g} s; it stays loaded, idle")
+        elif not finished:  # a thread asleep in traced code, or a hot loop that never re-enters Stalker's dispatcher
+            self.unload_stuck = unload_stuck_line(self.pid, blocked)
         self._script = None
         self._teardown(detach_timeout=BLOCKED_WAIT if blocked and not finished else DETACH_TIMEOUT)
         with self._lock:
