@@ -54,8 +54,11 @@ def test_locality_separates_working_sets(build, tmp_path):
              for p in s["phases"]]
     assert {"chase_small", "chase_big", "stream_big"} <= set(phases), table
     small, big, stream = phases["chase_small"], phases["chase_big"], phases["stream_big"]
+    # At least one whole window each. How many more is the host's pace, not locality's: the agent holds
+    # windows while the host is behind (js/drain.js win_hold), and at load (a CI worker beside it)
+    # stream_big's 63 intervals got 1 window where a quiet run gets 33 (same phases, nothing dropped).
     for p in (small, big, stream):
-        assert p["locality"]["windows"] >= 3 and p["locality"]["accesses"] >= 3 * 65536, table
+        assert p["locality"]["windows"] >= 1 and p["locality"]["accesses"] >= 65536, table
     assert _curve(small)[256 << 10] <= 0.10
     assert _curve(big)[1 << 20] >= 0.50
     for size, rate in stream["locality"]["miss_rate_curve"]:
