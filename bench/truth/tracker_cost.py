@@ -4,7 +4,7 @@ branch's ``host``), fed one window at a time as a live run feeds it (``PhaseEngi
 bench/truth/run.py's logs. CPU time of a child process per tree and log (``time.process_time``,
 log parsing not counted), the trees alternating, ``--rounds`` times; the median is kept.
 
-    python3 bench/truth/tracker_cost.py LOG... --trees OLD_HOST,NEW_HOST [--rounds 5]
+    python3 bench/truth/tracker_cost.py LOG... --trees OLD_HOST,NEW_HOST [--config split] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from phasescope.formats.log import read_log
 sys.path.insert(0, {here!r})
 from truth_score import main_thread
 ivs = main_thread(list(read_log({log!r})))
-engine = PhaseEngine(EngineConfig(tracker=preset("sampled")))
+engine = PhaseEngine(EngineConfig(tracker=preset({config!r})))
 t = time.process_time()
 for iv in ivs:
     engine.feed(iv)
@@ -36,6 +36,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("logs", nargs="+")
     ap.add_argument("--trees", required=True, help="two host directories, comma-separated")
+    ap.add_argument("--config", default="sampled", help="the tracker preset (sampled mode's default: sampled)")
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     trees = args.trees.split(",")
@@ -46,7 +47,7 @@ def main() -> int:
         times = {t: [] for t in trees}
         for _ in range(args.rounds):
             for t in trees:
-                out = subprocess.run([sys.executable, "-c", CHILD.format(here=here, log=log)], check=True,
+                out = subprocess.run([sys.executable, "-c", CHILD.format(here=here, log=log, config=args.config)], check=True,
                                      capture_output=True, text=True, env={**os.environ, "PYTHONPATH": t})
                 times[t].append(float(out.stdout.split()[-1]))
         med = [float(np.median(times[t])) for t in trees]
