@@ -136,17 +136,21 @@ def test_the_map_is_read_from_tmp_whatever_tmpdir_says(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_a_containers_map_is_read_from_its_own_tmp_under_its_own_pid(tmp_path):
+@pytest.mark.parametrize("writes_own", [True, False])
+def test_a_containers_map_is_read_from_its_own_tmp_under_its_own_pid(writes_own):
     # A runtime in a container writes /tmp/perf-PID.map in its own mount namespace, PID being its
     # pid there; read as /tmp/perf-HOSTPID.map, its JIT code went unnamed. The container here:
-    # new mount and pid namespaces with a private /tmp (unshare, as root).
-    script = ("import os, time\n"
-              "open(f'/tmp/perf-{os.getpid()}.map', 'w').write('7f0000001000 100 JS:*inside\\n')\n"
+    # new mount and pid namespaces with a private /tmp (unshare, as root). Where the container's
+    # own /tmp has no map, the host's /tmp/perf-HOSTPID.map is read, as perf falls back.
+    script = ("import os, sys, time\n"
+              "if sys.argv[1] == 'own': open(f'/tmp/perf-{os.getpid()}.map', 'w').write('7f0000001000 100 JS:*inside\\n')\n"
               "print(os.getpid(), flush=True)\n"
               "time.sleep(60)\n")
     box = subprocess.Popen(["unshare", "--mount", "--pid", "--fork", "--kill-child", "sh", "-c",
-                            'mount -t tmpfs none /tmp && exec "$0" -c "$1"', sys.executable, script],
+                            'mount -t tmpfs none /tmp && exec "$0" -c "$1" "$2"', sys.executable, script,
+                            "own" if writes_own else "none"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    host_map = None
     try:
         inner = box.stdout.readline().strip()
         if not inner:
@@ -154,9 +158,21 @@ def test_a_containers_map_is_read_from_its_own_tmp_under_its_own_pid(tmp_path):
         with open(f"/proc/{box.pid}/task/{box.pid}/children") as f:
             host_pid = int(f.read().split()[0])  # unshare's forked child: the python3 above
         assert int(inner) != host_pid and not os.path.exists(f"/tmp/perf-{inner}.map")
-        pm = PerfMap(host_pid)
-        assert pm.path == f"/proc/{host_pid}/root/tmp/perf-{inner}.map"
-        assert pm.names([0x7f0000001010, 0x7f0000002000]) == ["JS:*inside", None]
+        own = f"/proc/{host_pid}/root/tmp/perf-{inner}.map"
+        if writes_own:
+            pm = PerfMap(host_pid)
+            assert pm.path == own
+            assert pm.names([0x7f0000001010, 0x7f0000002000]) == ["JS:*inside", None]
+        else:
+            host_map = f"/tmp/perf-{host_pid}.map"
+            assert not os.path.exists(host_map)
+            with open(host_map, "w") as f:
+                f.write("7f0000001000 100 JS:*shared\n")
+            pm = PerfMap(host_pid)
+            assert pm.names([0x7f0000001010, 0x7f0000002000]) == ["JS:*shared", None]
+            assert pm.path == host_map and not os.path.exists(own)
     finally:
         box.kill()
         box.wait(timeout=30)
+        if host_map:
+            os.unlink(host_map)

@@ -27,10 +27,12 @@ from phasescope.sources.modules import fnv1a32
 _TIER = re.compile(r"^(\w+):[~^+*]")  # V8: ~ interpreted, ^ Sparkplug, + Maglev, * TurboFan
 
 
-def perf_map_path(pid: int) -> str:
+def perf_map_paths(pid: int) -> Tuple[str, ...]:
     """Where process ``pid``'s runtime writes its perf map: ``/tmp/perf-PID.map`` (fixed by perf's
     jit-interface, not TMPDIR) as the process sees it. In a container that is its own /tmp (read
-    through ``/proc/PID/root``) and its own pid (the last of ``NStgid``), as perf itself looks."""
+    through ``/proc/PID/root``) and its own pid (the last of ``NStgid``), as perf itself looks; and,
+    where that file is missing, the host's ``/tmp/perf-PID.map`` (perf's fallback: a JIT agent that
+    writes to a /tmp shared with the host, under the host's pid)."""
     ns_pid, root = pid, ""
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -39,7 +41,8 @@ def perf_map_path(pid: int) -> str:
             root = f"/proc/{pid}/root"
     except (OSError, ValueError):  # gone, or not ours to read: where it would be in our namespace
         pass
-    return f"{root}/tmp/perf-{ns_pid}.map"
+    own = f"{root}/tmp/perf-{ns_pid}.map"
+    return (own, f"/tmp/perf-{pid}.map") if root else (own,)
 
 
 def jit_tag(name: str) -> int:
@@ -67,7 +70,8 @@ class PerfMap:
     """One process's perf map, read as it grows (a later entry at an address wins)."""
 
     def __init__(self, pid: int, path: Optional[str] = None):
-        self.path = path or perf_map_path(pid)
+        self._paths = (path,) if path else perf_map_paths(pid)
+        self.path = self._paths[0]  # the file read: the first of _paths that exists
         self._read_at = 0  # bytes of complete lines read so far
         self._starts: List[int] = []  # entries that overlap no other, by start
         self._ends: List[int] = []
@@ -75,9 +79,16 @@ class PerfMap:
         self._arrays = None  # (starts, ends, tags) as uint64 arrays for keys(), built on demand
 
     def _refresh(self) -> None:
-        try:
-            size = os.stat(self.path).st_size
-        except OSError:
+        for path in self._paths:
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                continue
+            if path != self.path:  # the first file missing, a later one there: read that one
+                self.path, self._read_at = path, 0
+                self._starts, self._ends, self._names = [], [], []
+            break
+        else:
             return
         if size == self._read_at:
             return
