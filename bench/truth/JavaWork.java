@@ -2,7 +2,10 @@
 // activity runs Java code the JIT compiles (integer hashing, floating-point sweeps, sorting, string
 // building, hash maps) or an intrinsic (SHA-256) on a worker thread for a budget of its CPU time
 // (/proc/thread-self/stat, 10 ms ticks, as nodework.js), in a random order or a fixed cycle; writes
-// {"activity", "start_ns", "end_ns"} lines to the truth file. Same arguments as nodework.js:
+// {"activity", "start_ns", "end_ns", "start_wall_ns", "end_wall_ns"} lines to the truth file (that CPU
+// time, and the wall clock): the CPU reading counts the kernel's ticks of user and system time, not
+// the sampled windows' clock, so truth_score.place_truth puts the wall-clock stamps on the windows'
+// clock instead, as for nodework.js. Same arguments as nodework.js:
 //   java -cp DIR JavaWork TRUTH ACTIVITIES(comma) random|cycle SECONDS SEED
 import java.io.FileWriter;
 import java.nio.file.Files;
@@ -21,6 +24,12 @@ public class JavaWork {
     static long cpuNs() throws Exception {
         String[] f = new String(Files.readAllBytes(Paths.get("/proc/thread-self/stat"))).split("\\) ")[1].split(" ");
         return (Long.parseLong(f[11]) + Long.parseLong(f[12])) * 10_000_000L;
+    }
+
+    // The wall clock (CLOCK_REALTIME, as the log's window stamps), in ns.
+    static long wallNs() {
+        java.time.Instant t = java.time.Instant.now();
+        return t.getEpochSecond() * 1_000_000_000L + t.getNano();
     }
 
     static final int[] numbers = new int[200000];
@@ -87,10 +96,10 @@ public class JavaWork {
                     name = c[(int) (rand() * c.length)];
                     b = 0.6 + rand() * 2.4;
                 }
-                long t0 = cpuNs();
+                long t0 = cpuNs(), w0 = wallNs();
                 while (cpuNs() - t0 < b * 1e9) sink += work(name);
                 out.write("{\"activity\": \"" + name + "\", \"start_ns\": " + t0 + ", \"end_ns\": "
-                          + cpuNs() + "}\n");
+                          + cpuNs() + ", \"start_wall_ns\": " + w0 + ", \"end_wall_ns\": " + wallNs() + "}\n");
                 last = name;
             }
         }
