@@ -6,7 +6,8 @@ Starts (once) a private PostgreSQL cluster on a Unix socket under ``--cluster`` 
 statements of several kinds (point lookups, range scans, sequential scans, grouping, sorting,
 joins, inserts, updates, regular expressions, JSON) in batches, each kind for a budget of the
 backend's user CPU time, in a random order or a fixed cycle. Writes ``{"activity", "start_ns",
-"end_ns"}`` lines (backend user CPU ns since the attach) to TRUTH; closing the session ends the
+"end_ns", "start_wall_ns", "end_wall_ns"}`` lines (backend user CPU ns since the attach, and the wall
+clock, which truth_score.place_truth puts on the windows' clock) to TRUTH; closing the session ends the
 backend and so the trace, and the cluster is stopped.
 
     pgwork.py TRUTH KINDS(comma) random|cycle SECONDS SEED --cluster DIR -- PHASESCOPE ARGS...
@@ -19,6 +20,7 @@ import random
 import shutil
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from attach import attach, finish, user_ns  # noqa: E402
@@ -124,10 +126,11 @@ def trace(s: Session, a: argparse.Namespace, phasescope: list) -> int:
             else:
                 name = rnd.choice([n for n in names if n != last])
                 budget = rnd.uniform(0.6, 3.0)
-            t0 = user_ns(s.pid)
+            t0, w0 = user_ns(s.pid), time.time_ns()
             while user_ns(s.pid) - t0 < budget * 1e9:
                 s.run(KINDS[name]())
-            out.write(json.dumps({"activity": name, "start_ns": t0 - base, "end_ns": user_ns(s.pid) - base}) + "\n")
+            out.write(json.dumps({"activity": name, "start_ns": t0 - base, "end_ns": user_ns(s.pid) - base,
+                                  "start_wall_ns": w0, "end_wall_ns": time.time_ns()}) + "\n")
             out.flush()
             last, i = name, i + 1
     s.p.stdin.close()

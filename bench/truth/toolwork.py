@@ -3,7 +3,8 @@
 speed -mr`` runs one algorithm after another and announces each on stderr (``+DT:md5:...``,
 ``+DTP:2048:private:rsa:...``) as it starts. The tool is started stopped, phasescope attaches, and
 each announcement is stamped with the tool's user CPU time since the attach (polled every 10 ms):
-TRUTH gets ``{"activity", "start_ns", "end_ns"}`` lines.
+TRUTH gets ``{"activity", "start_ns", "end_ns", "start_wall_ns", "end_wall_ns"}`` lines (the wall
+clock at each announcement too: truth_score.place_truth puts it on the windows' clock).
 
     toolwork.py TRUTH ALGORITHMS(comma) SECONDS_EACH -- PHASESCOPE ARGS...
 """
@@ -14,6 +15,7 @@ import select
 import signal
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from attach import attach, finish, user_ns  # noqa: E402
@@ -54,11 +56,12 @@ def main() -> int:
         for line in lines:
             name = activity(line.decode())
             if name is not None:
+                wall = time.time_ns()
                 if rows:
-                    rows[-1]["end_ns"] = now
-                rows.append({"activity": name, "start_ns": now, "end_ns": now})
+                    rows[-1].update(end_ns=now, end_wall_ns=wall)
+                rows.append({"activity": name, "start_ns": now, "end_ns": now, "start_wall_ns": wall, "end_wall_ns": wall})
     if rows:
-        rows[-1]["end_ns"] = now
+        rows[-1].update(end_ns=now, end_wall_ns=time.time_ns())
     tool.wait(timeout=60)
     with open(truth, "w") as out:
         out.writelines(json.dumps(r) + "\n" for r in rows)

@@ -78,7 +78,7 @@ class Workload:
         if self.kind == "sqlite":
             subprocess.run([sys.executable, os.path.join(HERE, "sqlshell.py"), "truth", stdout_path,
                             self.truth(out_dir)], check=True)
-        if self.kind in ("sqlite", "node", "python", "java"):  # stamped on the wall clock: placed among the windows
+        if self.kind in ("sqlite", "node", "python", "java", "perl", "pg", "tool"):  # stamped on the wall clock: placed among the windows
             place_truth(self.truth(out_dir), os.path.join(out_dir, self.name + ".jsonl"))
 
 
