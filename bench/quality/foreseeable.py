@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Which phase changes any predictor could foretell (issue 28, stop 41): per program of
+"""Which phase changes any predictor could foretell (issue 28, stops 41-42): per program of
 bench/quality/capture.py's logs, under a tracker setting, the phase changes of its threads' live
 label streams and:
 
@@ -14,7 +14,12 @@ label streams and:
 - ``hindsight``: the same for (phase, run length) with its counts over the whole stream known in
   advance: a ceiling for any predictor that maps (phase, run length) to one next phase.
 
+``--cyclic LOG...`` (a fixed cycle with its truth beside it, NAME.truth.jsonl): the same shares of
+the main thread's changes near a true change (those ``foretold`` is scored on,
+bench/truth/truth_score.py), with ``online`` and ``hindsight`` as the share of them foretold.
+
     python3 bench/quality/foreseeable.py DIR [DIR...] [--config default] [--half tune|held-out|all]
+        [--cyclic LOG...]
 """
 
 from __future__ import annotations
@@ -28,13 +33,17 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from predictions import intervals_of, phases  # noqa: E402  (sets up the paths)
+from predictions import intervals_of, main_thread, phases  # noqa: E402  (sets up the paths)
 import programs  # noqa: E402
 from run import tracker_config  # noqa: E402
+from truth_score import changes_near_truth, read_truth  # noqa: E402
 
 from phasescope.engine.predictors import run_key  # noqa: E402
 
 DEPTH = 3
+HEAD = ("| {what} | changes | new phase | seen: phase | seen: (phase, run) | seen: 3 runs before too "
+        "| online: (phase, run) | online: 3 runs before | hindsight: (phase, run) |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 
 
 def contexts(stream: list) -> list:
@@ -51,67 +60,90 @@ def contexts(stream: list) -> list:
     return out
 
 
-def net(stream: list, keys: list, hindsight: bool) -> int:
-    """Mispredictions saved against last-phase by naming each context's most frequent next phase
-    (so far, or over the whole stream) where it beat the run going on."""
-    counts, saved = defaultdict(Counter), 0
+def claims(stream: list, keys: list, hindsight: bool) -> list:
+    """Per interval but the last, the change named by each context's most frequent next phase (so
+    far, or over the whole stream) where it beat the run going on; the interval's own phase: none."""
+    counts, out = defaultdict(Counter), []
     if hindsight:
         for k, nxt in zip(keys, stream[1:]):
             counts[k][nxt] += 1
     for k, p, nxt in zip(keys, stream, stream[1:]):
         c = counts[k]
         to = max(c, key=c.get) if c else p
-        if to != p and c[to] > c[p]:
-            saved += 1 if nxt == to else -1 if nxt == p else 0
+        out.append(to if to != p and c[to] > c[p] else p)
         if not hindsight:
             c[nxt] += 1
-    return saved
+    return out
 
 
-def figures(labels: np.ndarray, threads: np.ndarray) -> dict:
+def stream_figures(s: list, counted=None) -> Counter:
+    """The shares' counts over one thread's stream ``s``; ``counted``: the indices of the changes to
+    count (``s[i] != s[i - 1]``; default: all), whose online and hindsight figures are then the
+    changes foretold rather than the mispredictions saved."""
+    f = Counter()
+    ctx = contexts(s)
+    short, long_ = [c[0] for c in ctx], [c[1] for c in ctx]
+    named = {"online_short": claims(s, short, False), "online_long": claims(s, long_, False),
+             "hindsight_short": claims(s, short, True)}
+    seen, followed = set(), defaultdict(set)
+    for i, (p, nxt) in enumerate(zip(s, s[1:])):
+        seen.add(p)
+        keys = {"short": short[i], "long": long_[i], "phase": (p,)}
+        if nxt != p and (counted is None or i + 1 in counted):
+            f["changes"] += 1
+            f["new"] += nxt not in seen
+            for name, k in keys.items():
+                f["seen_" + name] += nxt in followed[name, k]
+            if counted is not None:
+                for name, to in named.items():
+                    f[name] += to[i] == nxt
+        for name, k in keys.items():
+            followed[name, k].add(nxt)
+    if counted is None:  # mispredictions saved: +1 per change foretold, -1 per claim the run outlived
+        for name, to in named.items():
+            f[name] += sum((t == nxt) - (nxt == p) for t, p, nxt in zip(to, s, s[1:]) if t != p)
+    return f
+
+
+def figures(labels: np.ndarray, threads: np.ndarray) -> Counter:
     f = Counter()
     for t in np.unique(threads):
-        s = labels[threads == t].tolist()
-        ctx = contexts(s)
-        short, long_ = [c[0] for c in ctx], [c[1] for c in ctx]
-        seen, followed = set(), defaultdict(set)
-        for i, (p, nxt) in enumerate(zip(s, s[1:])):
-            seen.add(p)
-            keys = {"short": short[i], "long": long_[i], "phase": (p,)}
-            if nxt != p:
-                f["changes"] += 1
-                f["new"] += nxt not in seen
-                for name, k in keys.items():
-                    f["seen_" + name] += nxt in followed[name, k]
-            for name, k in keys.items():
-                followed[name, k].add(nxt)
-        f["online_short"] += net(s, short, False)
-        f["online_long"] += net(s, long_, False)
-        f["hindsight_short"] += net(s, short, True)
+        f.update(stream_figures(labels[threads == t].tolist()))  # update, not +=: a saving may be negative
     return f
+
+
+def row(what: str, f: Counter) -> str:
+    n = f["changes"]
+    pct = lambda a: f"{100 * a / n:.0f}%" if n else "-"
+    return (f"| {what} | {n} | {pct(f['new'])} | {pct(f['seen_phase'])} | {pct(f['seen_short'])} "
+            f"| {pct(f['seen_long'])} | {pct(f['online_short'])} | {pct(f['online_long'])} "
+            f"| {pct(f['hindsight_short'])} |")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("dirs", nargs="+", help="directories of bench/quality/capture.py's logs")
+    ap.add_argument("dirs", nargs="*", help="directories of bench/quality/capture.py's logs")
     ap.add_argument("--config", default="default", help="a setting of bench/quality/run.py")
     ap.add_argument("--half", default="tune", choices=("tune", "held-out", "all"))
+    ap.add_argument("--cyclic", nargs="*", default=[], metavar="LOG", help="logs of a fixed cycle of activities, "
+                    "each with its truth beside it (NAME.truth.jsonl): their changes near a true change")
     args = ap.parse_args()
-    pct = lambda a, b: f"{100 * a / b:.0f}%" if b else "-"
-    print("| program | changes | new phase | seen: phase | seen: (phase, run) | seen: 3 runs before too "
-          "| online: (phase, run) | online: 3 runs before | hindsight: (phase, run) |\n"
-          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    config = tracker_config(args.config, 10_000_000)
+    if args.dirs:
+        print(HEAD.format(what="program"))
     for name, (_, half) in programs.PROGRAMS.items():
         logs = [os.path.join(d, name + ".jsonl") for d in args.dirs if os.path.exists(os.path.join(d, name + ".jsonl"))]
         if not logs or args.half not in ("all", half):
             continue
         ivs = intervals_of(logs[0])
-        threads = np.array([iv.thread for iv in ivs])
-        f = figures(phases(ivs, tracker_config(args.config, 10_000_000)), threads)
-        n = f["changes"]
-        print(f"| {name} | {n} | {pct(f['new'], n)} | {pct(f['seen_phase'], n)} | {pct(f['seen_short'], n)} "
-              f"| {pct(f['seen_long'], n)} | {pct(f['online_short'], n)} | {pct(f['online_long'], n)} "
-              f"| {pct(f['hindsight_short'], n)} |")
+        print(row(name, figures(phases(ivs, config), np.array([iv.thread for iv in ivs]))))
+    if args.cyclic:
+        print("\n" + HEAD.format(what="cycle (changes near a true change)"))
+    for log in args.cyclic:
+        ivs = intervals_of(log)
+        cpu, labels = main_thread(ivs, phases(ivs, config))
+        near = set(changes_near_truth(cpu, labels, read_truth(programs.truth_path(log))))
+        print(row(os.path.basename(log), stream_figures(labels.tolist(), near)))
     return 0
 
 
