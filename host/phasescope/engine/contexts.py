@@ -22,7 +22,7 @@ from phasescope.engine.predictors import LruTable, run_key
 
 
 class RunContexts:
-    DEPTH = 3  # runs before the current one in the longest context (1, 2, 4: docs/quality.md)
+    DEPTH = 3  # runs before the current one in the longest context (1-5: docs/quality.md, stops 41-42)
     UNSEEN = 0.5
     MAX = 7
 
