@@ -18,7 +18,7 @@ def test_demo_dashboard_at_80x24(tmux):
     screen = t.wait_for(r"P[3-9]\b")
     lines = screen.splitlines()
     assert len(lines) <= 24 and all(len(line) <= 80 for line in lines)
-    for heading in ("phasescope", "threads", "footprints", "phases", "cycle *", "last phase", "RLE Markov"):
+    for heading in ("phasescope", "threads", "footprints", "phases", "context *", "last phase", "RLE Markov"):
         assert heading in screen, heading
     assert re.search(r"\d\d:\d\d:\d\d #\d+ \d+ P\d+→P\d+", screen), screen  # the last phase changes
     assert re.search(r"intervals \d+ \([\d.]+/s\)", screen)

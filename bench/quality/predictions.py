@@ -72,6 +72,13 @@ def phases(intervals, config) -> np.ndarray:
     return np.array([m.phase for m in tracker.classify_many(fps, None, np.array([iv.thread for iv in intervals]))])
 
 
+def main_thread(intervals: list, labels: np.ndarray) -> tuple:
+    """(CPU time per interval, labels) of the thread with the most intervals (a cycle's workload thread)."""
+    threads = np.array([iv.thread for iv in intervals])
+    main = threads == np.bincount(threads - threads.min()).argmax() + threads.min()
+    return np.array([iv.cpu_ns or 0 for iv in intervals], float)[main], labels[main]
+
+
 def fmt(x):
     return "-" if x is None else f"{100 * x:.0f}%"
 
@@ -129,15 +136,12 @@ def main() -> int:
     configs, names = args.configs.split(","), args.shown.split(",")
     program_tables(args.dir, configs, names)
     for log in args.cyclic:
-        ivs = [iv for iv in merge_intervals(read_log(log), 10_000_000) if iv.instructions]
-        threads = np.array([iv.thread for iv in ivs])
-        main = threads == np.bincount(threads - threads.min()).argmax() + threads.min()
-        cpu = np.array([iv.cpu_ns or 0 for iv in ivs], float)[main]
+        ivs = intervals_of(log)
         truth = read_truth(programs.truth_path(log))
         for c in configs:
-            labels = phases(ivs, tracker_config(c, 10_000_000))
+            cpu, labels = main_thread(ivs, phases(ivs, tracker_config(c, 10_000_000)))
             for n in names:
-                s = score_stream(cpu, labels[main], shown(labels[main], threads[main], n), truth)
+                s = score_stream(cpu, labels, shown(labels, np.zeros(len(labels), int), n), truth)
                 print(f"{os.path.basename(log)} `{c}` `{n}`: {s['live_changes']} phase changes, "
                       f"{s['true_changes']} true; foretold {fmt(s['foretold'])}, detected {fmt(s['detected'])}, "
                       f"truth ARI {s['ari']:.2f}")

@@ -2,6 +2,10 @@
 """The shown prediction of several predictors on recorded truth logs (bench/truth/run.py's): for
 each workload, last-phase's next-window accuracy, and each predictor's changes foretold and
 accuracy when it is the one shown (``--shown-prediction NAME``), scored as run.py scores them.
+Then the bound on the changes foretold (issue 27, stop 42): of the live changes near a true change,
+the share into a phase never seen before, and the share whose next phase had followed the current
+phase before, which bounds what any predictor that names a known successor foretells
+(bench/foresight.py).
 
     python3 bench/truth/shown.py --dir DIR --only NAME,... [--shown measured,order_length]
 """
@@ -15,7 +19,11 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import run  # noqa: E402  (puts the host package on the path)
+from truth_score import changes_near_truth  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
+
+sys.path.insert(0, os.path.join(HERE, ".."))
+from foresight import stream_figures  # noqa: E402
 
 
 def main() -> int:
@@ -40,7 +48,11 @@ def main() -> int:
             s = run.score_stream(cpu, phases, predictions, truth, live)
             foretold = "-" if s["foretold"] is None else f"{s['foretold']:.2f}"
             cells.append(f"{name}: foretold {foretold}, accuracy {s['shown_acc']:.3f}")
-        print(f"{w.name}: last-phase {s['last_acc']:.3f}; " + "; ".join(cells), flush=True)
+        near = changes_near_truth(cpu, live, truth)
+        f = stream_figures(live.tolist(), set(near))
+        bound = (f"; of {f['changes']} changes near a true change, {f['new']} into new phases, "
+                 f"{f['seen_phase']} to a known successor" if f["changes"] else "")
+        print(f"{w.name}: last-phase {s['last_acc']:.3f}; " + "; ".join(cells) + bound, flush=True)
     return 0
 
 

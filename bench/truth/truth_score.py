@@ -107,6 +107,22 @@ def lost_cpu(seqs: np.ndarray, cpu_ns: np.ndarray, around: int = 8) -> np.ndarra
     return np.maximum(missing, 0) * local
 
 
+def true_bounds(truth: List[tuple]) -> np.ndarray:
+    """The truth's activity changes: the start of each segment whose activity differs from the one before."""
+    return np.array([truth[i][1] for i in range(1, len(truth)) if truth[i][0] != truth[i - 1][0]], np.float64)
+
+
+def changes_near_truth(cpu_ns: np.ndarray, stream: np.ndarray, truth: List[tuple],
+                       lost: Optional[np.ndarray] = None) -> List[int]:
+    """Indices ``i`` of one thread's windows where ``stream`` changes (``stream[i] != stream[i - 1]``)
+    near a true change: from a window before it to ``LATENCY_NS`` after (the changes ``foretold``
+    is scored on)."""
+    start, end = window_span(cpu_ns, truth, lost)
+    bounds, window = true_bounds(truth), float(np.median(end - start)) if len(cpu_ns) else 0.0
+    to = np.nonzero(stream[1:] != stream[:-1])[0] + 1
+    return [int(i) for i in to if np.any((start[i] >= bounds - window) & (start[i] <= bounds + LATENCY_NS))]
+
+
 def score_stream(cpu_ns: np.ndarray, phases: np.ndarray, predictions: np.ndarray, truth: List[tuple],
                  live: Optional[np.ndarray] = None, lost: Optional[np.ndarray] = None) -> dict:
     """``cpu_ns``, ``phases`` (as the log settles them), ``predictions``: per window of one thread,
@@ -124,25 +140,19 @@ def score_stream(cpu_ns: np.ndarray, phases: np.ndarray, predictions: np.ndarray
            "phases": len(set(ph.tolist())),
            "ari": float(adjusted_rand_score(labels, ph)), "v_measure": float(v_measure_score(labels, ph))}
     # changes: true boundaries (activity differs) vs live changes at window boundaries
-    bounds = np.array([truth[i][1] for i in range(1, len(truth)) if truth[i][0] != truth[i - 1][0]], np.float64)
+    bounds = true_bounds(truth)
     window = float(np.median(end - start)) if len(cpu_ns) else 0.0
     near = lambda t: np.any((t >= bounds - window) & (t <= bounds + LATENCY_NS))
     inside = lambda t: t > truth[0][1] + LATENCY_NS  # changes in and out of start-up are in no activity
 
-    def changes(stream):
-        """CPU position of each change at a window boundary, and those near a true change (by index)."""
-        at = start[1:][stream[1:] != stream[:-1]]
-        to = np.nonzero(stream[1:] != stream[:-1])[0] + 1
-        return at, [i for i, t in zip(to, at) if near(t)]
-
     live = phases if live is None else live
-    change_at, _ = changes(phases)
+    change_at = start[1:][phases[1:] != phases[:-1]]
     detected = sum(1 for b in bounds if np.any((change_at >= b - window) & (change_at <= b + LATENCY_NS)))
     false = sum(1 for t in change_at if inside(t) and not near(t))
     span = truth[-1][2] - truth[0][1]
     out.update(detected=detected / len(bounds) if len(bounds) else None, true_changes=len(bounds),
                false_per_10s=false / (span / 1e10), live_changes=len(change_at))
-    _, live_true = changes(live)
+    live_true = changes_near_truth(cpu_ns, live, truth, lost)
     out["foretold"] = (sum(1 for i in live_true if predictions[i - 1] == live[i]) / len(live_true)
                        if live_true else None)
     out.update(prediction_scores(live, predictions))

@@ -28,14 +28,17 @@ CALIBRATE_ON = ("gap", "nearest", "kmeans")  # what a calibrated threshold measu
 
 PREDICTORS = ("rle_markov", "last_phase", "markov1", "markov2", "rle_markov_q", "duration", "gpht", "hybrid",
               "gated", "measured", "order_length", "cycle", "context")
-#: The prediction shown by default: ``cycle``, the change a recurring order claims where its
-#: claims have held, else ``measured``'s, which shows a change only where it has been right more
-#: often than "no change" (issue 27). The hybrid before them (74.6% overall against last-phase's
-#: 73.0% on bench/quality/run.py) lost 3-9 points to last-phase on sampled workloads; ``measured``
-#: alone foretold 18-50% of the truth cycles' changes, ``cycle`` 59-77% (docs/quality.md). In exact
-#: mode the changes of ``measured`` or ``hybrid`` are shown once earned in their phase (issue 28:
-#: ``measured`` alone made more mispredictions than last-phase on xz and zstd).
-PRIMARY = "cycle"
+#: The prediction shown by default: ``context``. On the page tracker's streams (sampled mode) it is
+#: ``cycle``, the change a recurring order claims where its claims have held, else ``measured``'s,
+#: which shows a change only where it has been right more often than "no change" (issue 27). The
+#: hybrid before them (74.6% overall against last-phase's 73.0% on bench/quality/run.py) lost 3-9
+#: points to last-phase on sampled workloads; ``measured`` alone foretold 18-50% of the truth
+#: cycles' changes, ``cycle`` 59-77% (docs/quality.md). In exact mode the changes of ``measured``,
+#: ``hybrid`` or the runs before (a majority next phase, while its proposals hold) are shown once
+#: earned in their phase (issue 28: ``measured`` alone made more mispredictions than last-phase on
+#: xz and zstd; the runs before foretell 70% and 58% of two fixed cycles' changes, ``cycle`` 64%
+#: and 47%, stop 42).
+PRIMARY = "context"
 
 MODES = ("fixed", "variable", "qphase")
 

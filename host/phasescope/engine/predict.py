@@ -16,16 +16,17 @@ own (``hybrid``, ``gated``, ``measured``, ``order_length``, ``cycle``, ``context
 - ``order_length``: the phase order and the run lengths learned apart, a change claimed where both
   speak and shown once claims of its kind have been right more often than not
   (:class:`phasescope.engine.predictors.OrderLength`).
-- ``cycle`` (the default): on the page tracker's streams (sampled mode), the next phase of a
+- ``cycle``: on the page tracker's streams (sampled mode), the next phase of a
   recurring order, claimed within the lengths seen once such claims have held
   (:class:`phasescope.engine.predictors.Periodic`), else ``measured``'s. In exact mode (on
   exact-mode logs the claims lost to last-phase on bc and gzip: docs/quality.md), the change of
   ``measured`` or ``hybrid`` once the changes that one proposed in the same phase have beaten "no
   change" there (:class:`phasescope.engine.predictors.ChangeGate`; the one that has earned more,
   ``measured`` on a tie), else "no change".
-- ``context``: ``cycle``, and in exact mode a third gated proposer, the phase that most often
-  followed the same phase and run length after the same runs before
-  (:class:`phasescope.engine.contexts.RunContexts`; docs/quality.md, stop 41).
+- ``context`` (the default): ``cycle``, and in exact mode a third gated proposer, the phase that
+  came more than half the times after the same phase and run length after the same runs before,
+  while its proposals hold (:class:`phasescope.engine.contexts.RunContexts`; docs/quality.md,
+  stops 41-42).
 
 Every predictor runs and is scored on every interval; one is shown (``PredictorConfig.shown``,
 ``--shown-prediction``; ``rle_markov`` is the paper's, bit for bit), with a confidence (0..1) and

@@ -86,7 +86,7 @@ CHANGES = 64
 LABELS = {"rle_markov": "RLE Markov", "last_phase": "last phase", "markov1": "Markov-1", "markov2": "Markov-2",
           "rle_markov_q": "RLE Markov (log2 runs)", "duration": "next + duration", "gpht": "GPHT",
           "hybrid": "hybrid", "gated": "RLE Markov (confirmed)", "measured": "measured",
-          "order_length": "order + length", "cycle": "cycle", "context": "cycle + run contexts"}
+          "order_length": "order + length", "cycle": "cycle", "context": "context"}
 
 
 def short_name(name: str) -> str:
