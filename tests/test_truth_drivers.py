@@ -122,4 +122,6 @@ def test_openssl_speed_attached_with_its_algorithms_as_truth(tmp_path):
     assert [r["activity"] for r in rows] == ["md5", "sha256"]
     assert rows[0]["start_ns"] == 0 and rows[0]["end_ns"] == rows[1]["start_ns"] <= rows[1]["end_ns"]
     assert rows[1]["end_ns"] > 0  # the tool's CPU time since the attach
+    # and the wall clock at each announcement, which truth_score.place_truth puts among the windows
+    assert rows[0]["start_wall_ns"] <= rows[0]["end_wall_ns"] == rows[1]["start_wall_ns"] < rows[1]["end_wall_ns"]
     assert log.read_text().count("\n") >= 1  # windows of the attached tool
