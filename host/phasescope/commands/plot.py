@@ -30,14 +30,14 @@ class PlotCommand(Command):
         add_engine_options(p)
 
     def run(self, args) -> int:
-        try:
-            importlib.import_module("matplotlib")
-        except ImportError:
-            raise InputError("plot needs matplotlib: pip install 'phasescope[plot]' (or matplotlib>=3.7)") from None
         from phasescope.formats.log import read_log
         from phasescope.view.plot import check_output, plot_log
+        first = next(read_log(args.log), None)  # a log that cannot be read is said before the import
+        try:
+            importlib.import_module("matplotlib")  # about 1 s of CPU
+        except ImportError:
+            raise InputError("plot needs matplotlib: pip install 'phasescope[plot]' (or matplotlib>=3.7)") from None
         check_output(args.output)
-        first = next(read_log(args.log), None)
         sampled = first is not None and first.mode == "sampled"
         config = engine_config_from_args(args, interval_default=None, preset_default="sampled" if sampled else "default")
         info = plot_log(args.log, args.output, config, args.title)
