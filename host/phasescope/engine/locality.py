@@ -119,26 +119,30 @@ def previous_occurrences(blocks: np.ndarray) -> np.ndarray:
     return prev
 
 
-#: positions per slice of a wavelet level (int64 temporaries of 256 KiB each stay in cache)
+#: positions per slice of a wavelet level (its int64 work arrays of 256 KiB each stay in cache)
 CHUNK_BITS = 15
 
 
-def _wavelet_level(packed: np.ndarray, x0: int, b: int, ones: int, out: np.ndarray) -> int:
+def _wavelet_level(packed: np.ndarray, x0: int, b: int, ones: int, out: np.ndarray, work: list) -> int:
     """Bit ``b`` of :func:`smaller_before_permutation` for the elements ``packed`` (value << 32 | count)
     at positions x0, x0+1, ... of the level's order, ``ones`` being the ones of bit b before x0:
     adds to each one the zeros before it in its group, scatters every element to its position in
-    the next level's order (``out``, same positions) and returns the ones up to the last element."""
-    x = np.arange(x0, x0 + len(packed), dtype=np.int64)
-    bit = packed >> (32 + b)
+    the next level's order (``out``, same positions) and returns the ones up to the last element.
+    ``work``: 0, 1, 2, ... and five arrays to write, as long as ``packed`` at least (allocated once:
+    arrays of 128 KiB and more are mapped and unmapped by malloc at each use)."""
+    n = len(packed)
+    positions, x, bit, co, before, count = (w[:n] for w in work)
+    np.add(positions, x0, out=x)
+    np.right_shift(packed, 32 + b, out=bit)
     bit &= 1
-    co = np.cumsum(bit)  # ones up to and including each element
+    np.cumsum(bit, out=co)  # ones up to and including each element
     if ones:
         co += ones
     ones = int(co[-1])
-    before = x >> (b + 1)  # zeros in the groups before the element's group (each has 2^b)
+    np.right_shift(x, b + 1, out=before)  # zeros in the groups before the element's (each has 2^b)
     before <<= b
     x -= co  # zeros before the element in all groups, one fewer if it is a one
-    count = x - before
+    np.subtract(x, before, out=count)
     count += 1
     count *= bit  # a one is larger than every earlier zero of its group
     count += packed
@@ -166,15 +170,17 @@ def smaller_before_permutation(r: np.ndarray, chunk_bits: int = CHUNK_BITS) -> n
     local = min(levels, chunk_bits)
     packed = np.asarray(r, np.int64) << 32  # value in the high half, count in the low half
     out = np.empty_like(packed)
+    size = min(chunk, m)
+    work = [np.arange(size, dtype=np.int64)] + [np.empty(size, np.int64) for _ in range(5)]
     for b in range(levels - 1, local - 1, -1):  # groups larger than a slice: slice by slice
         ones = 0
         for s in range(0, m, chunk):
-            ones = _wavelet_level(packed[s:s + chunk], s, b, ones, out)
+            ones = _wavelet_level(packed[s:s + chunk], s, b, ones, out, work)
         packed, out = out, packed
     for s in range(0, m, chunk):  # each slice is whole groups now: its remaining bits in cache
         p, o = packed[s:s + chunk], out[s:s + chunk]
         for b in range(local - 1, -1, -1):
-            _wavelet_level(p, 0, b, 0, o)
+            _wavelet_level(p, 0, b, 0, o, work)
             p, o = o, p
         if local & 1:
             packed[s:s + chunk] = p
