@@ -14,10 +14,10 @@ from phasescope.engine.locality import (
     COLD,
     HIST_BINS,
     PhaseLocality,
-    count_smaller_before,
     exact_miss_rates,
     log2_histogram,
     reuse_distances,
+    smaller_before_permutation,
     window_estimates,
 )
 
@@ -102,12 +102,22 @@ def test_reuse_distances_match_brute_force_any_block_numbers(trace):
     assert reuse_distances(blocks).tolist() == brute_distances(trace).tolist()
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(0, 300), max_size=150))
-def test_count_smaller_before_matches_brute_force(values):
-    v = np.array(values, np.int64)
-    expected = [sum(1 for j in range(i) if values[j] < values[i]) for i in range(len(values))]
-    assert count_smaller_before(v).tolist() == expected
+def brute_smaller_before(r):
+    return np.tril(r[None, :] < r[:, None], -1).sum(1)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.integers(0, 150).flatmap(lambda m: st.permutations(range(m))), st.integers(2, 8))
+def test_smaller_before_permutation_matches_brute_force(perm, chunk_bits):
+    # Any permutation of 0..m-1, sliced small or not: slices of 4 values up to one slice for all (256).
+    r = np.array(perm, np.int64)
+    assert np.array_equal(smaller_before_permutation(r, chunk_bits), brute_smaller_before(r))
+
+
+@pytest.mark.parametrize("m", [2047, 2048, 2049, 3000])
+def test_smaller_before_permutation_many_slices(m):
+    r = np.random.default_rng(m).permutation(m)
+    assert np.array_equal(smaller_before_permutation(r, 4), brute_smaller_before(r))
 
 
 @pytest.mark.parametrize("n,alphabet", [(0, 1), (1, 1), (2, 1), (700, 1), (700, 2), (900, 30),

@@ -175,5 +175,6 @@ def test_score_cli_against_itself(tmp_path):
 def test_missing_sklearn_is_one_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "sklearn", None)
     monkeypatch.setitem(sys.modules, "sklearn.cluster", None)
-    with pytest.raises(InputError, match=r"needs scikit-learn: pip install 'phasescope\[quality\]'"):
-        simpoint.cluster(np.zeros((3, 2)))
+    for call in (lambda: simpoint.cluster(np.zeros((3, 2))), simpoint.require_sklearn):
+        with pytest.raises(InputError, match=r"needs scikit-learn: pip install 'phasescope\[quality\]'"):
+            call()

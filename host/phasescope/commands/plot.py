@@ -6,7 +6,6 @@ Needs matplotlib (``pip install 'phasescope[plot]'``); without it, one line and 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
 from phasescope.commands.options import add_engine_options, engine_config_from_args
@@ -30,14 +29,13 @@ class PlotCommand(Command):
         add_engine_options(p)
 
     def run(self, args) -> int:
-        try:
-            importlib.import_module("matplotlib")
-        except ImportError:
-            raise InputError("plot needs matplotlib: pip install 'phasescope[plot]' (or matplotlib>=3.7)") from None
         from phasescope.formats.log import read_log
         from phasescope.view.plot import check_output, plot_log
-        check_output(args.output)
-        first = next(read_log(args.log), None)
+        first = next(read_log(args.log), None)  # a log that cannot be read is said before the import
+        try:
+            check_output(args.output)  # imports matplotlib (about 1 s of CPU) once the names are checked
+        except ImportError:
+            raise InputError("plot needs matplotlib: pip install 'phasescope[plot]' (or matplotlib>=3.7)") from None
         sampled = first is not None and first.mode == "sampled"
         config = engine_config_from_args(args, interval_default=None, preset_default="sampled" if sampled else "default")
         info = plot_log(args.log, args.output, config, args.title)

@@ -42,7 +42,7 @@ def check_reference_options(args) -> None:
 
 
 def build_reference(path: str, args, fmt: str = "auto", interval=None) -> simpoint.Reference:
-    simpoint._kmeans_class()  # fail before reading a large file
+    simpoint.require_sklearn()  # fail before reading a large file
     fmt = detect_format(path) if fmt == "auto" else fmt
     stream = read_log(path) if fmt == "log" else read_bb(path)
     if interval is not None:

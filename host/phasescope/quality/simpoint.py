@@ -20,6 +20,7 @@ scikit-learn is an optional extra (``pip install 'phasescope[quality]'``); witho
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
@@ -103,11 +104,21 @@ def choose_k(scores: Sequence[float], fraction: float = BIC_FRACTION) -> int:
     return int(np.nonzero(finite & (s >= goal - 1e-9 * max(1.0, abs(goal))))[0][0]) + 1
 
 
+NEEDS_SKLEARN = "the offline reference needs scikit-learn: pip install 'phasescope[quality]'"
+
+
+def require_sklearn() -> None:
+    """InputError unless scikit-learn is installed: found, not imported (the import takes 1-2 s of
+    CPU, spent only when there is something to cluster)."""
+    if importlib.util.find_spec("sklearn") is None:
+        raise InputError(NEEDS_SKLEARN)
+
+
 def _kmeans_class():
     try:
         from sklearn.cluster import KMeans
     except ImportError:
-        raise InputError("the offline reference needs scikit-learn: pip install 'phasescope[quality]'") from None
+        raise InputError(NEEDS_SKLEARN) from None
     return KMeans
 
 

@@ -84,11 +84,11 @@ def footprints(path: str, config: EngineConfig, rows: int = HEAT_ROWS):
 
 def check_output(out: str) -> None:
     """InputError unless ``out`` names a file of a format matplotlib writes (by its extension)."""
+    if os.path.isdir(out):
+        raise InputError(f"-o {out}: is a directory; give a file name, e.g. {os.path.join(out, 'phases.png')}")
     import matplotlib
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
-    if os.path.isdir(out):
-        raise InputError(f"-o {out}: is a directory; give a file name, e.g. {os.path.join(out, 'phases.png')}")
     kinds = Figure().canvas.get_supported_filetypes()
     ext = os.path.splitext(out)[1].lower().lstrip(".")
     if ext not in kinds:
