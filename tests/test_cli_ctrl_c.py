@@ -137,7 +137,18 @@ def test_ctrl_c_ends_bench_at_once_with_its_runs(tmux, build):
     final = t.wait_for(r"EXIT=\d+", timeout=60)
     assert "EXIT=130" in final and "interrupted" in final and "native" not in final, final  # no table
     assert time.monotonic() - started < 20
-    assert not _running(exe), "runs left behind"
+    left = _running(exe)
+    assert not left, ("runs left behind", [_status(pid) for pid in left])  # seen once at load 8-10
+
+
+def _status(pid: int) -> str:
+    """The state, parent and signal masks of ``pid`` (what a process left behind was doing)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return " ".join(line.strip() for line in f if line.split(":")[0] in ("State", "PPid", "TracerPid",
+                                                                             "SigPnd", "ShdPnd", "SigBlk"))
+    except OSError:
+        return f"{pid} gone"
 
 
 def _running(exe: str) -> list:
