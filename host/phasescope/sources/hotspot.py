@@ -6,10 +6,10 @@ land on other raw addresses each time it comes back, and the page tracker sees a
 sample in an nmethod is keyed by the Java method it runs, as exact mode keys it (agent/jit_keys.c):
 the method of the innermost scope of the nmethod's first debug point (PcDesc) after the sampled
 instruction, so code inlined into a caller counts as its own method's. Where that point has no
-scope (an OSR nmethod's entry, an exception point) or there is none, the last point at or before
-the instruction is taken instead (on JavaWork, an OSR compile's hot loop lies between a scoped
-point and one without a scope: keyed by the method alone, it took a key of its own); where
-neither has a scope, the nmethod's own ``_method``. Everything is read through ``/proc/PID/mem`` (as root) with offsets from
+scope, or there is none, the last point at or before the instruction is taken instead (on
+JavaWork, an OSR compile's hot loop lies between a scoped point and one without a scope: keyed by
+the nmethod's method alone, it took a key of its own); where neither has a scope, the nmethod's
+own ``_method``. Everything is read through ``/proc/PID/mem`` (as root) with offsets from
 HotSpot's VMStructs tables (``gHotSpotVMStructs``, ``gHotSpotVMTypes`` and their layout words, in
 libjvm.so's dynamic symbols), as the serviceability agent reads a JVM:
 
