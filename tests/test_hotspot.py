@@ -47,14 +47,16 @@ def test_compressed_ints_read_as_hotspot_writes_them():
 def test_a_pc_takes_the_method_of_the_innermost_scope_of_the_next_debug_point():
     # metadata: two Method* words; scope data after it: at 1, sender 0 (the root), method index 2
     # (the second word), bci 8; at 4, sender 1 (inlined), index 1, bci 9. Debug points at code
-    # offsets 0x10, 0x20, 0x30 with scopes at 1, 4 and 0 (none).
+    # offsets 0x10, 0x20, 0x30, 0x40 with scopes at 1, 0 (none), 4 and 0.
     scopes = struct.pack("<QQ", 0x7000, 0x7100) + bytes([0, 0, 2, 8, 1, 1, 9])
-    blob = _Blob((64, 1), code=0x1000, method=0x6000, pc_offsets=[0x10, 0x20, 0x30], decodes=[1, 4, 0],
+    blob = _Blob((64, 1), code=0x1000, method=0x6000, pc_offsets=[0x10, 0x20, 0x30, 0x40], decodes=[1, 0, 4, 0],
                  scopes=scopes, scope_at=16)
-    # the first point past the PC; past the last, or no scope: the nmethod's own method. The
-    # bytecode index (+1, as HotSpot writes it) is kept for the root scope's code only (sender 0).
-    assert [blob.place_at(0x1000 + off) for off in (0x0, 0x10, 0x1f, 0x2f, 0x30)] == [
-        (0x7100, 8), (0x7000, 0), (0x7000, 0), (0x6000, 0), (0x6000, 0)]
+    # the first point past the PC; where it has no scope (or there is none), the last point at or
+    # before the PC; where neither has one, the nmethod's own method. The bytecode index (+1, as
+    # HotSpot writes it) is kept for the root scope's code only (sender 0).
+    assert [blob.place_at(0x1000 + off) for off in (0x0, 0x10, 0x1f, 0x20, 0x2f, 0x30, 0x3f, 0x40, 0x80)] == [
+        (0x7100, 8), (0x7100, 8), (0x7100, 8), (0x7000, 0), (0x7000, 0), (0x7000, 0), (0x7000, 0),
+        (0x6000, 0), (0x6000, 0)]
 
 
 def test_symbol_values_finds_data_and_function_symbols_in_libc():

@@ -5,8 +5,11 @@ at other code-cache addresses, and writes no perf map by default: a Java activit
 land on other raw addresses each time it comes back, and the page tracker sees a new phase. So a
 sample in an nmethod is keyed by the Java method it runs, as exact mode keys it (agent/jit_keys.c):
 the method of the innermost scope of the nmethod's first debug point (PcDesc) after the sampled
-instruction, so code inlined into a caller counts as its own method's; where there is none, the
-nmethod's own ``_method``. Everything is read through ``/proc/PID/mem`` (as root) with offsets from
+instruction, so code inlined into a caller counts as its own method's. Where that point has no
+scope, or there is none, the last point at or before the instruction is taken instead (on
+JavaWork, an OSR compile's hot loop lies between a scoped point and one without a scope: keyed by
+the nmethod's method alone, it took a key of its own); where neither has a scope, the nmethod's
+own ``_method``. Everything is read through ``/proc/PID/mem`` (as root) with offsets from
 HotSpot's VMStructs tables (``gHotSpotVMStructs``, ``gHotSpotVMTypes`` and their layout words, in
 libjvm.so's dynamic symbols), as the serviceability agent reads a JVM:
 
@@ -26,7 +29,10 @@ method's own code (its debug point's scope is the nmethod's root) the key's low 
 point's bytecode index << 12, a page of its own: two loops of one method (JavaWork's ``ints`` and
 ``floats``, both in ``work``) stay apart, as their addresses kept them before; code inlined from
 another method has its method alone (each tier inlines and places debug points differently).
-On the tuning workloads this beat the method alone (docs/quality.md).
+On the tuning workloads this beat the method alone (docs/quality.md). C2's counted loops carry
+no debug point at all (no safepoint poll with ``-XX:+UseSerialGC``), so a loop's key still
+depends on which points the compile placed around it; no key from the debug points alone
+stays the same across every recompilation (docs/quality.md, stop 42).
 
 PCs are cached with their blob; a blob is checked again once per :meth:`HotSpotCode.keys` call
 (its HeapBlock still used, its vtable and compile id the same: code HotSpot freed and reused gets
@@ -124,24 +130,29 @@ class _Blob:
         self._places: Dict[int, Tuple[int, int]] = {}
 
     def place_at(self, pc: int) -> Tuple[int, int]:
-        """``(method, bci)`` of the code at ``pc``: the method of the innermost scope of the first
-        debug point past ``pc`` (agent/jit_keys.c's ps_jit_read_key), and that point's bytecode
-        index + 1 where the scope is the nmethod's own method (0 in code inlined from another
-        method, whose debug points each tier places elsewhere); else the nmethod's method and 0."""
+        """``(method, bci)`` of the code at ``pc``: :meth:`scope_of` the first debug point past
+        ``pc`` (agent/jit_keys.c's ps_jit_read_key), or of the last one at or before it where that
+        one has no scope or there is none; else the nmethod's method and 0."""
         i = int(np.searchsorted(self.pc_offsets, pc - self.code, side="right"))
-        if i >= len(self.decodes):
-            return self.method, 0
         if i not in self._places:
-            s, place = self.scope_at + self.decodes[i], (self.method, 0)
-            if self.scope_at < s < len(self.scopes):  # 0: no scope (serialized_null)
-                sender, s = read_int(self.scopes, s)
-                index, s = read_int(self.scopes, s)
-                bci, s = read_int(self.scopes, s)  # ScopeDesc::decode_body: the bci + 1
-                if sender >= 0 and 1 <= index <= self.scope_at // 8:
-                    method = struct.unpack_from("<Q", self.scopes, 8 * (index - 1))[0]
-                    place = (method, max(bci, 0) if sender == 0 else 0)
-            self._places[i] = place
+            self._places[i] = self.scope_of(i) or self.scope_of(i - 1) or (self.method, 0)
         return self._places[i]
+
+    def scope_of(self, i: int) -> Optional[Tuple[int, int]]:
+        """``(method, bci)`` of debug point ``i``: the method of its innermost scope, and its
+        bytecode index + 1 where that scope is the nmethod's own method (0 in code inlined from
+        another method, whose debug points each tier places elsewhere); None where it has none."""
+        if not 0 <= i < len(self.decodes):
+            return None
+        s = self.scope_at + self.decodes[i]
+        if not self.scope_at < s < len(self.scopes):  # 0: no scope (serialized_null)
+            return None
+        sender, s = read_int(self.scopes, s)
+        index, s = read_int(self.scopes, s)
+        bci, s = read_int(self.scopes, s)  # ScopeDesc::decode_body: the bci + 1
+        if sender < 0 or not 1 <= index <= self.scope_at // 8:
+            return None
+        return struct.unpack_from("<Q", self.scopes, 8 * (index - 1))[0], max(bci, 0) if sender == 0 else 0
 
 
 class HotSpotCode:
