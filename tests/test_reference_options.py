@@ -1,4 +1,5 @@
-"""The options table of docs/reference.md is the live monitor's --help: the same options, the same defaults."""
+"""The options table of docs/reference.md is the live monitor's --help: the same options, the same defaults (and
+the log's `prediction` row names the option that chooses it)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import re
 from pathlib import Path
 
 from phasescope.commands.monitor import MonitorCommand
+from phasescope.engine.config import PRIMARY
 from phasescope.engine.tracker import PRESETS
 
 REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "reference.md"
@@ -55,3 +57,9 @@ def test_each_documented_default_is_the_one_in_force():
             if shown:
                 assert any(re.search(rf"(?<![\w.]){re.escape(s)}(?![\w])", cell) for s in shown), \
                     f"{opt}: default {value!r} in force, the reference says {cell!r}"
+
+
+def test_the_logs_prediction_field_names_the_option_that_chooses_it_and_its_default():
+    # The log's `prediction` row said "the hybrid's" long after the default became `cycle`, then `context`.
+    row = next(line for line in REFERENCE.read_text().splitlines() if line.startswith("| `prediction`"))
+    assert "`--shown-prediction`" in row and f"default `{PRIMARY}`" in row, row

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -203,3 +204,31 @@ def test_fuzz_whole_files(tmp_path, data, kind):
         assert "\n" not in str(e)
     finally:
         os.unlink(path)
+
+
+
+@pytest.mark.parametrize("argv", [["replay"], ["reference", "-o", "labels.txt"], ["plot", "-o", "p.png"]])
+def test_a_pipe_read_more_than_once_is_one_line(tmp_path, monkeypatch, capsys, argv):
+    # `replay <(zcat run.jsonl.gz)`: the format was told from the first line, and the second open of
+    # the pipe started after it, so a good log was refused as "not a JSON record" (plot likewise).
+    from phasescope.cli import main
+    monkeypatch.chdir(tmp_path)
+    fifo = tmp_path / "run.jsonl"
+    os.mkfifo(fifo)
+    fd = os.open(fifo, os.O_RDWR)  # the pipe's writer (an open never blocks), good records waiting
+    os.write(fd, (json.dumps(GOOD) + "\n").encode() * 3)
+    closed = []
+    writer_ends = threading.Timer(5, lambda: closed.append(os.close(fd)))  # a reader left waiting gets EOF
+    writer_ends.start()
+    try:
+        code = main([argv[0], str(fifo)] + argv[1:])
+    except SystemExit as e:
+        code = e.code
+    finally:
+        writer_ends.cancel()
+        writer_ends.join()
+        if not closed:
+            os.close(fd)
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and f"{fifo}: a pipe" in err, (code, err)
+    assert not os.path.exists(tmp_path / "p.png") and not os.path.exists(tmp_path / "labels.txt")

@@ -29,8 +29,10 @@ class PlotCommand(Command):
         add_engine_options(p)
 
     def run(self, args) -> int:
+        from phasescope.formats.lines import refuse_pipe
         from phasescope.formats.log import read_log
         from phasescope.view.plot import check_output, plot_log
+        refuse_pipe(args.log, "plot reads the log more than once: give a file")
         first = next(read_log(args.log), None)  # a log that cannot be read is said before the import
         try:
             check_output(args.output)  # imports matplotlib (about 1 s of CPU) once the names are checked

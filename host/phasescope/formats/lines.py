@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from typing import Iterator, Tuple
 
 from phasescope.errors import InputError
+
+
+def refuse_pipe(path: str, why: str) -> None:
+    """InputError if ``path`` is a pipe (``<(zcat run.jsonl.gz)``, ``/dev/stdin`` of a pipeline):
+    ``why`` says what reads it more than once. A second open of a pipe starts where the first read
+    stopped, and its records were refused as not JSON."""
+    try:
+        fifo = stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return  # the reader says why it cannot be read
+    if fifo:
+        raise InputError(f"{path}: a pipe; {why}")
 
 
 def numbered_lines(path: str) -> Iterator[Tuple[int, str]]:
