@@ -163,3 +163,15 @@ def test_records_without_chains_decoded_in_runs_give_the_known_windows(kernel):
         want[PID, 1][0][pc] = want[PID, 1][0].get(pc, 0) + 1
     assert got == want
     assert windows[0].start_ns == 10 - 1_000_000 and windows[0].end_ns == (13 if kernel else 16)
+
+
+def test_remembered_keys_follow_the_module_map():
+    s = sampler([])
+    outside = 0x10  # in no module: its raw address, never remembered (a perf map may name it later)
+    assert s.keys_for(np.array([A, B, outside], dtype=np.uint64)).tolist() == [key(A), key(B), outside]
+    assert s._known == {A: key(A), B: key(B)}
+    assert s.keys_for(np.array([B, A], dtype=np.uint64)).tolist() == [key(B), key(A)]
+    s.modules = ModuleMap([Module("other", BASE, 0x10000, "/nonexistent/other")])  # another program there
+    assert s.keys_for(np.array([A, outside], dtype=np.uint64)).tolist() == [fnv1a32("other") << 32 | 0x100, outside]
+    s.modules.add(Module("lib", 0x10, 0x100, "/nonexistent/lib"))  # changed in place (an agent's map)
+    assert s.keys_for(np.array([outside, A], dtype=np.uint64)).tolist() == [fnv1a32("lib") << 32, fnv1a32("other") << 32 | 0x100]

@@ -146,6 +146,7 @@ class Sampler(SampleRecords, SampleCode):
         #: image, dozens of libraries), so the program's are read from its first samples instead
         self._before_exec = before_exec
         self._looked_up: Set[int] = set()  # code pages already looked for in /proc/PID/maps
+        self._known, self._known_of = {}, None  # keys of addresses in the target's modules (SampleCode)
         self.samples = self.lost = self.duplicates = self.foreign = self.kernel_samples = self.leaf_only = 0
         self.threads: Set[int] = set()
         self._t: Dict[int, _Thread] = {}
