@@ -174,4 +174,5 @@ def test_remembered_keys_follow_the_module_map():
     s.modules = ModuleMap([Module("other", BASE, 0x10000, "/nonexistent/other")])  # another program there
     assert s.keys_for(np.array([A, outside], dtype=np.uint64)).tolist() == [fnv1a32("other") << 32 | 0x100, outside]
     s.modules.add(Module("lib", 0x10, 0x100, "/nonexistent/lib"))  # changed in place (an agent's map)
-    assert s.keys_for(np.array([outside, A], dtype=np.uint64)).tolist() == [fnv1a32("lib") << 32, fnv1a32("other") << 32 | 0x100]
+    assert s.keys_for(np.array([outside, A], dtype=np.uint64)).tolist() == [fnv1a32("lib") << 32,
+                                                                            fnv1a32("other") << 32 | 0x100]
