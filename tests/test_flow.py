@@ -3,14 +3,18 @@ path (one interval at a time) and the replay path (batches) classify alike, and 
 summary is the same whatever the order of the sinks (each sink writes only its own outputs)."""
 
 import json
+import os
+import stat
 
 import numpy as np
+import pytest
 
 from phasescope.engine import EngineConfig
 from phasescope.engine.interval import Interval
 from phasescope.engine.phase_table import settled
 from phasescope.engine.segments import SegmentConfig
 from phasescope.pipeline.flow import Flow
+from phasescope.sinks.base import write_json_atomically
 from phasescope.sinks.log import JsonlLog
 from phasescope.sinks.phase_db import PhaseDb
 from phasescope.sinks.summary import SummaryWriter
@@ -81,3 +85,12 @@ def test_the_summary_does_not_depend_on_the_sinks_order(tmp_path):
         assert f["phase_db"] == {"path": str(tmp_path / d / "db.json"), "saved": True}
         del f["phase_db"]
     assert files[0] == files[1]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root")
+def test_a_summary_to_a_device_is_written_in_place_not_replaced(tmp_path):
+    null = tmp_path / "null"
+    os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # /dev/null's own device
+    write_json_atomically(str(null), {"a": 1}, ".phasescope-summary-")  # as --summary /dev/null as root did
+    assert stat.S_ISCHR(os.stat(null).st_mode)  # replaced, /dev/null became a regular file machine-wide
+    assert os.listdir(tmp_path) == ["null"]  # no temporary file left either

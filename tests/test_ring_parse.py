@@ -7,6 +7,7 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+import pytest
 
 from phasescope.sources.modules import KERNEL_KEY, Module, ModuleMap, fnv1a32
 from phasescope.sources.sampler import Sampler
@@ -123,3 +124,55 @@ def test_a_truncated_record_waits_and_a_chain_past_its_record_is_no_chain():
     [w] = drain(s, 1)
     assert s.samples == 2 and w.stacks == [[1, key(A), key(B)], [1, key(B)]]
     assert np.array_equal(w.counts, [1, 1])
+
+
+def leaf(ip: int, t: int, *, tid: int = PID, pid: int = PID, ident: int = IDENT, misc: int = USER) -> bytes:
+    """A sample record without a call chain (``stacks`` off: 40 bytes)."""
+    return struct.pack("<IHHQQIIQ", 9, misc, 40, ident, ip, pid, tid, t)
+
+
+@pytest.mark.parametrize("kernel", [False, True])
+def test_records_without_chains_decoded_in_runs_give_the_known_windows(kernel):
+    tick = 0xFFFF_FFFF_8100_0000
+    first = b"".join([
+        leaf(A, 10), leaf(A, 11), leaf(B, 12),
+        leaf(tick, 13, misc=KERNEL),  # a kernel tick: dropped, or kept as one key with ``kernel``
+        leaf(A, 14, pid=PID + 5),  # another process's
+        lost(3),  # a record of another kind and size ends a run
+        task(7, TID2, 15),
+        leaf(C, 16),
+    ])
+    second = b"".join([
+        leaf(A, 17, tid=TID2),  # through its parent's event: kept
+        leaf(A, 18, tid=PID, ident=IDENT2),  # a duplicate
+        leaf(B, 19),
+        task(4, TID2, 20),
+        leaf(C, 21),
+    ])
+    s = sampler([first, second], stacks=False, kernel=kernel)
+    s._last_scan = float("inf")  # PID is no process: no /proc look for threads whose EXIT was lost
+    windows = drain(s, 2)
+    assert (s.samples, s.kernel_samples, s.foreign, s.duplicates, s.lost) == (7 + kernel, 1, 1, 1, 3)
+    got = {(w.thread, w.seq): (dict(zip(w.pcs.tolist(), w.counts.tolist())), w.partial, w.stacks)
+           for w in windows}
+    main = [A, A, B] + [KERNEL_KEY] * kernel + [C, B, C]
+    want = {(PID, 0): ({}, False, None), (PID, 1): ({}, True, None), (TID2, 0): ({A: 1}, True, None)}
+    for pc in main[:4]:
+        want[PID, 0][0][pc] = want[PID, 0][0].get(pc, 0) + 1
+    for pc in main[4:]:
+        want[PID, 1][0][pc] = want[PID, 1][0].get(pc, 0) + 1
+    assert got == want
+    assert windows[0].start_ns == 10 - 1_000_000 and windows[0].end_ns == (13 if kernel else 16)
+
+
+def test_remembered_keys_follow_the_module_map():
+    s = sampler([])
+    outside = 0x10  # in no module: its raw address, never remembered (a perf map may name it later)
+    assert s.keys_for(np.array([A, B, outside], dtype=np.uint64)).tolist() == [key(A), key(B), outside]
+    assert s._known == {A: key(A), B: key(B)}
+    assert s.keys_for(np.array([B, A], dtype=np.uint64)).tolist() == [key(B), key(A)]
+    s.modules = ModuleMap([Module("other", BASE, 0x10000, "/nonexistent/other")])  # another program there
+    assert s.keys_for(np.array([A, outside], dtype=np.uint64)).tolist() == [fnv1a32("other") << 32 | 0x100, outside]
+    s.modules.add(Module("lib", 0x10, 0x100, "/nonexistent/lib"))  # changed in place (an agent's map)
+    assert s.keys_for(np.array([outside, A], dtype=np.uint64)).tolist() == [fnv1a32("lib") << 32,
+                                                                            fnv1a32("other") << 32 | 0x100]

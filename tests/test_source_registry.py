@@ -4,15 +4,18 @@ live monitor's options and bench's build the same source. Pure: sessions are bui
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 import pytest
 
 from phasescope.commands.bench import BenchCommand
 from phasescope.commands.monitor import MonitorCommand
 from phasescope.commands.options import validate_source_options
-from phasescope.commands.sources import DEFAULT_MODE, SOURCES
+from phasescope.commands.sources import DEFAULT_MODE, SOURCES, UNWATCHED_WAKE
 from phasescope.sources.device import Target
 from phasescope.sources.kernel_session import KernelSession
+from phasescope.sources.perf_event import DEFAULT_RING_PAGES, wakeup_samples
 from phasescope.sources.protocol import Bursts, capability
 from phasescope.sources.sampled_session import SampledSession
 from phasescope.sources.session import TraceSession
@@ -78,3 +81,26 @@ def test_sampled_mode_asks_for_call_chains_only_when_an_output_keeps_them(output
     session = _build(_monitor_args("--mode", "sampled", *outputs))
     assert isinstance(session, KernelSession)
     assert session._sampling["stacks"] is stacks
+
+
+def test_a_wake_up_brings_as_many_windows_as_their_reader_can_wait_for(monkeypatch):
+    wake = lambda *argv: _build(_monitor_args("--mode", "sampled", *argv))._sampling["wake_every"]  # noqa: E731
+    assert wake("--events", "unix:/nonexistent/s.sock") == 0.0  # a policy acts on each window
+    assert wake("--no-dashboard") == wake() == UNWATCHED_WAKE  # pytest's stdout is no terminal: plain lines
+    master, slave = os.openpty()
+    try:
+        with os.fdopen(slave, "w") as tty:
+            monkeypatch.setattr(sys, "stdout", tty)
+            assert wake("--refresh", "2") == 0.5 and wake("--no-dashboard") == UNWATCHED_WAKE
+    finally:
+        os.close(master)
+
+
+@pytest.mark.parametrize("rate, wake_every, stacks, windows", [
+    (1000, 0.0, False, 1), (1000, 0.25, False, 2), (1000, 1.0, False, 10),
+    (97, 1.0, False, 1),  # a window is a second of CPU at 97 Hz: one a wake-up, as before
+    (1000, 1.0, True, 2),  # chains: a quarter of the ring holds two windows of the deepest records
+    (10_000, 1.0, False, 32),  # 100 windows a second: as many as a quarter of the ring holds
+])
+def test_windows_a_wake_up_brings_within_the_ring(rate, wake_every, stacks, windows):
+    assert wakeup_samples(100, 10**9 // rate, wake_every, stacks, DEFAULT_RING_PAGES) == 100 * windows

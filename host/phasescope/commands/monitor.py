@@ -24,7 +24,7 @@ from phasescope.commands.options import (add_device_options, add_run_options, ad
                                          validate_run_options)
 from phasescope.commands.outputs import OUTPUT_FILES, open_sinks
 from phasescope.commands.runner import Command, usage_error
-from phasescope.commands.sources import SOURCES, mode_help, wants_stacks
+from phasescope.commands.sources import SOURCES, mode_help, shows_dashboard, wants_stacks
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sinks
 from phasescope.startup import settled
@@ -200,7 +200,7 @@ class MonitorCommand(Command):
         try:
             try:
                 sinks = open_sinks(args, config)
-                dashboard = not args.no_dashboard and sys.stdout.isatty()
+                dashboard = shows_dashboard(args)
                 zero_touch = not kind.injects(args)
                 # zero-touch on this machine: /proc, not Frida (never imported, so the target starts sooner)
                 local = zero_touch and not (args.device or args.usb or args.host)
@@ -263,7 +263,7 @@ class MonitorCommand(Command):
                 sampler = SystemSampler(process_filter(args), period_ns=10**9 // args.rate,
                                         window_samples=args.window, kernel=args.kernel_samples,
                                         stacks=wants_stacks(args))
-                run = SystemRun(sampler, config, sinks, dashboard=not args.no_dashboard and sys.stdout.isatty(),
+                run = SystemRun(sampler, config, sinks, dashboard=shows_dashboard(args),
                                 out=out, refresh=args.refresh, status_every=args.status_every,
                                 duration=args.duration, phase_db_dir=db_dir, max_processes=args.max_processes)
             except BaseException:

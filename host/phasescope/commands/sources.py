@@ -7,6 +7,7 @@ imported only when one is built (a zero-touch run starts its target before Frida
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional
 
@@ -56,6 +57,27 @@ def wants_stacks(args) -> bool:
     return bool(getattr(args, "log", None) or getattr(args, "profile", None))
 
 
+#: Seconds of CPU time whose windows one wake-up may bring when nothing watches them live (plain
+#: lines, files): the live loop reads the rings at least once a second anyway (its quiet bound).
+UNWATCHED_WAKE = 1.0
+
+
+def shows_dashboard(args) -> bool:
+    """Whether a live run draws the dashboard (not ``--no-dashboard``, and stdout a terminal)."""
+    return not getattr(args, "no_dashboard", True) and sys.stdout.isatty()
+
+
+def wake_every(args) -> float:
+    """Seconds of a thread's CPU time whose sampled windows one wake-up of the host may bring: each
+    window as it completes with ``--events`` (a policy acts on each), the dashboard's refresh period
+    with the dashboard (it shows no more often), else :data:`UNWATCHED_WAKE`. A wake-up costs the
+    host about as much as a window's own work, so reading several at once is most of what a
+    window costs less (:func:`~phasescope.sources.perf_event.wakeup_samples`)."""
+    if getattr(args, "events", None):
+        return 0.0
+    return 1.0 / args.refresh if shows_dashboard(args) else UNWATCHED_WAKE
+
+
 def _sampled(args, device, target: "Target", stdio: str, interval: int) -> "Session":
     kernel = getattr(args, "kernel_samples", False)
     if args.bursts:  # bursts need Stalker: the watching agent
@@ -64,7 +86,7 @@ def _sampled(args, device, target: "Target", stdio: str, interval: int) -> "Sess
                               bursts=True, kernel=kernel, stacks=wants_stacks(args))
     from phasescope.sources.kernel_session import KernelSession  # nothing injected
     return KernelSession(target, stdio=stdio, rate_hz=args.rate, window_samples=args.window, kernel=kernel,
-                         stacks=wants_stacks(args))
+                         stacks=wants_stacks(args), wake_every=wake_every(args))
 
 
 #: ``--mode`` word -> its source (``-a`` samples: sampled)

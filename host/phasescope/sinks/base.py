@@ -145,9 +145,18 @@ def close_file(f, path: str) -> None:
 def write_json_atomically(path: str, obj, prefix: str) -> None:
     """Replace ``path`` with ``obj`` as JSON: a temporary file in the same directory, then
     ``os.replace``, so readers never see half a file and a crash keeps the old one; an existing
-    file keeps its mode."""
+    file keeps its mode. Anything but a regular file (``/dev/null``, a FIFO) is written in place:
+    replaced, as root, ``/dev/null`` became a regular file for the whole machine."""
     import json  # here: a run without --summary or a phase database needs neither (~7 ms)
     import tempfile
+    if os.path.exists(path) and not os.path.isfile(path):
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(obj, f, indent=1)
+                f.write("\n")
+        except OSError as e:
+            raise write_failed(path, e) from None
+        return
     try:
         fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(os.path.abspath(path)))
     except OSError as e:

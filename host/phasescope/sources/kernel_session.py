@@ -43,14 +43,17 @@ QUIET = 1.0  # seconds :meth:`KernelSession.events` waits for data before it yie
 
 
 class KernelSession(SampledSource):
-    """One process, sampled with nothing in it (see the module docstring)."""
+    """One process, sampled with nothing in it (see the module docstring). ``wake_every``: seconds
+    of a thread's CPU time whose windows one wake-up may bring (0: each as it completes; the
+    command's choice, :func:`~phasescope.commands.sources.wake_every`)."""
 
     capabilities = (Wakes,)  # no agent: no bursts, no locality windows
     final_at: Optional[float] = None
     final_cpu: Optional[float] = None
 
     def __init__(self, target: Target, stdio: str = "inherit", rate_hz: int = 10**9 // DEFAULT_PERIOD_NS,
-                 window_samples: int = DEFAULT_WINDOW_SAMPLES, kernel: bool = False, stacks: bool = True):
+                 window_samples: int = DEFAULT_WINDOW_SAMPLES, kernel: bool = False, stacks: bool = True,
+                 wake_every: float = 0.0):
         check_sampling(rate_hz, window_samples)
         self.target = target
         self.stdio = stdio
@@ -60,7 +63,7 @@ class KernelSession(SampledSource):
         self.kernel = kernel
         #: how the sampler's events are opened (:func:`~phasescope.sources.perf_event.open_events` too)
         self._sampling = dict(period_ns=self.period_ns, kernel=kernel, children=True, stacks=stacks,
-                              window_samples=window_samples)
+                              window_samples=window_samples, wake_every=wake_every)
         self.pid: Optional[int] = None
         self.sampler: Optional["Sampler"] = None
         self.ended: Optional[Ended] = None

@@ -155,6 +155,10 @@ class ModuleMap:
         inside = (idx >= 0) & (pcs < self._ends[safe]) & (pcs - self._bases[safe] <= _MASK32)
         return np.where(inside, idx, -1)
 
+    def holds(self, pcs: np.ndarray) -> np.ndarray:
+        """Whether some module holds each address (an address in a copy counts as its original)."""
+        return self._index(self.canonical(pcs)) >= 0
+
     def keys(self, pcs: np.ndarray) -> np.ndarray:
         """ASLR-stable keys for raw addresses (vectorized)."""
         pcs = self.canonical(pcs)

@@ -231,13 +231,20 @@ class Ring:
 
 
 
-def wakeup_samples(window_samples: int) -> int:
-    """Samples a ring takes before it wakes the host: a window. A thread that stays on one CPU
-    wakes the host as its window completes (10 wake-ups a second at 1000 Hz, one at 97 Hz); one that
-    moved between CPUs mid-window has samples in two rings, each short of a wake-up, so its
-    window is read within at most one more window per CPU (and within the live loop's quiet bound).
-    Half a window (20 wake-ups a second) cost the host about a sixth more CPU (docs/performance.md)."""
-    return max(1, window_samples)
+def wakeup_samples(window_samples: int, period_ns: int, wake_every: float = 0.0, stacks: bool = False,
+                   ring_pages: int = DEFAULT_RING_PAGES) -> int:
+    """Samples a ring takes before it wakes the host: whole windows, as many as a thread fills in
+    ``wake_every`` seconds of its CPU time (at least one), and no more than a quarter of the ring
+    holds at the largest record (the host may be late; what does not fit, the kernel drops).
+    A thread that stays on its CPU is read as its last window of the batch completes; one that
+    moved between CPUs has samples in two rings, each short of a wake-up, and is read within
+    the live loop's quiet bound. Each wake-up costs the host about as much again as the window
+    it brings (a cold loop, drain and engine): at 1000 Hz, reading two windows a wake-up instead
+    of one cut the observer's CPU by a fifth, eight by a third (docs/performance.md, stop 42)."""
+    windows = int(wake_every * 1e9) // (window_samples * period_ns)
+    record = CHAIN_AT + 8 * (MAX_STACK + 2) if stacks else SAMPLE_RECORD.size  # chain: nr, marker, frames
+    fit = (ring_pages * mmap.PAGESIZE // 4) // (record * window_samples)
+    return window_samples * max(1, min(windows, fit))
 
 
 def sampling_attr(period_ns: int, stacks: bool, children: bool, kernel: bool, wakeup: int,
@@ -321,11 +328,12 @@ class OpenedEvents:
 
 
 def open_events(pid: int, *, period_ns: int, kernel: bool, children: bool, stacks: bool, window_samples: int,
-                ring_pages: int = DEFAULT_RING_PAGES) -> OpenedEvents:
+                wake_every: float = 0.0, ring_pages: int = DEFAULT_RING_PAGES) -> OpenedEvents:
     """The sampling events of process ``pid``'s one thread (a spawned target held before its
     ``exec``), as ``Sampler(pid, opened=..., **the same keywords)`` would open them."""
     cpus, rings = online_cpus(), {}
-    attr = sampling_attr(period_ns, stacks, children, kernel, wakeup_samples(window_samples))
+    attr = sampling_attr(period_ns, stacks, children, kernel,
+                         wakeup_samples(window_samples, period_ns, wake_every, stacks, ring_pages))
     fds = open_on_cpus(attr, pid, cpus, rings,
                        ring_pages, pid, kernel)
     if fds is None:

@@ -16,6 +16,8 @@ from phasescope.sources.procfs import module_map_from_proc
 
 #: The module name of code a perf map names (JIT code in anonymous memory).
 JIT_MODULE = "[jit]"
+#: Addresses whose keys :meth:`SampleCode.keys_for` remembers at most (then it starts again).
+KNOWN_KEYS = 1 << 16
 
 
 def refreshed_modules(pid: int, ips, modules: Optional[ModuleMap], looked_up: Set[int]):
@@ -25,7 +27,7 @@ def refreshed_modules(pid: int, ips, modules: Optional[ModuleMap], looked_up: Se
     ips = np.asarray(ips, dtype=np.uint64)
     user = ips[ips != np.uint64(KERNEL_KEY)]
     mm = modules if modules is not None else ModuleMap()
-    pages = set((user[mm._index(mm.canonical(user)) < 0] >> np.uint64(12)).tolist()) - looked_up
+    pages = set((user[~mm.holds(user)] >> np.uint64(12)).tolist()) - looked_up
     if pages:
         looked_up = looked_up | pages
         try:
@@ -49,7 +51,7 @@ class SampleCode:
     """Keys and names of sampled code, for a sampler with ``pid``, ``modules`` (None: read from
     /proc), ``_own_modules``, ``_looked_up``, ``_kids`` (followed children: pid -> [comm, module
     map, pages looked up]), ``_perf_maps``, ``_hotspot`` (the target's :class:`HotSpotCode`) and
-    ``_names`` (an ElfSymbols)."""
+    ``_names`` (an ElfSymbols), and ``_known``/``_known_of`` (remembered keys, and whose)."""
 
     def perf_map(self, pid: int) -> PerfMap:
         """Process ``pid``'s perf map (JIT code's names), read when first needed."""
@@ -81,13 +83,37 @@ class SampleCode:
     def keys_for(self, ips: np.ndarray, pid: Optional[int] = None) -> np.ndarray:
         """Stable keys of raw IPs (kernel samples keep :data:`KERNEL_KEY`), in ``pid``'s modules
         (a followed child's own, else the target's; the target's JIT code by its perf map, if any,
-        else by its Java method in a HotSpot JVM)."""
+        else by its Java method in a HotSpot JVM). The target's addresses inside its modules are
+        remembered until its module map changes: a window's addresses mostly repeat earlier ones',
+        and the lookup is some fifteen numpy calls a window."""
         kid = self._kids.get(pid)
         if kid is not None:
             kid[1], kid[2] = refreshed_modules(pid, ips, kid[1], kid[2])
             return stable_keys(kid[1], ips)
+        ips = np.asarray(ips, dtype=np.uint64)
+        known = self._known_keys()
+        got = [known.get(pc) for pc in ips.tolist()]
+        if None not in got:
+            return np.array(got, dtype=np.uint64)
+        miss = np.array([i for i, key in enumerate(got) if key is None], dtype=np.int64)
+        keys = np.array([0 if key is None else key for key in got], dtype=np.uint64)
+        keys[miss] = self._target_keys(ips[miss])
+        inside = miss[self.modules_of(self.pid).holds(ips[miss])]
+        known = self._known_keys()  # anew if the map was re-read
+        if len(known) + len(inside) > KNOWN_KEYS:
+            known.clear()
+        known.update(zip(ips[inside].tolist(), keys[inside].tolist()))
+        return keys
+
+    def _known_keys(self) -> dict:
+        """The remembered keys of the target's current module map (emptied when it changes)."""
+        modules = self.modules_of(self.pid)
+        if self._known_of is not modules.modules:  # a map's list of modules is new at every change
+            self._known_of, self._known = modules.modules, {}
+        return self._known
+
+    def _target_keys(self, ips: np.ndarray) -> np.ndarray:
         if self._own_modules:
             self.modules, self._looked_up = refreshed_modules(self.pid, ips, self.modules, self._looked_up)
-        ips = np.asarray(ips, dtype=np.uint64)
         keys = self.perf_map(self.pid).keys(ips, stable_keys(self.modules, ips))
         return self._hotspot.keys(ips, keys, self.modules_of(self.pid))

@@ -72,20 +72,13 @@ from phasescope.sources.elf_symbols import ElfSymbols
 from phasescope.sources.hotspot import HotSpotCode
 from phasescope.sources.modules import KERNEL_KEY, ModuleMap
 from phasescope.sources.perf_map import PerfMap
-from phasescope.sources.perf_event import (CLOCK_REALTIME, DEFAULT_RING_PAGES, LOST_RECORD, PERF_RECORD_COMM,
-                                          PERF_RECORD_EXIT, PERF_RECORD_FORK, PERF_RECORD_LOST,
-                                          PERF_RECORD_MISC_COMM_EXEC, PERF_RECORD_MISC_CPUMODE_MASK,
-                                          PERF_RECORD_MISC_USER, PERF_RECORD_SAMPLE, RECORD_HEADER, SAMPLE_RECORD,
-                                          TASK_RECORD, CHAIN_AT, OpenedEvents, PerfEventAttr, Ring, comm_record,
+from phasescope.sources.perf_event import (CLOCK_REALTIME, DEFAULT_RING_PAGES, OpenedEvents, PerfEventAttr, Ring,
                                           event_id, online_cpus, open_on_cpus, sampling_attr, wakeup_samples)
 from phasescope.sources.procfs import module_map_from_proc, process_comm, thread_ids
 from phasescope.sources.sample_code import SampleCode
+from phasescope.sources.sample_records import LEAF_DTYPE, SAMPLE_DTYPE, SampleRecords
 from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, check_sampling
 from phasescope.sources.stacks import window_stacks
-
-#: An accepted sample: its IP (or KERNEL_KEY), thread, time and raw user call chain (the record's
-#: bytes from :data:`~phasescope.sources.perf_event.CHAIN_AT` on; empty without ``stacks``).
-SAMPLE_DTYPE = np.dtype([("ip", "<u8"), ("tid", "<u4"), ("time", "<u8"), ("chain", "O")])
 
 
 class _Thread:
@@ -104,7 +97,7 @@ class _Thread:
         self.heirs = 0  # live threads (other than itself) sampled through this thread's events
 
 
-class Sampler(SampleCode):
+class Sampler(SampleRecords, SampleCode):
     """Sample every thread of process ``pid`` by CPU time and cut per-thread windows.
 
     ``start()`` opens the events (raises :class:`InputError` with one line if the kernel refuses);
@@ -114,7 +107,9 @@ class Sampler(SampleCode):
     ``keys_for`` turns raw IPs into stable keys (default: :func:`module_map_from_proc` of the
     target, refreshed when an IP falls outside every known module).
     ``stacks`` (the default) also records each sample's user call chain (frame pointers): windows
-    carry ``stacks`` and ``frames`` (:mod:`phasescope.sources.stacks`).
+    carry ``stacks`` and ``frames`` (:mod:`phasescope.sources.stacks`). ``wake_every``: seconds of
+    a thread's CPU time whose windows a wake-up may bring at once (0: each window as it completes;
+    :func:`~phasescope.sources.perf_event.wakeup_samples`).
     Counters: ``samples`` (accepted), ``leaf_only`` (samples whose stack is their leaf alone),
     ``lost`` (records the kernel dropped, ring full),
     ``duplicates`` (double-covered samples dropped), ``foreign`` (other processes' samples
@@ -124,7 +119,7 @@ class Sampler(SampleCode):
     def __init__(self, pid: int, period_ns: int = DEFAULT_PERIOD_NS, window_samples: int = DEFAULT_WINDOW_SAMPLES,
                  ring_pages: int = DEFAULT_RING_PAGES, kernel: bool = False, modules: Optional[ModuleMap] = None,
                  children: bool = False, stacks: bool = True, before_exec: bool = False,
-                 opened: Optional[OpenedEvents] = None):
+                 opened: Optional[OpenedEvents] = None, wake_every: float = 0.0):
         check_sampling(10**9 / period_ns, window_samples)
         if ring_pages < 1 or ring_pages & (ring_pages - 1):
             raise InputError(f"ring pages must be a power of two, got {ring_pages}")
@@ -136,6 +131,7 @@ class Sampler(SampleCode):
         self.modules = modules
         self.children = children
         self.stacks = stacks
+        self.wake_every = wake_every
         self._names = ElfSymbols()
         #: pid -> {stable key -> (module, function)} of frames named so far (per process: two
         #: programs' modules, or JIT functions, can share a name and so a key)
@@ -150,6 +146,7 @@ class Sampler(SampleCode):
         #: image, dozens of libraries), so the program's are read from its first samples instead
         self._before_exec = before_exec
         self._looked_up: Set[int] = set()  # code pages already looked for in /proc/PID/maps
+        self._known, self._known_of = {}, None  # keys of addresses in the target's modules (SampleCode)
         self.samples = self.lost = self.duplicates = self.foreign = self.kernel_samples = self.leaf_only = 0
         self.threads: Set[int] = set()
         self._t: Dict[int, _Thread] = {}
@@ -158,7 +155,7 @@ class Sampler(SampleCode):
         self._cpus: List[int] = opened.cpus if opened is not None else []
         self._id_tid: Dict[int, int] = {}  # event id -> tid that owns it
         self._own: Set[int] = set()  # tids with their own events
-        self._held = np.zeros(0, dtype=SAMPLE_DTYPE)
+        self._held = np.zeros(0, dtype=SAMPLE_DTYPE if stacks else LEAF_DTYPE)
         self._held_exits: List[tuple] = []  # (tid, time) of EXIT records newer than the watermark
         self._last_scan = 0
         self._poller = select.poll()
@@ -170,7 +167,8 @@ class Sampler(SampleCode):
     # -- setup ----------------------------------------------------------------------------
     def _attr(self) -> PerfEventAttr:
         return sampling_attr(self.period_ns, self.stacks, self.children, self.kernel,
-                             wakeup_samples(self.window_samples), self._clock)
+                             wakeup_samples(self.window_samples, self.period_ns, self.wake_every, self.stacks,
+                                            self.ring_pages), self._clock)
 
     def start(self) -> "Sampler":
         """Open one event per (existing thread, CPU), a ring per CPU; threads created later inherit.
@@ -334,73 +332,6 @@ class Sampler(SampleCode):
         """Live threads that have left /proc (their EXIT records were lost)."""
         present = {pid: thread_ids(pid) for pid in {th.pid for th in self._t.values() if not th.exited}}
         return [tid for tid, th in self._t.items() if not th.exited and tid not in present[th.pid]]
-
-    def _is_followed(self, pid: int) -> bool:
-        return pid == self.pid or pid in self._kids
-
-    def _adopt(self, pid: int, ppid: int) -> None:
-        """A child forked by a followed process (``children``): followed, with modules of its own."""
-        if self.children and pid != ppid and self._is_followed(ppid) and not self._is_followed(pid):
-            self._kids[pid] = [process_comm(pid), None, set()]
-
-    def _parse(self, data: bytes, exits: List[int]) -> np.ndarray:
-        """Sample records of a chunk as a structured array; handles LOST/FORK/EXIT/COMM in place.
-        The loop runs once per sample, so it is written out: one header and one body unpacked,
-        the call chain kept as a slice of raw bytes."""
-        recs: list = []
-        keep = recs.append
-        header, sample = RECORD_HEADER.unpack_from, SAMPLE_RECORD.unpack_from
-        own, id_tid, pid, kids, stacks = self._own, self._id_tid, self.pid, self._kids, self.stacks
-        off, n = 0, len(data)
-        while off + 8 <= n:
-            if off + SAMPLE_RECORD.size <= n:  # read as a sample (most are), the header checked first
-                rtype, misc, size, ident, ip, spid, tid, t = sample(data, off)
-            else:
-                rtype, misc, size = header(data, off)
-            if size < 8 or off + size > n:
-                break
-            if rtype == PERF_RECORD_SAMPLE:
-                chain = data[off + CHAIN_AT: off + size] if stacks else b""
-                if spid != pid and spid not in kids:
-                    self.foreign += 1
-                elif tid in own and id_tid.get(ident, tid) != tid:
-                    self.duplicates += 1
-                elif misc & PERF_RECORD_MISC_CPUMODE_MASK == PERF_RECORD_MISC_USER:
-                    keep((ip, tid, t, chain))
-                else:
-                    self._kernel_sample(recs, tid, t, chain)
-            else:
-                self._record(data, rtype, misc, off, size, exits)
-            off += size
-        self.samples += len(recs)
-        return np.array(recs, dtype=self._held.dtype)
-
-    def _record(self, data: bytes, rtype: int, misc: int, off: int, size: int, exits: List[int]) -> None:
-        """A LOST, FORK, EXIT or COMM record (the target's, or a followed child's)."""
-        if rtype == PERF_RECORD_LOST:
-            self.lost += LOST_RECORD.unpack_from(data, off + 8)[1]
-        elif rtype == PERF_RECORD_FORK:
-            rpid, ppid, tid, ptid, _ = TASK_RECORD.unpack_from(data, off + 8)
-            self._adopt(rpid, ppid)
-            if self._is_followed(rpid) and tid not in self._t:
-                parent = self._t.get(ptid)
-                self._thread(tid, parent.owner if parent is not None else ptid, rpid)
-        elif rtype == PERF_RECORD_EXIT:
-            rpid, _, tid, _, t = TASK_RECORD.unpack_from(data, off + 8)
-            if self._is_followed(rpid):
-                exits.append((tid, t))
-        elif rtype == PERF_RECORD_COMM and misc & PERF_RECORD_MISC_COMM_EXEC:
-            rpid, name = comm_record(data, off, size)
-            kid = self._kids.get(rpid)
-            if kid is not None:  # a child's exec: another program, other modules
-                kid[:] = [name, None, set()]
-
-    def _kernel_sample(self, recs: list, tid: int, t: int, chain: bytes) -> None:
-        """A tick that hit kernel mode: counted; kept as :data:`KERNEL_KEY` with ``kernel``
-        (its chain is the user stack below the system call), dropped without."""
-        self.kernel_samples += 1
-        if self.kernel:
-            recs.append((KERNEL_KEY, tid, t, chain))
 
     # -- windows --------------------------------------------------------------------------
     def _cut(self, th: _Thread, final: bool) -> List[Interval]:

@@ -1,0 +1,186 @@
+"""What a :class:`~phasescope.sources.sampler.Sampler` keeps of the records it reads from its rings:
+the target's (and followed children's) samples, as a structured array in ring order, with
+LOST, FORK, EXIT and COMM records handled where they fall. :class:`SampleRecords` is mixed into
+the Sampler, whose state it reads and counts in.
+
+Two ways, one result. With call chains (``stacks``) a sample record's size varies, so the records
+are walked one by one in Python. Without them (the default: only ``--log`` and ``--profile`` keep
+chains) every sample is 40 bytes, and a wake-up brings whole windows of them: runs of samples are
+decoded with numpy a run at a time, and any other record is handled where the run stops
+(about a tenth of the loop's CPU a sample; tests/test_ring_parse.py checks both ways on the
+same records).
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+import numpy as np
+
+from phasescope.sources.modules import KERNEL_KEY
+from phasescope.sources.perf_event import (CHAIN_AT, LOST_RECORD, PERF_RECORD_COMM, PERF_RECORD_EXIT,
+                                          PERF_RECORD_FORK, PERF_RECORD_LOST, PERF_RECORD_MISC_COMM_EXEC,
+                                          PERF_RECORD_MISC_CPUMODE_MASK, PERF_RECORD_MISC_USER, PERF_RECORD_SAMPLE,
+                                          RECORD_HEADER, SAMPLE_RECORD, TASK_RECORD, comm_record)
+from phasescope.sources.procfs import process_comm
+
+#: An accepted sample: its IP (or KERNEL_KEY), thread, time and raw user call chain (the record's
+#: bytes from :data:`~phasescope.sources.perf_event.CHAIN_AT` on).
+SAMPLE_DTYPE = np.dtype([("ip", "<u8"), ("tid", "<u4"), ("time", "<u8"), ("chain", "O")])
+#: An accepted sample without a call chain (no object field: cheap to make, sort and cut).
+LEAF_DTYPE = np.dtype([("ip", "<u8"), ("tid", "<u4"), ("time", "<u8")])
+#: A sample record without a call chain, as the kernel writes it (:data:`SAMPLE_RECORD`).
+RAW_LEAF = np.dtype([("type", "<u4"), ("misc", "<u2"), ("size", "<u2"), ("ident", "<u8"), ("ip", "<u8"),
+                     ("pid", "<u4"), ("tid", "<u4"), ("time", "<u8")])
+assert RAW_LEAF.itemsize == SAMPLE_RECORD.size
+
+
+def _lookup(table: dict, values: np.ndarray):
+    """``(found, value)`` of each of ``values`` in the int -> int ``table`` (sorted search: numpy's
+    ``isin`` costs more than the whole decode on a window's samples)."""
+    keys = np.fromiter(table, dtype=np.uint64, count=len(table))
+    vals = np.fromiter(table.values(), dtype=np.int64, count=len(table))
+    if not len(keys):
+        return np.zeros(len(values), dtype=bool), np.zeros(len(values), dtype=np.int64)
+    order = np.argsort(keys)
+    keys, vals = keys[order], vals[order]
+    at = np.minimum(np.searchsorted(keys, values), len(keys) - 1)
+    return keys[at] == values, vals[at]
+
+
+class SampleRecords:
+    """Record reading for a sampler with ``pid``, ``stacks``, ``kernel``, ``children``, ``_own``
+    (tids with their own events), ``_id_tid`` (event id -> its tid), ``_kids``, ``_t`` and
+    ``_thread``, and the counters ``samples``, ``lost``, ``foreign``, ``duplicates`` and
+    ``kernel_samples``."""
+
+    def _parse(self, data: bytes, exits: List[int]) -> np.ndarray:
+        """Samples of a chunk, accepted and in order (:data:`SAMPLE_DTYPE`, or :data:`LEAF_DTYPE`
+        without ``stacks``); LOST/FORK/EXIT/COMM handled in place, exits added to ``exits``."""
+        recs = self._parse_chains(data, exits) if self.stacks else self._parse_leaves(data, exits)
+        self.samples += len(recs)
+        return recs
+
+    def _parse_chains(self, data: bytes, exits: List[int]) -> np.ndarray:
+        """The loop runs once per sample, so it is written out: one header and one body unpacked,
+        the call chain kept as a slice of raw bytes."""
+        recs: list = []
+        keep = recs.append
+        header, sample = RECORD_HEADER.unpack_from, SAMPLE_RECORD.unpack_from
+        own, id_tid, pid, kids = self._own, self._id_tid, self.pid, self._kids
+        off, n = 0, len(data)
+        while off + 8 <= n:
+            if off + SAMPLE_RECORD.size <= n:  # read as a sample (most are), the header checked first
+                rtype, misc, size, ident, ip, spid, tid, t = sample(data, off)
+            else:
+                rtype, misc, size = header(data, off)
+            if size < 8 or off + size > n:
+                break
+            if rtype == PERF_RECORD_SAMPLE:
+                chain = data[off + CHAIN_AT: off + size]
+                if spid != pid and spid not in kids:
+                    self.foreign += 1
+                elif tid in own and id_tid.get(ident, tid) != tid:
+                    self.duplicates += 1
+                elif misc & PERF_RECORD_MISC_CPUMODE_MASK == PERF_RECORD_MISC_USER:
+                    keep((ip, tid, t, chain))
+                else:
+                    self._kernel_sample(recs, tid, t, chain)
+            else:
+                self._record(data, rtype, misc, off, size, exits)
+            off += size
+        return np.array(recs, dtype=SAMPLE_DTYPE)
+
+    def _parse_leaves(self, data: bytes, exits: List[int]) -> np.ndarray:
+        """Runs of 40-byte samples decoded with numpy; a record of another kind or size ends a run
+        and is handled alone, in order (a FORK adopts a child before its samples come)."""
+        runs, off, n, size = [], 0, len(data), RAW_LEAF.itemsize
+        while off + 8 <= n:
+            count = (n - off) // size
+            if count:
+                raw = np.frombuffer(data, dtype=RAW_LEAF, count=count, offset=off)
+                fits = (raw["type"] == PERF_RECORD_SAMPLE) & (raw["size"] == size)
+                run = count if fits.all() else int(fits.argmin())
+                if run:
+                    runs.append(self._accept(raw[:run]))
+                    off += run * size
+                    continue
+            rtype, misc, rsize = RECORD_HEADER.unpack_from(data, off)
+            if rsize < 8 or off + rsize > n:
+                break
+            if rtype == PERF_RECORD_SAMPLE:  # with chains (a ring recorded with stacks, replayed): the loop
+                chained = self._parse_chains(data[off:], exits)
+                runs.append(np.empty(len(chained), dtype=LEAF_DTYPE))
+                for name in LEAF_DTYPE.names:
+                    runs[-1][name] = chained[name]
+                break
+            self._record(data, rtype, misc, off, rsize, exits)
+            off += rsize
+        if len(runs) == 1:
+            return runs[0]
+        return np.concatenate(runs) if runs else np.zeros(0, dtype=LEAF_DTYPE)
+
+    def _accept(self, raw: np.ndarray) -> np.ndarray:
+        """The samples of a run that are kept, as :data:`LEAF_DTYPE` (the same tests as
+        :meth:`_parse_chains`, on whole arrays)."""
+        mine = raw["pid"] == self.pid
+        if self._kids:
+            mine |= _lookup(dict.fromkeys(self._kids, 0), raw["pid"])[0]
+        keep = mine
+        self.foreign += len(raw) - int(mine.sum())
+        tid = raw["tid"]
+        known, owner = _lookup(self._id_tid, raw["ident"])
+        other = known & (owner != tid) & mine  # sampled through another thread's event
+        if other.any():
+            dup = other & _lookup(dict.fromkeys(self._own, 0), tid)[0]  # ... and through its own too
+            self.duplicates += int(dup.sum())
+            keep = keep & ~dup
+        user = (raw["misc"] & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER
+        ticks = keep & ~user
+        if ticks.any():
+            self.kernel_samples += int(ticks.sum())
+            if not self.kernel:
+                keep = keep & user
+        kept = raw[keep] if not keep.all() else raw
+        out = np.empty(len(kept), dtype=LEAF_DTYPE)
+        out["ip"] = kept["ip"]
+        out["tid"] = kept["tid"]
+        out["time"] = kept["time"]
+        if self.kernel and ticks.any():
+            out["ip"][~user[keep]] = np.uint64(KERNEL_KEY)
+        return out
+
+    def _is_followed(self, pid: int) -> bool:
+        return pid == self.pid or pid in self._kids
+
+    def _adopt(self, pid: int, ppid: int) -> None:
+        """A child forked by a followed process (``children``): followed, with modules of its own."""
+        if self.children and pid != ppid and self._is_followed(ppid) and not self._is_followed(pid):
+            self._kids[pid] = [process_comm(pid), None, set()]
+
+    def _record(self, data: bytes, rtype: int, misc: int, off: int, size: int, exits: List[int]) -> None:
+        """A LOST, FORK, EXIT or COMM record (the target's, or a followed child's)."""
+        if rtype == PERF_RECORD_LOST:
+            self.lost += LOST_RECORD.unpack_from(data, off + 8)[1]
+        elif rtype == PERF_RECORD_FORK:
+            rpid, ppid, tid, ptid, _ = TASK_RECORD.unpack_from(data, off + 8)
+            self._adopt(rpid, ppid)
+            if self._is_followed(rpid) and tid not in self._t:
+                parent = self._t.get(ptid)
+                self._thread(tid, parent.owner if parent is not None else ptid, rpid)
+        elif rtype == PERF_RECORD_EXIT:
+            rpid, _, tid, _, t = TASK_RECORD.unpack_from(data, off + 8)
+            if self._is_followed(rpid):
+                exits.append((tid, t))
+        elif rtype == PERF_RECORD_COMM and misc & PERF_RECORD_MISC_COMM_EXEC:
+            rpid, name = comm_record(data, off, size)
+            kid = self._kids.get(rpid)
+            if kid is not None:  # a child's exec: another program, other modules
+                kid[:] = [name, None, set()]
+
+    def _kernel_sample(self, recs: list, tid: int, t: int, chain: bytes) -> None:
+        """A tick that hit kernel mode: counted; kept as :data:`KERNEL_KEY` with ``kernel``
+        (its chain is the user stack below the system call), dropped without."""
+        self.kernel_samples += 1
+        if self.kernel:
+            recs.append((KERNEL_KEY, tid, t, chain))
