@@ -240,7 +240,7 @@ def wakeup_samples(window_samples: int, period_ns: int, wake_every: float = 0.0,
     moved between CPUs has samples in two rings, each short of a wake-up, and is read within
     the live loop's quiet bound. Each wake-up costs the host about as much again as the window
     it brings (a cold loop, drain and engine): at 1000 Hz, reading two windows a wake-up instead
-    of one cut the observer's CPU by a fifth, ten by a third (docs/performance.md, stop 42)."""
+    of one cut the observer's CPU by a fifth, eight by a third (docs/performance.md, stop 42)."""
     windows = int(wake_every * 1e9) // (window_samples * period_ns)
     record = CHAIN_AT + 8 * (MAX_STACK + 2) if stacks else SAMPLE_RECORD.size  # chain: nr, marker, frames
     fit = (ring_pages * mmap.PAGESIZE // 4) // (record * window_samples)
