@@ -120,7 +120,9 @@ def test_openssl_speed_attached_with_its_algorithms_as_truth(tmp_path):
     assert proc.returncode == 0, err.decode()[-2000:]
     rows = [json.loads(line) for line in truth.read_text().splitlines()]
     assert [r["activity"] for r in rows] == ["md5", "sha256"]
-    assert rows[0]["start_ns"] == 0 and rows[0]["end_ns"] == rows[1]["start_ns"] <= rows[1]["end_ns"]
+    # the first announcement at the tool's CPU time since the attach: 0, or a 10 ms tick it spent
+    # setting up under load (CI at load 2-3 saw 10 ms)
+    assert 0 <= rows[0]["start_ns"] <= rows[0]["end_ns"] == rows[1]["start_ns"] <= rows[1]["end_ns"]
     assert rows[1]["end_ns"] > 0  # the tool's CPU time since the attach
     # and the wall clock at each announcement, which truth_score.place_truth puts among the windows
     assert rows[0]["start_wall_ns"] <= rows[0]["end_wall_ns"] == rows[1]["start_wall_ns"] < rows[1]["end_wall_ns"]

@@ -48,6 +48,14 @@ def _lookup(table: dict, values: np.ndarray):
     return keys[at] == values, vals[at]
 
 
+def as_leaves(samples: np.ndarray) -> np.ndarray:
+    """:data:`SAMPLE_DTYPE` samples as :data:`LEAF_DTYPE` (their call chains dropped)."""
+    out = np.empty(len(samples), dtype=LEAF_DTYPE)
+    for name in LEAF_DTYPE.names:
+        out[name] = samples[name]
+    return out
+
+
 class SampleRecords:
     """Record reading for a sampler with ``pid``, ``stacks``, ``kernel``, ``children``, ``_own``
     (tids with their own events), ``_id_tid`` (event id -> its tid), ``_kids``, ``_t`` and
@@ -109,10 +117,7 @@ class SampleRecords:
             if rsize < 8 or off + rsize > n:
                 break
             if rtype == PERF_RECORD_SAMPLE:  # with chains (a ring recorded with stacks, replayed): the loop
-                chained = self._parse_chains(data[off:], exits)
-                runs.append(np.empty(len(chained), dtype=LEAF_DTYPE))
-                for name in LEAF_DTYPE.names:
-                    runs[-1][name] = chained[name]
+                runs.append(as_leaves(self._parse_chains(data[off:], exits)))
                 break
             self._record(data, rtype, misc, off, rsize, exits)
             off += rsize
