@@ -11,6 +11,7 @@ import pytest
 
 from phasescope.sources.modules import KERNEL_KEY, Module, ModuleMap, fnv1a32
 from phasescope.sources.sampler import Sampler
+from phasescope.sources.system_sampler import ProcessFilter, SystemSampler
 
 PID = 1 << 23  # above any pid_max: no such process, nothing on disk for it
 TID2 = PID + 1
@@ -176,3 +177,16 @@ def test_remembered_keys_follow_the_module_map():
     s.modules.add(Module("lib", 0x10, 0x100, "/nonexistent/lib"))  # changed in place (an agent's map)
     assert s.keys_for(np.array([outside, A], dtype=np.uint64)).tolist() == [fnv1a32("lib") << 32,
                                                                             fnv1a32("other") << 32 | 0x100]
+
+
+@pytest.mark.parametrize("stacks", [False, True])
+def test_system_wide_records_give_windows_with_and_without_chains(stacks):
+    """-a keeps a chain only with --log/--profile; without, its samples are held as the Sampler's
+    chainless ones (each drain failed on a 4-field record before the fix)."""
+    s = SystemSampler(ProcessFilter(pids=frozenset({PID})), period_ns=1_000_000, stacks=stacks)
+    s.window_samples = 4
+    s._started, s._rings = True, {0: Chunks([b"".join(leaf(pc, t) for t, pc in enumerate([A, A, B, C, B], 10))])}
+    s._last_scan = float("inf")  # PID is no process: no /proc look for its threads
+    windows = drain(s, 1)
+    assert [(w.thread, w.seq, w.samples, w.partial) for w in windows] == [(PID, 0, 4, False), (PID, 1, 1, True)]
+    assert np.array_equal(windows[0].counts, [2, 1, 1]) and windows[0].pcs.tolist() == [A, B, C]
