@@ -94,3 +94,16 @@ def test_a_summary_to_a_device_is_written_in_place_not_replaced(tmp_path):
     write_json_atomically(str(null), {"a": 1}, ".phasescope-summary-")  # as --summary /dev/null as root did
     assert stat.S_ISCHR(os.stat(null).st_mode)  # replaced, /dev/null became a regular file machine-wide
     assert os.listdir(tmp_path) == ["null"]  # no temporary file left either
+
+
+def test_a_summary_through_a_symbolic_link_replaces_its_file_and_keeps_the_link(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "db.json").write_text("{}\n")
+    os.chmod(shared / "db.json", 0o640)
+    link = tmp_path / "db.json"
+    link.symlink_to(shared / "db.json")  # a phase database shared through a link
+    write_json_atomically(str(link), {"a": 1}, ".phasescope-db-")
+    assert link.is_symlink() and json.loads((shared / "db.json").read_text()) == {"a": 1}  # the link replaced was a copy of its own
+    assert stat.S_IMODE(os.stat(shared / "db.json").st_mode) == 0o640
+    assert sorted(os.listdir(tmp_path)) == ["db.json", "shared"] and os.listdir(shared) == ["db.json"]

@@ -4,6 +4,7 @@ Sampler's parsing and window cutting, and give the windows known by construction
 
 from __future__ import annotations
 
+import os
 import struct
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 
 from phasescope.sources.modules import KERNEL_KEY, Module, ModuleMap, fnv1a32
 from phasescope.sources.sampler import Sampler
+from phasescope.sources.system_sampler import ProcessFilter, SystemSampler
 
 PID = 1 << 23  # above any pid_max: no such process, nothing on disk for it
 TID2 = PID + 1
@@ -176,3 +178,33 @@ def test_remembered_keys_follow_the_module_map():
     s.modules.add(Module("lib", 0x10, 0x100, "/nonexistent/lib"))  # changed in place (an agent's map)
     assert s.keys_for(np.array([outside, A], dtype=np.uint64)).tolist() == [fnv1a32("lib") << 32,
                                                                             fnv1a32("other") << 32 | 0x100]
+
+
+@pytest.mark.parametrize("stacks", [False, True])
+def test_system_wide_records_give_windows_with_and_without_chains(stacks):
+    """-a keeps a chain only with --log/--profile; without, its samples are held as the Sampler's
+    chainless ones (each drain failed on a 4-field record before the fix)."""
+    s = SystemSampler(ProcessFilter(pids=frozenset({PID})), period_ns=1_000_000, stacks=stacks)
+    s.window_samples = 4
+    s._started, s._rings = True, {0: Chunks([b"".join(leaf(pc, t) for t, pc in enumerate([A, A, B, C, B], 10))])}
+    s._last_scan = float("inf")  # PID is no process: no /proc look for its threads
+    windows = drain(s, 1)
+    assert [(w.thread, w.seq, w.samples, w.partial) for w in windows] == [(PID, 0, 4, False), (PID, 1, 1, True)]
+    assert np.array_equal(windows[0].counts, [2, 1, 1]) and windows[0].pcs.tolist() == [A, B, C]
+
+
+def test_keys_remembered_before_a_map_is_read_again_are_not_used_in_that_window():
+    """An address remembered in the old map (a library unloaded, another there, or an exec) and one
+    outside it, in one window: the map is read again for the second, and both are keyed in the new
+    map (as every address was before keys were remembered)."""
+    import ctypes
+
+    from phasescope.sources.procfs import module_map_from_proc
+    libc_pc = ctypes.cast(ctypes.CDLL(None).getpid, ctypes.c_void_p).value  # real code of this process
+    fresh = module_map_from_proc(os.getpid())
+    other = next(m for m in fresh.modules if not m.base <= libc_pc < m.base + m.size)
+    s = Sampler(os.getpid(), period_ns=1_000_000, modules=ModuleMap([Module("gone", libc_pc & ~0xFFF, 0x1000, "")]))
+    s._own_modules = True  # its maps read again from /proc, as a sampler reading its own
+    assert s.keys_for(np.array([libc_pc], dtype=np.uint64)).tolist() == [fnv1a32("gone") << 32 | libc_pc & 0xFFF]
+    pcs = np.array([libc_pc, other.base], dtype=np.uint64)
+    assert s.keys_for(pcs).tolist() == fresh.keys(pcs).tolist()

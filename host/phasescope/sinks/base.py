@@ -146,19 +146,21 @@ def write_json_atomically(path: str, obj, prefix: str) -> None:
     """Replace ``path`` with ``obj`` as JSON: a temporary file in the same directory, then
     ``os.replace``, so readers never see half a file and a crash keeps the old one; an existing
     file keeps its mode. Anything but a regular file (``/dev/null``, a FIFO) is written in place:
-    replaced, as root, ``/dev/null`` became a regular file for the whole machine."""
+    replaced, as root, ``/dev/null`` became a regular file for the whole machine. A symbolic link's
+    file is replaced, not the link (a phase database shared through a link stays shared)."""
     import json  # here: a run without --summary or a phase database needs neither (~7 ms)
     import tempfile
-    if os.path.exists(path) and not os.path.isfile(path):
+    real = os.path.realpath(path)
+    if os.path.exists(real) and not os.path.isfile(real):
         try:
-            with open(path, "w", encoding="utf-8") as f:
+            with open(real, "w", encoding="utf-8") as f:
                 json.dump(obj, f, indent=1)
                 f.write("\n")
         except OSError as e:
             raise write_failed(path, e) from None
         return
     try:
-        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(os.path.abspath(path)))
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(real))
     except OSError as e:
         raise write_failed(path, e) from None
     try:
@@ -166,13 +168,13 @@ def write_json_atomically(path: str, obj, prefix: str) -> None:
             json.dump(obj, f, indent=1)
             f.write("\n")
         try:
-            mode = os.stat(path).st_mode & 0o7777  # a file replaced keeps its mode
+            mode = os.stat(real).st_mode & 0o7777  # a file replaced keeps its mode
         except OSError:
             mask = os.umask(0o022)
             os.umask(mask)
             mode = 0o666 & ~mask  # mkstemp makes it 0600; these are ordinary files
         os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        os.replace(tmp, real)
     except OSError as e:
         raise write_failed(path, e) from None
     finally:

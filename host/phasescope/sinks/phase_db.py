@@ -68,7 +68,7 @@ class PhaseDb(Sink):
         self.path = path
         self.input_size = input_size  # --input-size (bytes); None: the data the windows touched
         self.settings = settings_of(config)
-        self._dir = os.path.dirname(os.path.abspath(path))
+        self._dir = os.path.dirname(os.path.realpath(path))  # where it is written (a link's file's)
         if os.path.isdir(path):
             raise InputError(f"--phase-db {path}: is a directory")
         self.db = self._load()

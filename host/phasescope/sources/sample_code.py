@@ -98,6 +98,8 @@ class SampleCode:
         miss = np.array([i for i, key in enumerate(got) if key is None], dtype=np.int64)
         keys = np.array([0 if key is None else key for key in got], dtype=np.uint64)
         keys[miss] = self._target_keys(ips[miss])
+        if self._known_of is not self.modules_of(self.pid).modules:  # re-read: the hits were the old map's
+            keys, miss = self._target_keys(ips), np.arange(len(ips))
         inside = miss[self.modules_of(self.pid).holds(ips[miss])]
         known = self._known_keys()  # anew if the map was re-read
         if len(known) + len(inside) > KNOWN_KEYS:

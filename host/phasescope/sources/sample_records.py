@@ -35,6 +35,14 @@ RAW_LEAF = np.dtype([("type", "<u4"), ("misc", "<u2"), ("size", "<u2"), ("ident"
 assert RAW_LEAF.itemsize == SAMPLE_RECORD.size
 
 
+def leaves(samples: np.ndarray) -> np.ndarray:
+    """:data:`SAMPLE_DTYPE` samples as :data:`LEAF_DTYPE` (their chains left out)."""
+    out = np.empty(len(samples), dtype=LEAF_DTYPE)
+    for name in LEAF_DTYPE.names:
+        out[name] = samples[name]
+    return out
+
+
 def _lookup(table: dict, values: np.ndarray):
     """``(found, value)`` of each of ``values`` in the int -> int ``table`` (sorted search: numpy's
     ``isin`` costs more than the whole decode on a window's samples)."""
@@ -46,14 +54,6 @@ def _lookup(table: dict, values: np.ndarray):
     keys, vals = keys[order], vals[order]
     at = np.minimum(np.searchsorted(keys, values), len(keys) - 1)
     return keys[at] == values, vals[at]
-
-
-def as_leaves(samples: np.ndarray) -> np.ndarray:
-    """:data:`SAMPLE_DTYPE` samples as :data:`LEAF_DTYPE` (their call chains dropped)."""
-    out = np.empty(len(samples), dtype=LEAF_DTYPE)
-    for name in LEAF_DTYPE.names:
-        out[name] = samples[name]
-    return out
 
 
 class SampleRecords:
@@ -117,7 +117,7 @@ class SampleRecords:
             if rsize < 8 or off + rsize > n:
                 break
             if rtype == PERF_RECORD_SAMPLE:  # with chains (a ring recorded with stacks, replayed): the loop
-                runs.append(as_leaves(self._parse_chains(data[off:], exits)))
+                runs.append(leaves(self._parse_chains(data[off:], exits)))
                 break
             self._record(data, rtype, misc, off, rsize, exits)
             off += rsize

@@ -34,7 +34,7 @@ from phasescope.sources.perf_event import (DEFAULT_RING_PAGES, LOST_RECORD, PERF
                                           online_cpus, paranoid_level, perf_event_open, records)
 from phasescope.sources.procfs import module_map_from_proc, process_comm, process_exe
 from phasescope.sources.sample_code import refreshed_modules, stable_keys
-from phasescope.sources.sample_records import SAMPLE_DTYPE, as_leaves
+from phasescope.sources.sample_records import SAMPLE_DTYPE, leaves
 from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES
 from phasescope.sources.sampler import Sampler, _Thread
 
@@ -247,8 +247,8 @@ class SystemSampler(Sampler):
             elif rtype == PERF_RECORD_COMM and misc & PERF_RECORD_MISC_COMM_EXEC:
                 self._exec(*comm_record(data, off, size))
         self.samples += len(recs)
-        samples = np.array(recs, dtype=SAMPLE_DTYPE)
-        return samples if self.stacks else as_leaves(samples)  # the dtype the sampler holds
+        recs = np.array(recs, dtype=SAMPLE_DTYPE)
+        return recs if self.stacks else leaves(recs)  # as the held samples are kept
 
     # -- windows and lifetimes -----------------------------------------------------------------
     def _window(self, th: _Thread, recs: np.ndarray, partial: bool) -> Interval:
