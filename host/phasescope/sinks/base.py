@@ -150,12 +150,15 @@ def write_json_atomically(path: str, obj, prefix: str) -> None:
     file is replaced, not the link (a phase database shared through a link stays shared)."""
     import json  # here: a run without --summary or a phase database needs neither (~7 ms)
     import tempfile
+    def dump(f) -> None:
+        json.dump(obj, f, indent=1)
+        f.write("\n")
+
     real = os.path.realpath(path)
     if os.path.exists(real) and not os.path.isfile(real):
         try:
             with open(real, "w", encoding="utf-8") as f:
-                json.dump(obj, f, indent=1)
-                f.write("\n")
+                dump(f)
         except OSError as e:
             raise write_failed(path, e) from None
         return
@@ -165,8 +168,7 @@ def write_json_atomically(path: str, obj, prefix: str) -> None:
         raise write_failed(path, e) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=1)
-            f.write("\n")
+            dump(f)
         try:
             mode = os.stat(real).st_mode & 0o7777  # a file replaced keeps its mode
         except OSError:
