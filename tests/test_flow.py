@@ -107,3 +107,46 @@ def test_a_summary_through_a_symbolic_link_replaces_its_file_and_keeps_the_link(
     assert link.is_symlink() and json.loads((shared / "db.json").read_text()) == {"a": 1}  # the link replaced was a copy of its own
     assert stat.S_IMODE(os.stat(shared / "db.json").st_mode) == 0o640
     assert sorted(os.listdir(tmp_path)) == ["db.json", "shared"] and os.listdir(shared) == ["db.json"]
+
+
+def open_a_reader_later(fifo):
+    """A timer that opens ``fifo`` for reading in 5 s: it ends a writer's wait that a failing test
+    would otherwise never see end."""
+    import threading
+    t = threading.Timer(5, lambda: os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)))
+    t.start()
+    return t
+
+
+def test_a_summary_to_a_fifo_is_written_once_at_the_end(tmp_path):
+    """A checkpoint to a FIFO would wait for a reader in the middle of the live loop: only the end
+    writes it, and its reader gets one document."""
+    import threading
+    fifo = tmp_path / "summary"
+    os.mkfifo(fifo)
+    w = SummaryWriter(str(fifo))
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    w.on_checkpoint({"end": {"how": "running"}})  # nothing: this used to be the document the reader got
+    late_reader = open_a_reader_later(fifo)
+    w.on_end({"end": {"how": "exited"}})
+    late_reader.cancel()
+    reader.join(10)
+    assert [json.loads(g) for g in got] == [{"end": {"how": "exited"}}]
+
+
+def test_a_stop_signal_ends_the_wait_for_a_fifos_reader_in_one_line(tmp_path):
+    """With the run over, the first SIGTERM only set a flag that the blocked open never looked at."""
+    import signal
+    import threading
+    from phasescope.commands.runner import StopRequest
+    from phasescope.errors import PhasescopeError
+    fifo = tmp_path / "summary"
+    os.mkfifo(fifo)
+    with StopRequest():
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        late_reader = open_a_reader_later(fifo)
+        with pytest.raises(PhasescopeError, match="not written: no reader opened it before the stop signal"):
+            write_json_atomically(str(fifo), {"a": 1}, ".phasescope-summary-")
+    late_reader.cancel()

@@ -17,6 +17,7 @@ import signal
 import sys
 from typing import Dict, List, Optional, Tuple
 
+from phasescope import waits
 from phasescope.commands.files import check_files
 from phasescope.startup import settled
 from phasescope.errors import (EXIT_FAILED, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK,
@@ -28,8 +29,9 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 class StopRequest:
-    """A stop signal sets :attr:`requested` (the signal's name); a second one raises
-    KeyboardInterrupt, for a wait that must be cut short. Installed for the whole run."""
+    """A stop signal sets :attr:`requested` (the signal's name); a second one, or one during a
+    wait with nothing to finish (:func:`phasescope.waits.interruptible`), raises
+    KeyboardInterrupt. Installed for the whole run."""
 
     def __init__(self):
         self.requested: Optional[str] = None
@@ -41,7 +43,7 @@ class StopRequest:
         return self
 
     def _handle(self, signum, frame):
-        if self.requested is not None:
+        if self.requested is not None or waits.now():
             raise KeyboardInterrupt
         self.requested = signal.Signals(signum).name
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, TypedDict
 
+from phasescope import waits
 from phasescope.errors import InputError, PhasescopeError
 
 if TYPE_CHECKING:  # the engine loads after a live run's target has started (commands/monitor.py)
@@ -122,9 +123,11 @@ class Sinks(Sink):
 
 
 def open_write(path: str):
-    """Open ``path`` for writing; InputError (exit 2) if it cannot be."""
+    """Open ``path`` for writing; InputError (exit 2) if it cannot be. A FIFO's open waits for a
+    reader; a stop signal ends that wait (KeyboardInterrupt)."""
     try:
-        return open(path, "w", encoding="utf-8")
+        with waits.interruptible():
+            return open(path, "w", encoding="utf-8")
     except OSError as e:
         raise InputError(f"{path}: cannot write: {e.strerror}") from None
 
@@ -157,10 +160,14 @@ def write_json_atomically(path: str, obj, prefix: str) -> None:
     real = os.path.realpath(path)
     if os.path.exists(real) and not os.path.isfile(real):
         try:
-            with open(real, "w", encoding="utf-8") as f:
+            with waits.interruptible():  # a FIFO's open waits for a reader: a stop signal ends it
+                f = open(real, "w", encoding="utf-8")
+            with f:
                 dump(f)
         except OSError as e:
             raise write_failed(path, e) from None
+        except KeyboardInterrupt:
+            raise PhasescopeError(f"{path}: not written: no reader opened it before the stop signal") from None
         return
     try:
         fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(real))

@@ -11,7 +11,9 @@ from phasescope.sinks.base import Sink, write_json_atomically
 
 class SummaryWriter(Sink):
     """A JSON summary replaced atomically (temp file in the same directory, then os.replace):
-    readers never see a half-written summary. Written at every checkpoint and at the end."""
+    readers never see a half-written summary. Written at every checkpoint and at the end; to a
+    path that is not a regular file (a FIFO, a device) only at the end: a FIFO's reader gets one
+    document, and a checkpoint waiting for a reader would stall the live loop mid-run."""
 
     def __init__(self, path: str):
         self.path = path
@@ -19,6 +21,8 @@ class SummaryWriter(Sink):
         if os.path.isdir(path):
             raise InputError(f"{path}: cannot write: is a directory")
         os.unlink(self._mkstemp())  # fail now, not after the work
+        real = os.path.realpath(path)
+        self._checkpoints = not os.path.exists(real) or os.path.isfile(real)
 
     def _mkstemp(self) -> str:
         try:
@@ -33,7 +37,8 @@ class SummaryWriter(Sink):
         write_json_atomically(self.path, summary, ".phasescope-summary-")
 
     def on_checkpoint(self, summary: dict) -> None:
-        self.write(summary)
+        if self._checkpoints:
+            self.write(summary)
 
     def on_end(self, summary: dict) -> None:
         self.write(summary)

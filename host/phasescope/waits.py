@@ -1,0 +1,31 @@
+"""Waits that a stop signal ends at once.
+
+A stop signal (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT) normally asks the run to finish: it detaches and
+writes what the user asked for (:class:`phasescope.commands.runner.StopRequest`). Some waits have
+nothing to finish: opening a FIFO that no reader has opened blocks until one does, and with the
+run over, a first signal only set a flag the blocked ``open`` never looked at, so SIGTERM did not
+end it. Inside :func:`interruptible`, a stop signal raises KeyboardInterrupt where the wait is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+_depth = 0
+
+
+@contextlib.contextmanager
+def interruptible():
+    """A stop signal inside this block raises KeyboardInterrupt (the blocked call returns EINTR
+    and Python runs the handler, which raises)."""
+    global _depth
+    _depth += 1
+    try:
+        yield
+    finally:
+        _depth -= 1
+
+
+def now() -> bool:
+    """True inside :func:`interruptible`."""
+    return _depth > 0
