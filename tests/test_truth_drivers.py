@@ -89,6 +89,30 @@ def test_a_stamped_truth_is_placed_on_the_main_threads_windows(tmp_path):
     assert [(r["own_start_ns"], r["own_end_ns"]) for r in rows] == own
 
 
+def test_sample_keys_rekey_the_same_samples_by_page_function_and_caller(tmp_path):
+    # bench/truth/sample_keys.py: one window, three samples: two in function f (one at each end of
+    # a page boundary it straddles), one in g (f's first page); the third sample has a caller.
+    from sample_keys import rewrite
+    m = 7 << 32
+    f1, f2, g, caller = m | 0x1ff0, m | 0x2010, m | 0x1100, m | 0x5000
+    rec = {"seq": 0, "thread": 1, "thread_seq": 0, "mode": "sampled", "instructions": None, "samples": 3,
+           "cpu_ns": 100, "blocks": [[g, 1], [f1, 1], [f2, 1]], "stacks": [[1, f1], [1, f2], [1, g, caller]],
+           "frames": [[f1, "m", "f"], [f2, "m", "f"], [g, "m", "g"], [caller, "m", None]]}
+    (tmp_path / "w.jsonl").write_text(json.dumps(rec) + "\n")
+    (tmp_path / "w.truth.jsonl").write_text("")
+
+    def groups(variant):
+        assert rewrite(str(tmp_path), "w", variant, str(tmp_path / variant)) == pytest.approx(1 / 3)
+        out = json.loads((tmp_path / variant / "w.jsonl").read_text())
+        assert out["samples"] == sum(n for _, n in out["blocks"]) and "stacks" not in out
+        return sorted(n for _, n in out["blocks"])
+    assert groups("page") == [1, 2]  # f1 and g share a page, f2 is the next one
+    assert groups("func") == [1, 2]  # f's two samples, g's one
+    assert groups("funcpage") == [3]  # f starts in g's page (as far as its samples show)
+    assert groups("caller") == [1, 1, 1]  # g's sample has a caller, f1's not: apart
+    assert groups("page+func") == [1, 1, 2, 2]  # each sample once under each part
+
+
 def test_the_sqlite_shell_stamps_the_wall_clock_in_seconds(tmp_path):
     # the script's stamp, run by the same SQLite in this process, reads CLOCK_REALTIME (ms)
     import sqlite3

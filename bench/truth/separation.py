@@ -16,6 +16,12 @@ weight: L1 is then the mean of the two distances), ``func`` (the leaf's function
 caller's page, when the kernel's frame-pointer walk gave one; else the leaf page alone).
 
     python3 bench/truth/separation.py --dir DIR --only py-db-A,sql-random-A [--pairs sq_point:sq_update,...]
+                                      [--metrics]
+
+``--metrics`` (stop 43) compares distances instead, on page vectors: L1 (the tracker's), L2, chi-square,
+L1 on square roots (Hellinger's), and the log-likelihood of the window under a centre; per pair, the
+centres' distance over a window's distance to its own (``apart/own``) and ``d'``: the mean of (to the
+other centre - to its own) over its standard deviation, across the pair's windows.
 """
 
 from __future__ import annotations
@@ -124,14 +130,55 @@ def study(log: str, truth_path: str, pairs) -> dict:
     return out
 
 
+METRICS = {
+    "L1": lambda v, c: np.abs(v - c).sum(-1),
+    "L2": lambda v, c: np.sqrt(((v - c) ** 2).sum(-1)),
+    "chi2": lambda v, c: ((v - c) ** 2 / (v + c + 1e-12)).sum(-1),
+    "sqrt L1": lambda v, c: np.abs(np.sqrt(v) - np.sqrt(c)).sum(-1),
+    "-loglik": lambda v, c: -(v * np.log(0.99 * c + 0.01 / c.shape[-1])).sum(-1),
+}
+
+
+def metrics(log: str, truth_path: str, pairs) -> list:
+    """``[(pair, metric, apart/own, d')]`` on page vectors of the windows inside one activity."""
+    rows = records(log)
+    lab = labelled(rows, read_truth(truth_path))
+    pages = {p: j for j, p in enumerate(sorted({k >> 12 for i, _ in lab for k, _ in rows[i]["blocks"]}))}
+    v = np.zeros((len(lab), len(pages)))
+    for row, (i, _) in enumerate(lab):
+        for k, n in rows[i]["blocks"]:
+            v[row, pages[k >> 12]] += n
+    v /= v.sum(1, keepdims=True)
+    acts = np.array([a for _, a in lab])
+    out = []
+    for x, y in pairs:
+        if not ((acts == x).any() and (acts == y).any()):
+            continue
+        cx, cy, sel = v[acts == x].mean(0), v[acts == y].mean(0), np.isin(acts, [x, y])
+        for name, f in METRICS.items():
+            own = np.where(acts == x, f(v, cx), f(v, cy))[sel]
+            other = np.where(acts == x, f(v, cy), f(v, cx))[sel]
+            apart = (f(cx[None], cy)[0] + f(cy[None], cx)[0]) / 2
+            out.append((f"{x}:{y}", name, apart / own.mean(), (other - own).mean() / (other - own).std()))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", required=True)
     ap.add_argument("--only", required=True, help="comma-separated workload names")
     ap.add_argument("--pairs", default="sq_point:sq_update,strings:blob",
                     help="comma-separated activity pairs a:b to report")
+    ap.add_argument("--metrics", action="store_true", help="compare distances on page vectors (module docstring)")
     args = ap.parse_args()
     pairs = [tuple(p.split(":")) for p in args.pairs.split(",")]
+    if args.metrics:
+        print("| workload | pair | distance | apart / own | d' |\n| --- | --- | --- | --- | --- |")
+        for name in args.only.split(","):
+            for pair, metric, ratio, d in metrics(os.path.join(args.dir, name + ".jsonl"),
+                                                  os.path.join(args.dir, name + ".truth.jsonl"), pairs):
+                print(f"| {name} | {pair} | {metric} | {ratio:.2f} | {d:.2f} |", flush=True)
+        return 0
     print("| workload | key | nearest centre | nearest, 2 windows | pairs: centres apart, window to own, to other |")
     print("| --- | --- | --- | --- | --- |")
     for name in args.only.split(","):

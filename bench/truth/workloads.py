@@ -92,6 +92,8 @@ WORKLOADS = [
     Workload("sql-random-B", "sqlite", "held-out", "strings,join,index,window,math,blob", "random", 2),
     Workload("py-db-B", "python", "held-out", "sq_point,sq_range,sq_insert,sq_group,sq_update", "cycle", 2),
     Workload("sql-cycle-B", "sqlite", "held-out", "cte,json,sort,window", "cycle", 3),
+    # issue 27, stop 43: a perl tuning workload (regex's runs drift between pages on perl-cycle-B)
+    Workload("perl-cycle-A", "perl", "tune", "regex,sort,sprintf,deflate", "cycle", 1, 30),
     Workload("perl-random-B", "perl", "held-out", "sha,deflate,regex,sort,hash,sprintf,math", "random", 4),
     Workload("perl-cycle-B", "perl", "held-out", "sha,regex,hash,math", "cycle", 5),
     # issue 27: a JIT runtime, a database server's backend attached with -p, a real tool's own phases
