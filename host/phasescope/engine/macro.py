@@ -11,8 +11,8 @@ windows are partial (fewer intervals than ``window``), so every interval has a m
 
 Change point (issue 28): a window changes its macro phase only once about half of it is the new
 activity, some ``window`` / 2 intervals late. When the thread's last ``recent`` micro phases are
-``change`` or more from its current macro phase's representative, the window drops everything
-older than them, and the new activity decides alone.
+``change`` or more from its current macro phase's representative (1.8: at most a tenth of them in
+common), the window drops everything older than them, and the new activity decides alone.
 """
 
 from __future__ import annotations
@@ -30,12 +30,15 @@ class MacroConfig:
     distance between two histograms under which they are one macro phase (0 to 2)."""
 
     window: int = 32  # chosen on truth-A (bench/quality/generalize.py, macro truth ARI)
-    threshold: float = 1.0
+    threshold: float = 1.2
     table_size: int = 32
     #: change point: intervals of the recent part (0: off) and its distance from the current macro
-    #: phase that restarts the window from it (chosen on truth-A with docs/quality.md's command)
-    recent: int = 12
-    change: float = 1.6
+    #: phase that restarts the window from it. Chosen on a truth-A recording placed by its wall-clock
+    #: stamps (stop 43, docs/quality.md): 12 and 1.6 lagged each change by 9-10 intervals; 7 and 1.8
+    #: lag it by 4-7, with no more macro changes on the other tuning programs (a threshold under 1.2
+    #: let the paper's churning phases restart the window inside an activity)
+    recent: int = 7
+    change: float = 1.8
 
     def __post_init__(self):
         if not (isinstance(self.window, int) and 0 <= self.window <= 4096):
