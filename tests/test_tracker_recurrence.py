@@ -226,6 +226,16 @@ def test_macro_defaults_ride_out_a_short_excursion():
     assert len(set(got[3:])) == 1
 
 
+def test_a_recurrence_that_starts_with_other_code_gets_its_macro_id_back():
+    # X (8 phases in turn), Y, then X again after 7 intervals of set-up code seen nowhere else. The
+    # change point restarts the window on the set-up, which makes a macro phase of its own; once the
+    # window is X again, that young phase yields to X's (before, it kept the recurrence for good).
+    x, y, setup = list(range(1, 9)) * 8, [20, 21, 22] * 20, list(range(41, 48))
+    got = macro_of(x + y + setup + x)
+    assert got[-1] == got[40] != got[100]
+    assert len(set(got[-20:])) == 1
+
+
 def test_macro_windows_are_per_thread():
     m = MacroTracker(MacroConfig(window=4, threshold=0.5))
     a = [m.observe(1, 7) for _ in range(6)]
