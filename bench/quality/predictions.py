@@ -73,10 +73,13 @@ def phases(intervals, config) -> np.ndarray:
     return np.array([m.phase for m in tracker.classify_many(fps, None, np.array([iv.thread for iv in intervals]))])
 
 
-def main_mask(intervals: list) -> np.ndarray:
-    """Which intervals are the thread's with the most intervals (a cycle's workload thread)."""
+def cycle_truth(log: str, intervals: list) -> tuple:
+    """(which intervals are the workload thread's, that is the thread with the most, their CPU time,
+    the truth on their clock, whether it was placed by its wall stamps: truth_score.exact_truth)."""
     threads = np.array([iv.thread for iv in intervals])
-    return threads == np.bincount(threads - threads.min()).argmax() + threads.min()
+    main = threads == np.bincount(threads - threads.min()).argmax() + threads.min()
+    truth, placed = exact_truth(programs.truth_path(log), [iv for iv, m in zip(intervals, main) if m])
+    return main, np.array([iv.cpu_ns or 0 for iv in intervals], float)[main], truth, placed
 
 
 def fmt(x):
@@ -137,9 +140,7 @@ def main() -> int:
     program_tables(args.dir, configs, names)
     for log in args.cyclic:
         ivs = intervals_of(log)
-        main = main_mask(ivs)
-        cpu = np.array([iv.cpu_ns or 0 for iv in ivs], float)[main]
-        truth, placed = exact_truth(programs.truth_path(log), [iv for iv, m in zip(ivs, main) if m])
+        main, cpu, truth, placed = cycle_truth(log, ivs)
         for c in configs:
             labels = phases(ivs, tracker_config(c, 10_000_000))[main]
             for n in names:
