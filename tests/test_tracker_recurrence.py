@@ -207,6 +207,35 @@ def test_macro_change_point_cuts_the_lag_of_a_change():
     # interval, a window of one phase, is its own)
 
 
+def test_macro_defaults_follow_an_activity_within_seven_intervals_and_keep_its_id():
+    # Activities of three micro phases each (as the truth workloads' libraries): X, Y, X, Z, Y. With
+    # the defaults each change is seen by its 7th interval (all of the last 7 new: 1.8 from the
+    # old mix); the old defaults (12, 1.6) saw it at the 10th. A recurrence gets its macro ID back.
+    x, y, z = [1, 2, 3] * 20, [4, 5, 6] * 20, [7, 8, 9] * 20
+    got = macro_of(x + y + x + z + y)
+    for start in (60, 120, 180, 240):
+        assert next(i for i in range(start, start + 60) if got[i] != got[start - 1]) - start == 6
+        assert len(set(got[start + 6:start + 60])) == 1  # no other change inside the activity
+    assert got[150] == got[30] != got[90] == got[270] != got[210]
+
+
+def test_macro_defaults_ride_out_a_short_excursion():
+    # Six intervals of other code inside an activity are no change of activity at the macro scale.
+    x, other = [1, 2, 3] * 20, [7, 8] * 3
+    got = macro_of(x + other + x)
+    assert len(set(got[3:])) == 1
+
+
+def test_a_recurrence_that_starts_with_other_code_gets_its_macro_id_back():
+    # X (8 phases in turn), Y, then X again after 7 intervals of set-up code seen nowhere else. The
+    # change point restarts the window on the set-up, which makes a macro phase of its own; once the
+    # window is X again, that young phase yields to X's (before, it kept the recurrence for good).
+    x, y, setup = list(range(1, 9)) * 8, [20, 21, 22] * 20, list(range(41, 48))
+    got = macro_of(x + y + setup + x)
+    assert got[-1] == got[40] != got[100]
+    assert len(set(got[-20:])) == 1
+
+
 def test_macro_windows_are_per_thread():
     m = MacroTracker(MacroConfig(window=4, threshold=0.5))
     a = [m.observe(1, 7) for _ in range(6)]

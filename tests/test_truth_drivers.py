@@ -113,6 +113,27 @@ def test_sample_keys_rekey_the_same_samples_by_page_function_and_caller(tmp_path
     assert groups("page+func") == [1, 1, 2, 2]  # each sample once under each part
 
 
+def test_an_exact_logs_stamped_truth_is_placed_by_the_wall_clock_and_not_stretched(tmp_path):
+    # An exact log of 22 intervals of 100 ns CPU, one every 100 ns of wall time: "a" for 10, "b" for
+    # 10, then 2 of the interpreter's teardown. The workload's own reading (user time) is short of
+    # the intervals' CPU (user and system). Placed by its wall stamps, every interval falls in its
+    # activity; stretched onto the truth's end, the tail moves "b"'s first interval into "a".
+    from types import SimpleNamespace
+    from truth_score import exact_truth
+    ivs = [SimpleNamespace(start_ns=100 * i, end_ns=100 * (i + 1), cpu_ns=100) for i in range(22)]
+    truth = tmp_path / "truth.jsonl"
+    truth.write_text("".join(json.dumps({"activity": a, "start_ns": s, "end_ns": e, "start_wall_ns": ws,
+                                         "end_wall_ns": we}) + "\n"
+                             for a, s, e, ws, we in (("a", 0, 930, 0, 1000), ("b", 930, 1850, 1000, 2000))))
+    placed, stamped = exact_truth(str(truth), ivs)
+    assert stamped and placed == [("a", 0, 1000), ("b", 1000, 2000)]
+    phases, cpu, none = np.array([0] * 10 + [1] * 10 + [2] * 2), np.full(22, 100.0), np.full(22, -1)
+    assert score_stream(cpu, phases, none, placed, stretch=False)["ari"] == pytest.approx(1.0)
+    assert score_stream(cpu, phases, none, placed)["ari"] < 0.9
+    truth.write_text(json.dumps({"activity": "a", "start_ns": 0, "end_ns": 930}) + "\n")  # no stamps
+    assert exact_truth(str(truth), ivs) == ([("a", 0, 930)], False)
+
+
 def test_the_sqlite_shell_stamps_the_wall_clock_in_seconds(tmp_path):
     # the script's stamp, run by the same SQLite in this process, reads CLOCK_REALTIME (ms)
     import sqlite3

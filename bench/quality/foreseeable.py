@@ -24,10 +24,10 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from predictions import intervals_of, main_thread, phases  # noqa: E402  (sets up the paths)
+from predictions import cycle_truth, intervals_of, phases  # noqa: E402  (sets up the paths)
 import programs  # noqa: E402
 from run import tracker_config  # noqa: E402
-from truth_score import changes_near_truth, read_truth  # noqa: E402
+from truth_score import changes_near_truth  # noqa: E402
 
 sys.path.insert(0, os.path.join(HERE, ".."))
 from foresight import stream_figures  # noqa: E402
@@ -73,8 +73,9 @@ def main() -> int:
         print("\n" + HEAD.format(what="cycle (changes near a true change)"))
     for log in args.cyclic:
         ivs = intervals_of(log)
-        cpu, labels = main_thread(ivs, phases(ivs, config))
-        near = set(changes_near_truth(cpu, labels, read_truth(programs.truth_path(log))))
+        main, cpu, truth, placed = cycle_truth(log, ivs)
+        labels = phases(ivs, config)[main]
+        near = set(changes_near_truth(cpu, labels, truth, stretch=not placed))
         print(row(os.path.basename(log), stream_figures(labels.tolist(), near)))
     return 0
 

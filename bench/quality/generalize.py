@@ -9,7 +9,8 @@ intervals of its log (captured with ``bench/quality/capture.py DIR``, 10M-instru
   are kept next to the log (NAME.sp30.labels) and reused.
 * ``ref10``: ARI against ``phasescope reference --max-k 10`` (the coarser reference of issue 10).
 * ``truth``: ARI against the activities known by construction (python3 driving libraries,
-  bench/truth/pylibs.py; NAME.truth.jsonl beside the log), on the main thread, and the share of
+  bench/truth/pylibs.py; NAME.truth.jsonl beside the log, placed among the intervals by its wall-clock
+  stamps where it has them), on the main thread, and the share of
   activities that got a phase of their own (whose main phase is no other activity's main phase);
   ``macro truth``: the same ARI for the macro phases (engine/macro.py, its defaults) of the labels.
 
@@ -48,7 +49,7 @@ from phasescope.quality.metrics import adjusted_rand_index, score  # noqa: E402
 from phasescope.sinks.bbv import BbvWriter  # noqa: E402
 import programs  # noqa: E402
 from run import CONFIGS, tracker_config  # noqa: E402
-from truth_score import read_truth, score_stream  # noqa: E402
+from truth_score import exact_truth, score_stream  # noqa: E402
 
 
 def simpoint_labels(log: str, intervals, binary: str, seed: int = 0) -> np.ndarray:
@@ -85,9 +86,17 @@ class Program:
         self.sp30_self = (float(np.mean([adjusted_rand_index(self.sp30, simpoint_labels(log, self.intervals, binary, s))
                                          for s in self_seeds])) if self_seeds else None)
         truth = programs.truth_path(log)
-        self.truth = read_truth(truth) if os.path.exists(truth) else None
+        #: the truth on the main thread's clock; ``placed``: by its wall-clock stamps (truth_score.exact_truth)
+        self.truth, self.placed = None, False
+        if os.path.exists(truth):
+            main = self.threads == self.main_thread()
+            self.truth, self.placed = exact_truth(truth, [iv for iv, m in zip(self.intervals, main) if m])
         self._footprints: dict = {}
         self.macro = MacroConfig()  # macro phases scored against the truth
+
+    def main_thread(self) -> int:
+        """The thread with the most intervals (the truth workloads run on one)."""
+        return int(np.bincount(self.threads - self.threads.min()).argmax() + self.threads.min())
 
     def phases(self, config) -> np.ndarray:
         tracker = make_tracker(config)
@@ -107,13 +116,14 @@ class Program:
         out = {"ari": s["ari"], "chg": s["changes_detected"], "same": s["same_agreed"], "phases": s["phases"],
                "k": s["reference_phases"], "ref10": adjusted_rand_index(labels, self.ref10)}
         if self.truth is not None:
-            main = self.threads == np.bincount(self.threads - self.threads.min()).argmax() + self.threads.min()
+            main = self.threads == self.main_thread()
             cpu = np.array([iv.cpu_ns or 0 for iv in self.intervals], float)[main]
-            t = score_stream(cpu, labels[main], np.full(int(main.sum()), -1), self.truth)
+            none, stretch = np.full(int(main.sum()), -1), not getattr(self, "placed", False)  # pickles before stop 43
+            t = score_stream(cpu, labels[main], none, self.truth, stretch=stretch)
             out["truth"], out["distinct"] = t["ari"], t["distinct"]
             macro = MacroTracker(self.macro)  # the activity time scale: macro phases of these labels
             macros = np.array([macro.observe(int(th), int(x)) for th, x in zip(self.threads, labels)])
-            out["macro_truth"] = score_stream(cpu, macros[main], np.full(int(main.sum()), -1), self.truth)["ari"]
+            out["macro_truth"] = score_stream(cpu, macros[main], none, self.truth, stretch=stretch)["ari"]
         out["merges"] = len(merged)
         if merged:
             final = renumbered(labels, merged)

@@ -2,8 +2,9 @@
 """What the shown prediction earns under a tracker setting (issue 28): per program of
 bench/quality/capture.py's logs, tuning half then held-out half, the shown prediction's
 mispredictions against last-phase's, and the precision and recall of the changes it predicts;
-per constructed-truth log (NAME.truth.jsonl beside it, e.g. a fixed cycle of bench/truth/pylibs.py),
-the share of the true activity changes foretold (bench/truth/truth_score.py). A log parsed before
+per constructed-truth log (NAME.truth.jsonl beside it, e.g. a fixed cycle of bench/truth/pylibs.py;
+placed by its wall-clock stamps where it has them), the share of the true activity changes foretold
+(bench/truth/truth_score.py). A log parsed before
 by bench/quality/tables.py is read from its NAME.pkl (cc1's log takes half an hour to parse).
 
 A predicted change: after an interval, the shown prediction names another phase than the
@@ -35,7 +36,7 @@ from phasescope.engine.segments import merge_intervals  # noqa: E402
 from phasescope.engine.phase_engine import make_tracker  # noqa: E402
 import programs  # noqa: E402
 from run import tracker_config  # noqa: E402
-from truth_score import read_truth, score_stream  # noqa: E402
+from truth_score import exact_truth, score_stream  # noqa: E402
 
 
 def shown(labels: np.ndarray, threads: np.ndarray, name: str = PRIMARY) -> np.ndarray:
@@ -72,11 +73,13 @@ def phases(intervals, config) -> np.ndarray:
     return np.array([m.phase for m in tracker.classify_many(fps, None, np.array([iv.thread for iv in intervals]))])
 
 
-def main_thread(intervals: list, labels: np.ndarray) -> tuple:
-    """(CPU time per interval, labels) of the thread with the most intervals (a cycle's workload thread)."""
+def cycle_truth(log: str, intervals: list) -> tuple:
+    """(which intervals are the workload thread's, that is the thread with the most, their CPU time,
+    the truth on their clock, whether it was placed by its wall stamps: truth_score.exact_truth)."""
     threads = np.array([iv.thread for iv in intervals])
     main = threads == np.bincount(threads - threads.min()).argmax() + threads.min()
-    return np.array([iv.cpu_ns or 0 for iv in intervals], float)[main], labels[main]
+    truth, placed = exact_truth(programs.truth_path(log), [iv for iv, m in zip(intervals, main) if m])
+    return main, np.array([iv.cpu_ns or 0 for iv in intervals], float)[main], truth, placed
 
 
 def fmt(x):
@@ -137,11 +140,12 @@ def main() -> int:
     program_tables(args.dir, configs, names)
     for log in args.cyclic:
         ivs = intervals_of(log)
-        truth = read_truth(programs.truth_path(log))
+        main, cpu, truth, placed = cycle_truth(log, ivs)
         for c in configs:
-            cpu, labels = main_thread(ivs, phases(ivs, tracker_config(c, 10_000_000)))
+            labels = phases(ivs, tracker_config(c, 10_000_000))[main]
             for n in names:
-                s = score_stream(cpu, labels, shown(labels, np.zeros(len(labels), int), n), truth)
+                s = score_stream(cpu, labels, shown(labels, np.zeros(len(labels), int), n), truth,
+                                 stretch=not placed)
                 print(f"{os.path.basename(log)} `{c}` `{n}`: {s['live_changes']} phase changes, "
                       f"{s['true_changes']} true; foretold {fmt(s['foretold'])}, detected {fmt(s['detected'])}, "
                       f"truth ARI {s['ari']:.2f}")

@@ -85,13 +85,13 @@ def tracker_config(name: str, interval: int) -> TrackerConfig:
     else:
         preset, *fields = name.split(":")
         over = dict(f.split("=", 1) for f in fields)
-        over = {k: _value(v) for k, v in over.items()}
+        over = {k: setting_value(v) for k, v in over.items()}
     d = dict(PRESETS[preset])
     d.update(over)
     return TrackerConfig(interval=interval, **d)
 
 
-def _value(text: str):
+def setting_value(text: str):
     """A setting's value from its text: none, true/false, an int, a float, else the text."""
     low = text.lower()
     if low in ("none", "true", "false"):

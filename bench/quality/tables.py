@@ -6,7 +6,7 @@ phase IDs, flagged ``s`` (below SimPoint's own ARI - 0.05), ``p`` (more than 0.0
 their macro phases. Each log is parsed once into a ``generalize.Program`` kept as NAME.pkl beside
 it (cc1's 1.3 GB log takes some 20 minutes to parse on a loaded machine); delete it to redo.
 
-    python3 bench/quality/tables.py --simpoint PATH DIR[,DIR...] SETTING...
+    python3 bench/quality/tables.py --simpoint PATH [--macro FIELD=VALUE:...] DIR[,DIR...] SETTING...
 
 Several directories (comma-separated) are scored as one split: each half's mean covers them all.
 """
@@ -23,18 +23,21 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import generalize  # noqa: E402  (puts host/ and bench/truth on the path)
 import programs  # noqa: E402
-from run import tracker_config  # noqa: E402
+from run import setting_value, tracker_config  # noqa: E402
 
 
-def load(log: str, binary: str) -> "generalize.Program":
-    """The log's Program, from its pickle when there is one."""
+def load(log: str, binary: str, macro: str = "") -> "generalize.Program":
+    """The log's Program, from its pickle when there is one; its macro phases with today's defaults
+    but for ``macro`` (``FIELD=VALUE:...`` of engine/macro.py's MacroConfig)."""
     cache = log[: -len(".jsonl")] + ".pkl"
+    fields = {k: setting_value(v) for k, v in (f.split("=", 1) for f in macro.split(":") if f)}
     if os.path.exists(cache):
         with open(cache, "rb") as f:
             p = pickle.load(f)
-        p.macro = generalize.MacroConfig()  # today's macro defaults, not the pickle's
+        p.macro = generalize.MacroConfig(**fields)  # not the pickle's
         return p
     p = generalize.Program(log, binary, [2, 3, 4])
+    p.macro = generalize.MacroConfig(**fields)
     p.phases(tracker_config("paper", 10_000_000))  # computes the footprints the pickle keeps
     with open(cache, "wb") as f:
         pickle.dump(p, f)
@@ -46,8 +49,10 @@ def main() -> int:
     ap.add_argument("dir", help="the captures' directory, or several separated by commas")
     ap.add_argument("settings", nargs="+", help="names of bench/quality/run.py or PRESET:FIELD=VALUE:...")
     ap.add_argument("--simpoint", required=True, metavar="PATH")
+    ap.add_argument("--macro", default="", metavar="FIELD=VALUE:...",
+                    help="macro phases other than the defaults (e.g. recent=12:change=1.6:threshold=1.0)")
     args = ap.parse_args()
-    progs = [load(os.path.join(d, n + ".jsonl"), args.simpoint) for n in programs.PROGRAMS
+    progs = [load(os.path.join(d, n + ".jsonl"), args.simpoint, args.macro) for n in programs.PROGRAMS
              for d in args.dir.split(",") if os.path.exists(os.path.join(d, n + ".jsonl"))]
     names = ["paper"] + [s for s in args.settings if s != "paper"]
     res = {s: {p.name: p.scores(*p.phases(tracker_config(s, 10_000_000))) for p in progs} for s in names}

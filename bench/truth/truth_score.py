@@ -77,21 +77,43 @@ def place_truth(truth_path: str, log_path: str) -> None:
     ivs = main_thread(list(read_log(log_path)))
     if not ivs or ivs[0].mode != "sampled":
         return
-    times = [t for r in rows for t in (r["start_wall_ns"], r["end_wall_ns"])]
-    cpu = wall_to_cpu(times, [iv.start_ns for iv in ivs], [iv.end_ns for iv in ivs], [iv.cpu_ns for iv in ivs])
     with open(truth_path, "w") as f:
-        for r, s, e in zip(rows, cpu[0::2], cpu[1::2]):
+        for r, (_, s, e) in zip(rows, placed(rows, ivs)):
             own = {"own_start_ns": r.get("own_start_ns", r["start_ns"]), "own_end_ns": r.get("own_end_ns", r["end_ns"])}
             f.write(json.dumps({**r, **own, "start_ns": int(s), "end_ns": int(e)}) + "\n")
 
 
-def window_span(cpu_ns: np.ndarray, truth: List[tuple], lost: Optional[np.ndarray] = None) -> tuple:
+def placed(rows: List[dict], ivs) -> List[tuple]:
+    """(activity, start, end) of truth lines (their ``start_wall_ns``, ``end_wall_ns``) on the clock
+    of one thread's windows ``ivs`` (:func:`wall_to_cpu`)."""
+    times = [t for r in rows for t in (r["start_wall_ns"], r["end_wall_ns"])]
+    cpu = wall_to_cpu(times, [iv.start_ns for iv in ivs], [iv.end_ns for iv in ivs], [iv.cpu_ns or 0 for iv in ivs])
+    return [(r["activity"], float(s), float(e)) for r, s, e in zip(rows, cpu[0::2], cpu[1::2])]
+
+
+def exact_truth(truth_path: str, ivs) -> tuple:
+    """(truth, placed) of an exact log's thread ``ivs``: the truth's wall-clock stamps placed among its
+    intervals when it has them (``placed`` true), else the workload's own CPU reading. That reading
+    is user time (pylibs.py), while an exact interval's CPU is user and system time (the agent's
+    thread clock), and exact mode's system time comes in bursts (Stalker compiling new code): on one
+    truth-A recording every later change was placed 5-20 intervals early (docs/quality.md, stop 43)."""
+    with open(truth_path) as f:
+        rows = [json.loads(line) for line in f]
+    if rows and all("start_wall_ns" in r for r in rows):
+        return [t for t in placed(rows, ivs) if t[2] > t[1]], True
+    return read_truth(truth_path), False
+
+
+def window_span(cpu_ns: np.ndarray, truth: List[tuple], lost: Optional[np.ndarray] = None,
+                stretch: bool = True) -> tuple:
     """(start, end) of each window of one thread on the truth's CPU clock; ``lost``: CPU of the
     thread not in the log just before each window (see :func:`lost_cpu`), which moves it and all
-    after it."""
+    after it. ``stretch``: the windows' total is stretched onto the truth's end (a truth on the
+    workload's own clock); false for a truth placed on the windows' clock already (:func:`exact_truth`),
+    where the run's tail after its last activity would shift every window."""
     cpu = np.asarray(cpu_ns, dtype=np.float64)
     end = np.cumsum(cpu if lost is None else cpu + lost)
-    scale = truth[-1][2] / end[-1] if len(end) and end[-1] > 0 else 1.0
+    scale = truth[-1][2] / end[-1] if stretch and len(end) and end[-1] > 0 else 1.0
     if not 0.9 < scale < 1.1:
         scale = 1.0  # within 10%: samples lost or rounded, stretch onto the truth's clock
     return (end - cpu) * scale, end * scale
@@ -113,23 +135,23 @@ def true_bounds(truth: List[tuple]) -> np.ndarray:
 
 
 def changes_near_truth(cpu_ns: np.ndarray, stream: np.ndarray, truth: List[tuple],
-                       lost: Optional[np.ndarray] = None) -> List[int]:
+                       lost: Optional[np.ndarray] = None, stretch: bool = True) -> List[int]:
     """Indices ``i`` of one thread's windows where ``stream`` changes (``stream[i] != stream[i - 1]``)
     near a true change: from a window before it to ``LATENCY_NS`` after (the changes ``foretold``
     is scored on)."""
-    start, end = window_span(cpu_ns, truth, lost)
+    start, end = window_span(cpu_ns, truth, lost, stretch)
     bounds, window = true_bounds(truth), float(np.median(end - start)) if len(cpu_ns) else 0.0
     to = np.nonzero(stream[1:] != stream[:-1])[0] + 1
     return [int(i) for i in to if np.any((start[i] >= bounds - window) & (start[i] <= bounds + LATENCY_NS))]
 
 
 def score_stream(cpu_ns: np.ndarray, phases: np.ndarray, predictions: np.ndarray, truth: List[tuple],
-                 live: Optional[np.ndarray] = None, lost: Optional[np.ndarray] = None) -> dict:
+                 live: Optional[np.ndarray] = None, lost: Optional[np.ndarray] = None, stretch: bool = True) -> dict:
     """``cpu_ns``, ``phases`` (as the log settles them), ``predictions``: per window of one thread,
     in order; ``live``: the phases as shown live, which the predictions are scored against
-    (default: ``phases``); ``lost``: as in :func:`window_span`."""
+    (default: ``phases``); ``lost``, ``stretch``: as in :func:`window_span`."""
     from sklearn.metrics import adjusted_rand_score, v_measure_score
-    start, end = window_span(cpu_ns, truth, lost)
+    start, end = window_span(cpu_ns, truth, lost, stretch)
     mid = (start + end) / 2
     starts = np.array([s for _, s, _ in truth], dtype=np.float64)
     seg = np.searchsorted(starts, mid, side="right") - 1
@@ -152,7 +174,7 @@ def score_stream(cpu_ns: np.ndarray, phases: np.ndarray, predictions: np.ndarray
     span = truth[-1][2] - truth[0][1]
     out.update(detected=detected / len(bounds) if len(bounds) else None, true_changes=len(bounds),
                false_per_10s=false / (span / 1e10), live_changes=len(change_at))
-    live_true = changes_near_truth(cpu_ns, live, truth, lost)
+    live_true = changes_near_truth(cpu_ns, live, truth, lost, stretch)
     out["foretold"] = (sum(1 for i in live_true if predictions[i - 1] == live[i]) / len(live_true)
                        if live_true else None)
     out.update(prediction_scores(live, predictions))

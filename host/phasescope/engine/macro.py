@@ -11,8 +11,11 @@ windows are partial (fewer intervals than ``window``), so every interval has a m
 
 Change point (issue 28): a window changes its macro phase only once about half of it is the new
 activity, some ``window`` / 2 intervals late. When the thread's last ``recent`` micro phases are
-``change`` or more from its current macro phase's representative, the window drops everything
-older than them, and the new activity decides alone.
+``change`` or more from its current macro phase's representative (1.8: at most a tenth of them in
+common), the window drops everything older than them, and the new activity decides alone. A macro
+phase younger than ``window`` intervals (made from a part-filled window, as after a change point)
+yields to an older one once the window is under ``threshold`` of the older one and nearer it: a
+recurrence whose first intervals run other code (set-up) gets its macro ID back.
 """
 
 from __future__ import annotations
@@ -30,12 +33,15 @@ class MacroConfig:
     distance between two histograms under which they are one macro phase (0 to 2)."""
 
     window: int = 32  # chosen on truth-A (bench/quality/generalize.py, macro truth ARI)
-    threshold: float = 1.0
+    threshold: float = 1.2
     table_size: int = 32
     #: change point: intervals of the recent part (0: off) and its distance from the current macro
-    #: phase that restarts the window from it (chosen on truth-A with docs/quality.md's command)
-    recent: int = 12
-    change: float = 1.6
+    #: phase that restarts the window from it. Chosen on a truth-A recording placed by its wall-clock
+    #: stamps (stop 43, docs/quality.md): 12 and 1.6 lagged each change by 9-10 intervals; 7 and 1.8
+    #: lag it by 4-7, with no more macro changes on the other tuning programs (a threshold under 1.2
+    #: let the paper's churning phases restart the window inside an activity)
+    recent: int = 7
+    change: float = 1.8
 
     def __post_init__(self):
         if not (isinstance(self.window, int) and 0 <= self.window <= 4096):
@@ -75,6 +81,7 @@ class MacroTracker:
         self._reps: Dict[int, Dict[int, float]] = {}  # macro ID -> mean histogram
         self._hits: Dict[int, int] = {}
         self._last: Dict[int, int] = {}
+        self._born: Dict[int, int] = {}  # macro ID -> the clock it was made at
         self._clock = 0
         self.next_id = 0
 
@@ -107,6 +114,8 @@ class MacroTracker:
             phase = min(dists, key=dists.get, default=None)
             if phase is None or dists[phase] >= c.threshold:
                 phase = self._new(hist)
+        if self._clock - self._born[phase] <= c.window:
+            phase = self._elder(phase, hist)
         self._match(phase, hist)
         self._current[thread] = phase
         return phase
@@ -114,11 +123,19 @@ class MacroTracker:
     def _new(self, hist: Dict[int, float]) -> int:
         if len(self._reps) >= self.config.table_size:
             victim = min(self._last, key=self._last.get)
-            for d in (self._reps, self._hits, self._last):
+            for d in (self._reps, self._hits, self._last, self._born):
                 del d[victim]
         phase, self.next_id = self.next_id, self.next_id + 1
-        self._reps[phase], self._hits[phase] = dict(hist), 0
+        self._reps[phase], self._hits[phase], self._born[phase] = dict(hist), 0, self._clock
         return phase
+
+    def _elder(self, phase: int, hist: Dict[int, float]) -> int:
+        """``phase``, made in the last ``window`` intervals, or the nearest older macro phase when the
+        window is under the threshold of that one and nearer it than ``phase``'s own representative."""
+        near = histogram_distance(hist, self._reps[phase])
+        older = [(histogram_distance(hist, r), p) for p, r in self._reps.items() if self._born[p] < self._born[phase]]
+        best = min(older, default=None)
+        return best[1] if best is not None and best[0] < min(self.config.threshold, near) else phase
 
     def _match(self, phase: int, hist: Dict[int, float]) -> None:
         """Fold ``hist`` into ``phase``'s mean representative."""
