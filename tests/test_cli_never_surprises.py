@@ -35,7 +35,8 @@ def write_log(path, sampled=False, n=40):
 
 
 def digest(path) -> str:
-    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def one_line(r, code=2, *fragments):
