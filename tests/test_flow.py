@@ -150,3 +150,26 @@ def test_a_stop_signal_ends_the_wait_for_a_fifos_reader_in_one_line(tmp_path):
         with pytest.raises(PhasescopeError, match="not written: no reader opened it before the stop signal"):
             write_json_atomically(str(fifo), {"a": 1}, ".phasescope-summary-")
     late_reader.cancel()
+
+
+@pytest.mark.parametrize("opener", ["output", "phase_db"])
+def test_a_stop_signal_ends_the_wait_for_a_fifo_at_the_start(tmp_path, opener):
+    """`-o FIFO` waits for a reader, `--phase-db FIFO` for a writer, before the target is touched: a
+    first SIGTERM only set a flag that the blocked open never looked at (the run went on waiting)."""
+    import signal
+    import threading
+    from phasescope.commands.runner import StopRequest
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    if opener == "output":
+        from phasescope.commands.monitor import _open_output as start
+        late = threading.Timer(5, lambda: os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)))
+    else:
+        start = lambda path: PhaseDb(path, EngineConfig())  # noqa: E731
+        late = threading.Timer(5, lambda: os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)))
+    late.start()  # ends the wait should the signal not (the old code)
+    with StopRequest():
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        with pytest.raises(KeyboardInterrupt):
+            start(str(fifo))
+    late.cancel()

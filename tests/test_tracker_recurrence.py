@@ -236,6 +236,19 @@ def test_a_recurrence_that_starts_with_other_code_gets_its_macro_id_back():
     assert len(set(got[-20:])) == 1
 
 
+def test_a_recurrence_gets_its_macro_id_back_in_each_of_interleaved_threads():
+    # The same as above in four threads taking turns (each its own micro phases): a young macro
+    # phase's age is counted in its thread's intervals. Counted in all threads' intervals, it aged
+    # four times as fast and kept the recurrence for good in every thread.
+    x, y, setup = list(range(1, 9)) * 8, [20, 21, 22] * 20, list(range(41, 48))
+    m, got = MacroTracker(), {t: [] for t in range(4)}
+    for micro in x + y + setup + x:
+        for t in got:
+            got[t].append(m.observe(t, micro + 100 * t))
+    for g in got.values():
+        assert g[-1] == g[40] != g[100]
+
+
 def test_macro_windows_are_per_thread():
     m = MacroTracker(MacroConfig(window=4, threshold=0.5))
     a = [m.observe(1, 7) for _ in range(6)]

@@ -26,7 +26,7 @@ from phasescope.commands.outputs import OUTPUT_FILES, open_sinks
 from phasescope.commands.runner import Command, usage_error
 from phasescope.commands.sources import SOURCES, mode_help, shows_dashboard, wants_stacks
 from phasescope.errors import InputError
-from phasescope.sinks.base import Sinks
+from phasescope.sinks.base import Sinks, open_write
 from phasescope.startup import settled
 from phasescope.sources.device import Target, is_local, require_local, resolve_device, resolve_target
 from phasescope.sources.executable import exact_mode_refusal
@@ -287,9 +287,5 @@ def _check_injectable(target: Target) -> None:
 
 
 def _open_output(path: Optional[str]):
-    if path is None:
-        return sys.stderr
-    try:
-        return open(path, "w", encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"{path}: cannot write: {e.strerror}") from None
+    """``-o``: the report's file (stderr without one); a FIFO's wait for a reader ends at a stop signal."""
+    return sys.stderr if path is None else open_write(path)

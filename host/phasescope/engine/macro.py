@@ -13,7 +13,7 @@ Change point (issue 28): a window changes its macro phase only once about half o
 activity, some ``window`` / 2 intervals late. When the thread's last ``recent`` micro phases are
 ``change`` or more from its current macro phase's representative (1.8: at most a tenth of them in
 common), the window drops everything older than them, and the new activity decides alone. A macro
-phase younger than ``window`` intervals (made from a part-filled window, as after a change point)
+phase made in the thread's last ``window`` intervals (from a part-filled window, as after a change point)
 yields to an older one once the window is under ``threshold`` of the older one and nearer it: a
 recurrence whose first intervals run other code (set-up) gets its macro ID back.
 """
@@ -82,6 +82,7 @@ class MacroTracker:
         self._hits: Dict[int, int] = {}
         self._last: Dict[int, int] = {}
         self._born: Dict[int, int] = {}  # macro ID -> the clock it was made at
+        self._stamps: Dict[int, deque] = {}  # thread -> the clock at its last window + 1 intervals
         self._clock = 0
         self.next_id = 0
 
@@ -93,6 +94,8 @@ class MacroTracker:
         counts = self._counts.setdefault(thread, Counter())
         win.append(micro)
         counts[micro] += 1
+        stamps = self._stamps.setdefault(thread, deque(maxlen=c.window + 1))
+        stamps.append(self._clock)
         current = self._current.get(thread)
         if c.recent and len(win) > 2 * c.recent and current in self._reps:
             recent = list(win)[-c.recent:]
@@ -114,7 +117,7 @@ class MacroTracker:
             phase = min(dists, key=dists.get, default=None)
             if phase is None or dists[phase] >= c.threshold:
                 phase = self._new(hist)
-        if self._clock - self._born[phase] <= c.window:
+        if self._born[phase] >= stamps[0]:  # made in this thread's last window intervals
             phase = self._elder(phase, hist)
         self._match(phase, hist)
         self._current[thread] = phase

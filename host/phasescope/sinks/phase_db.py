@@ -37,6 +37,7 @@ import sys
 import tempfile
 from typing import Dict, Optional
 
+from phasescope import waits
 from phasescope.engine.config import PRESETS, TrackerConfig, preset
 from phasescope.engine.phase_engine import EngineConfig
 from phasescope.engine.stats import final_ids
@@ -92,7 +93,7 @@ class PhaseDb(Sink):
 
     def _load(self) -> dict:
         try:
-            with open(self.path, "rb") as f:
+            with waits.interruptible(), open(self.path, "rb") as f:  # a FIFO waits for a writer: a stop signal ends it
                 raw = f.read()
         except FileNotFoundError:
             return {"format": FORMAT, "version": VERSION, "settings": self.settings, "runs": 0, "next_id": 0,
