@@ -173,3 +173,24 @@ def test_a_stop_signal_ends_the_wait_for_a_fifo_at_the_start(tmp_path, opener):
         with pytest.raises(KeyboardInterrupt):
             start(str(fifo))
     late.cancel()
+
+
+def test_a_profile_to_a_fifo_reaches_its_first_reader(tmp_path):
+    """`--profile FIFO`: the check at the start opened and closed the FIFO, so its first reader got
+    an empty file and the profile waited for a second one."""
+    import threading
+    from types import SimpleNamespace
+    from phasescope.sinks.profile import ProfileWriter
+    fifo = tmp_path / "p.folded"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    w = ProfileWriter(str(fifo))
+    for iv in stream("AB", threads=(1,)):
+        w.on_interval(SimpleNamespace(phase=iv.seq, prediction=None, confidence=None), iv)
+    late_reader = open_a_reader_later(fifo)
+    w.close()
+    late_reader.cancel()
+    reader.join(10)
+    assert len(got) == 1 and got[0].strip(), got  # the profile, not an empty file

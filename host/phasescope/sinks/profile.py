@@ -4,8 +4,13 @@ FILE's extension (as ``phasescope profile LOG -o FILE`` writes it from a log).""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
 from typing import TYPE_CHECKING
 
+from phasescope import waits
+from phasescope.errors import InputError, PhasescopeError
 from phasescope.profiles.model import Profile
 from phasescope.profiles.writers import WRITERS, format_of
 from phasescope.sinks.base import Sink, close_file, open_write, write_failed
@@ -21,7 +26,15 @@ class ProfileWriter(Sink):
     def __init__(self, path: str):
         self.path = path
         self.write = WRITERS[format_of(path)]
-        close_file(open_write(path), path)  # an unwritable path fails now, before the target is touched
+        try:
+            self._fifo = stat.S_ISFIFO(os.stat(path).st_mode)
+        except OSError:
+            self._fifo = False
+        if self._fifo:  # opening it here would hand its first reader an empty file
+            if not os.access(path, os.W_OK):
+                raise InputError(f"{path}: cannot write: Permission denied")
+        else:
+            close_file(open_write(path), path)  # an unwritable path fails now, before the target is touched
         self.profile = Profile()
 
     def on_interval(self, result: IntervalResult, iv: Interval) -> None:
@@ -29,6 +42,9 @@ class ProfileWriter(Sink):
 
     def close(self) -> None:
         try:
-            self.write(self.profile, self.path)
+            with waits.interruptible() if self._fifo else contextlib.nullcontext():  # a reader may never come
+                self.write(self.profile, self.path)
         except OSError as e:
             raise write_failed(self.path, e) from None
+        except KeyboardInterrupt:
+            raise PhasescopeError(f"{self.path}: not written: no reader opened it before the stop signal") from None
