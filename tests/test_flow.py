@@ -194,3 +194,28 @@ def test_a_profile_to_a_fifo_reaches_its_first_reader(tmp_path):
     late_reader.cancel()
     reader.join(10)
     assert len(got) == 1 and got[0].strip(), got  # the profile, not an empty file
+
+
+def test_a_phase_database_that_cannot_be_written_does_not_cost_the_summary(tmp_path):
+    # The database's directory is gone by the end (a disk unmounted, a directory removed): its write
+    # fails first, and the summary after it, a sink of its own, was never written.
+    import shutil
+    from phasescope.errors import PhasescopeError
+    gone = tmp_path / "gone"
+
+    def db_first(d, config):
+        d.mkdir()
+        gone.mkdir()
+        return [PhaseDb(str(gone / "db.json"), config), SummaryWriter(str(d / "summary.json"))]
+
+    config = EngineConfig()
+    flow = Flow(config, db_first(tmp_path / "run", config))
+    flow.start({"target": "t", "mode": "replay", "config": config.to_dict()})
+    for iv in stream():
+        flow.feed(iv)
+    shutil.rmtree(gone)
+    summary = flow.engine.summary()
+    summary["end"] = {"how": "replayed"}
+    with pytest.raises(PhasescopeError, match="cannot write"):
+        flow.end(summary)
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["end"] == {"how": "replayed"}

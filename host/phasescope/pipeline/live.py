@@ -347,8 +347,14 @@ class LiveRun:
             self.session.kill()
         self.flow.flush()  # threads whose last unit never came
         self.summary = self._summary(final=True)
-        self.flow.end(self.summary)
-        # the terminal may be gone (SIGHUP): each write that fails is skipped, not the ones after it
+        try:
+            self.flow.end(self.summary)
+        finally:  # an output that could not be written is said after the report, not instead of it
+            self._report()
+
+    def _report(self) -> None:
+        """The end report on the terminal; it may be gone (SIGHUP): each write that fails is
+        skipped, not the ones after it."""
         _said(self.output.release)
         for note in self.view.notes:
             _said(print, note, file=self.out)

@@ -108,14 +108,18 @@ class Sinks(Sink):
         return sections
 
     def on_end(self, summary: Summary) -> None:
-        for s in self.sinks:
-            s.on_end(summary)
+        self._each(lambda s: s.on_end(summary))
 
     def close(self) -> None:
+        self._each(lambda s: s.close())
+
+    def _each(self, call) -> None:
+        """``call`` on every sink, even after one fails (a phase database that cannot be written
+        must not cost the summary); then the first failure."""
         error = None
         for s in self.sinks:
             try:
-                s.close()
+                call(s)
             except PhasescopeError as e:
                 error = error or e
         if error is not None:
