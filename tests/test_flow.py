@@ -107,3 +107,21 @@ def test_a_summary_through_a_symbolic_link_replaces_its_file_and_keeps_the_link(
     assert link.is_symlink() and json.loads((shared / "db.json").read_text()) == {"a": 1}  # the link replaced was a copy of its own
     assert stat.S_IMODE(os.stat(shared / "db.json").st_mode) == 0o640
     assert sorted(os.listdir(tmp_path)) == ["db.json", "shared"] and os.listdir(shared) == ["db.json"]
+
+
+def test_a_checkpoint_builds_the_summary_only_for_a_sink_that_reads_it(tmp_path):
+    built = []
+
+    def summary():
+        built.append(1)
+        return {"whole": {}}
+
+    log_only = Flow(EngineConfig(), [JsonlLog(str(tmp_path / "log.jsonl"))])
+    log_only.checkpoint(summary)
+    log_only.close()
+    assert built == []  # the log takes intervals, not checkpoints: nothing to build
+    out = tmp_path / "summary.json"
+    both = Flow(EngineConfig(), [JsonlLog(str(tmp_path / "log2.jsonl")), SummaryWriter(str(out))])
+    both.checkpoint(summary)
+    both.close()
+    assert built == [1] and json.loads(out.read_text()) == {"whole": {}}
