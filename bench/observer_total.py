@@ -24,23 +24,10 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from observer_steady import observers  # noqa: E402  (the same observers, in the same order)
+
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def observers(rates, tmp: str, vs: str, perf: bool) -> dict:
-    """Observer name -> the command prefix that spawns a target (which follows it)."""
-    trees = {"": [sys.executable]}
-    if vs:
-        trees[" (vs)"] = ["env", f"PYTHONPATH={os.path.abspath(vs)}", sys.executable]
-    out = {}
-    for hz in rates:
-        for tag, python in trees.items():
-            out[f"sampled {hz} Hz{tag}"] = python + ["-m", "phasescope.cli", "--mode", "sampled", "--rate", str(hz),
-                                                     "--no-dashboard", "-o", os.devnull, "-f"]
-        if perf:
-            out[f"perf record -F {hz}"] = ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(hz), "-o",
-                                           os.path.join(tmp, "perf.data"), "--"]
-    return out
 
 
 def run_once(prefix: list, target: list):
@@ -65,7 +52,7 @@ def main() -> None:
     ap.add_argument("--rates", default="97,1000")
     ap.add_argument("--rounds", type=int, default=60, help="rounds of bench/cpu_bound.c (about 0.14 s of CPU each)")
     ap.add_argument("--vs", default="", help="another tree's host/ directory: its sampled mode too")
-    ap.add_argument("--perf", action="store_true", help="perf record at the same rates too")
+    ap.add_argument("--perf", action="store_true", help="perf record (with and without -g) at the same rates too")
     ap.add_argument("--program", nargs=argparse.REMAINDER, help="another program (and its arguments)")
     a = ap.parse_args()
     # an installed copy starts from cached bytecode (this machine's shell turns the cache off)
@@ -78,7 +65,8 @@ def main() -> None:
             subprocess.run(["cc", "-O2", "-fno-omit-frame-pointer", "-o", exe, os.path.join(HERE, "cpu_bound.c")],
                            check=True)
             target = [exe, str(a.rounds)]
-        obs = observers([int(x) for x in a.rates.split(",")], tmp, a.vs, a.perf)
+        obs = {name: prefix for name, prefix in observers([int(x) for x in a.rates.split(",")], tmp, a.vs).items()
+               if a.perf or not name.startswith("perf")}
         for prefix in obs.values():  # warm-up: bytecode written, files cached
             run_once(prefix, target)
         load = os.getloadavg()[0]
@@ -90,7 +78,7 @@ def main() -> None:
           f"load {load:.1f} -> {os.getloadavg()[0]:.1f}")
     for name, xs in runs.items():
         obs_s = [o for o, _ in xs]
-        pct = [100.0 * o / t for o, t in xs]
+        pct = [100.0 * o / t if t else float("nan") for o, t in xs]  # a target that used no CPU: no share
         print(f"  {name:24s} {statistics.median(obs_s):6.3f} s ({min(obs_s):.3f})  "
               f"{statistics.median(pct):5.2f}% ({min(pct):.2f})  target {statistics.median(t for _, t in xs):.2f} s",
               flush=True)
