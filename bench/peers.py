@@ -8,7 +8,9 @@ rounds (every configuration sees the same machine load), the minimum over ``--ru
   program (so it is the program's time, whatever the observer does before or after it);
 * the whole command's wall time and CPU (the observer's and the target's, from RUSAGE_CHILDREN);
 * the observer's own CPU: the whole command's CPU minus the target's. It includes the observer's
-  fixed start-up cost (phasescope's Python imports, perf's set-up), so the CPU-bound program is also
+  fixed start-up cost (phasescope's Python imports, perf's set-up). phasescope follows the program
+  as ``/usr/bin/time``'s forked child, so its report names no hot block and capstone never loads:
+  ``bench/observer_total.py`` measures it spawning the program itself. The CPU-bound program is also
   run short and long (``--steady``): the difference of the two, per second of the target, is the
   observer's steady-state cost, the figure the goals (1% / 3% of a core) are about.
 

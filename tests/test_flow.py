@@ -219,3 +219,21 @@ def test_a_phase_database_that_cannot_be_written_does_not_cost_the_summary(tmp_p
     with pytest.raises(PhasescopeError, match="cannot write"):
         flow.end(summary)
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["end"] == {"how": "replayed"}
+
+
+def test_a_checkpoint_builds_the_summary_only_for_a_sink_that_reads_it(tmp_path):
+    built = []
+
+    def summary():
+        built.append(1)
+        return {"whole": {}}
+
+    log_only = Flow(EngineConfig(), [JsonlLog(str(tmp_path / "log.jsonl"))])
+    log_only.checkpoint(summary)
+    log_only.close()
+    assert built == []  # the log takes intervals, not checkpoints: nothing to build
+    out = tmp_path / "summary.json"
+    both = Flow(EngineConfig(), [JsonlLog(str(tmp_path / "log2.jsonl")), SummaryWriter(str(out))])
+    both.checkpoint(summary)
+    both.close()
+    assert built == [1] and json.loads(out.read_text()) == {"whole": {}}

@@ -8,10 +8,12 @@ options ``--help`` leaves out.
 
 from __future__ import annotations
 
+import os
 import sys
 
 try:
     import argparse
+    import atexit
     import importlib
 
     from phasescope import startup
@@ -95,5 +97,30 @@ def main(argv=None) -> int:
         startup.release()
 
 
+def exit_now(code) -> None:
+    """End the process with ``code`` as ``sys.exit`` would, without the interpreter's teardown:
+    freeing every module's objects (numpy, rich, the engine) cost 30-70 ms of CPU after a sampled
+    run was over (issue 31; docs/performance.md, stop 43). The command has closed its files by the
+    time it returns; stdout and stderr are flushed here. The normal exit where something relies on
+    it: exit handlers registered (Frida registers one), a thread that is not a daemon, a stream that
+    cannot be flushed (the normal exit reports it), a code that is not an int."""
+    import threading
+    others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if isinstance(code, int) and not others and getattr(atexit, "_ncallbacks", lambda: 1)() == 0:
+        try:
+            for stream in (sys.stdout, sys.stderr):
+                if stream is not None:
+                    stream.flush()
+        except (OSError, ValueError):
+            sys.exit(code)
+        os._exit(code)
+    sys.exit(code)
+
+
+def run() -> None:
+    """The ``phasescope`` console script."""
+    exit_now(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -72,8 +72,10 @@ class Flow:
         for unit in self.segmenter.flush():
             self.engine.feed(unit)
 
-    def checkpoint(self, summary: dict) -> None:
-        self.sinks.on_checkpoint(summary)
+    def checkpoint(self, summary: Callable[[], dict]) -> None:
+        """The summary so far to the sinks that read checkpoints; ``summary()`` is built only if one does."""
+        if self.sinks.read_checkpoints:
+            self.sinks.on_checkpoint(summary())
 
     def end(self, summary: dict) -> None:
         """The final ``summary``, completed with the sinks' own sections, to every sink."""

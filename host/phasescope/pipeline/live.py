@@ -176,8 +176,7 @@ class LiveRun:
                 elif deadline is not None and now >= deadline:
                     self._request_stop(f"--duration {self.duration:g}s reached")
             if now >= next_checkpoint:
-                self._request_hot_code()
-                self.flow.checkpoint(self._summary())
+                self._checkpoint()
                 next_checkpoint = now + CHECKPOINT_EVERY
             self.view.tick(now)
 
@@ -238,6 +237,13 @@ class LiveRun:
 
     def _request_hot_code(self, phases=None) -> None:
         self.symbols.request(*self._hot_pcs(phases))
+
+    def _checkpoint(self) -> None:
+        """Every CHECKPOINT_EVERY s: the main phases' hot code and the other phases' top blocks'
+        names asked for (the summary names them all), the summary to the sinks that read it."""
+        self._request_hot_code()
+        self.symbols.request(self._hot_pcs(self.engine.stats.by_share()[HOT_PHASES:])[0])
+        self.flow.checkpoint(self._summary)
 
     def _resolve_hot_code(self) -> None:
         self.symbols.resolve(*self._hot_pcs())

@@ -130,7 +130,7 @@ class SystemRun:
                         self.stop_reason = f"--duration {self.duration:g}s reached"
                         break
                     if now >= next_checkpoint:
-                        self.flow.checkpoint(self.summary())
+                        self.flow.checkpoint(self.summary)
                         next_checkpoint = now + CHECKPOINT_EVERY
                     view.tick(now)
                 self.status = "stopping"

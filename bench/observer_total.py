@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""An observer's whole CPU when it runs the program itself, as a user would: start-up, every
+window, the end report (with the hot block's disassembly) and the exit, against the target's.
+
+``bench/peers.py`` wraps the program in ``/usr/bin/time``, so phasescope follows it as a forked
+child: the report then names no hot block and capstone never loads. Here the observer spawns the
+program directly, and both figures are read from the observer's own ``/proc/PID/stat`` once it has
+exited but before it is reaped (``waitid(WNOWAIT)``): ``utime + stime`` is the observer's every
+thread (its interpreter's teardown included), ``cutime + cstime`` the target it waited for. Clock
+ticks (10 ms), so use several runs; each figure is the median (and min) of ``--runs``, in
+interleaved rounds.
+
+    python3 bench/observer_total.py [--runs 5] [--rates 97,1000] [--rounds 60] [--vs OTHER/host]
+                                    [--perf] [--program PATH ARGS...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from observer_steady import observers  # noqa: E402  (the same observers, in the same order)
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def run_once(prefix: list, target: list):
+    """(observer CPU, target CPU) in seconds, from the exited observer's /proc/PID/stat."""
+    p = subprocess.Popen(prefix + target, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)
+        with open(f"/proc/{p.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        utime, stime, cutime, cstime = (int(x) / TICK for x in fields[11:15])
+    finally:
+        p.wait()
+    if p.returncode != 0:
+        sys.exit(f"observer_total: {' '.join(prefix + target)} exited with {p.returncode}")
+    return utime + stime, cutime + cstime
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--rates", default="97,1000")
+    ap.add_argument("--rounds", type=int, default=60, help="rounds of bench/cpu_bound.c (about 0.14 s of CPU each)")
+    ap.add_argument("--vs", default="", help="another tree's host/ directory: its sampled mode too")
+    ap.add_argument("--perf", action="store_true", help="perf record (with and without -g) at the same rates too")
+    ap.add_argument("--program", nargs=argparse.REMAINDER, help="another program (and its arguments)")
+    a = ap.parse_args()
+    # an installed copy starts from cached bytecode (this machine's shell turns the cache off)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    with tempfile.TemporaryDirectory() as tmp:
+        if a.program:
+            target = a.program
+        else:
+            exe = os.path.join(tmp, "cpu_bound")
+            subprocess.run(["cc", "-O2", "-fno-omit-frame-pointer", "-o", exe, os.path.join(HERE, "cpu_bound.c")],
+                           check=True)
+            target = [exe, str(a.rounds)]
+        obs = {name: prefix for name, prefix in observers([int(x) for x in a.rates.split(",")], tmp, a.vs).items()
+               if a.perf or not name.startswith("perf")}
+        for prefix in obs.values():  # warm-up: bytecode written, files cached
+            run_once(prefix, target)
+        load = os.getloadavg()[0]
+        runs = {name: [] for name in obs}
+        for _ in range(a.runs):
+            for name, prefix in obs.items():
+                runs[name].append(run_once(prefix, target))
+    print(f"{' '.join(target)}: observer CPU (s) and as % of the target's CPU, median (min) of {a.runs}; "
+          f"load {load:.1f} -> {os.getloadavg()[0]:.1f}")
+    for name, xs in runs.items():
+        obs_s = [o for o, _ in xs]
+        pct = [100.0 * o / t if t else float("nan") for o, t in xs]  # a target that used no CPU: no share
+        print(f"  {name:24s} {statistics.median(obs_s):6.3f} s ({min(obs_s):.3f})  "
+              f"{statistics.median(pct):5.2f}% ({min(pct):.2f})  target {statistics.median(t for _, t in xs):.2f} s",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
