@@ -9,7 +9,9 @@ their macro phases (engine/macro.py's defaults: the activity time scale), and th
 activities that have a main phase of their own. The two runs execute the same activities in the
 same order for the same CPU budgets (the workload's seed), so their phases are also compared with
 each other: ``exact vs sampled`` is the ARI between the two runs' phases (micro, and macro) read
-at ten points of every activity (the same fractions of the same activity in each run).
+at ten points of every activity (the same fractions of the same activity in each run); and exact's
+macro phases against sampled's phases, both at the activity time scale (sampled mode's 100 ms
+windows are already there; its macro phases span several activities).
 
     python3 bench/truth/modes.py [--dir DIR] [--reuse] [--only NAME,...]
 """
@@ -104,9 +106,9 @@ def main() -> int:
         while count < min(len(te), len(ts)) and te[count][0] == ts[count][0]:
             count += 1  # the same activities in the same order, up to where one run stopped
         vs = [adjusted_rand_score(at_points(ce, a, te, count, le), at_points(cs, b, ts, count, ls))
-              for a, b in ((pe, ps), (me, ms))]
-        print(f"{w.name:15s} exact vs sampled over {count} activities: micro {vs[0]:.2f}, macro {vs[1]:.2f}",
-              flush=True)
+              for a, b in ((pe, ps), (me, ms), (me, ps))]
+        print(f"{w.name:15s} exact vs sampled over {count} activities: micro {vs[0]:.2f}, macro {vs[1]:.2f}, "
+              f"exact macro vs sampled micro {vs[2]:.2f}", flush=True)
     return 0
 
 
