@@ -27,3 +27,14 @@ def test_exit_now_flushes_keeps_the_code_and_runs_what_the_normal_exit_would(cas
     r = subprocess.run([sys.executable, "-c", f"{before}\nfrom phasescope.cli import exit_now\nexit_now({code})"],
                        capture_output=True, text=True, timeout=60)
     assert (r.returncode, r.stdout, r.stderr) == (code, out, "")
+
+
+@pytest.mark.slow
+def test_a_profiler_running_the_command_writes_its_results(tmp_path):
+    """cProfile (docs/performance.md's `python3 -m cProfile -o prof.out -m phasescope.cli ...`)
+    writes its file once the command's SystemExit reaches it: the fast exit would lose it."""
+    out = tmp_path / "prof.out"
+    r = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "phasescope.cli", "help", "tracker"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "--tracker" in r.stdout, r.stderr
+    assert out.exists() and out.stat().st_size > 0

@@ -102,11 +102,14 @@ def exit_now(code) -> None:
     freeing every module's objects (numpy, rich, the engine) cost 30-70 ms of CPU after a sampled
     run was over (issue 31; docs/performance.md, stop 43). The command has closed its files by the
     time it returns; stdout and stderr are flushed here. The normal exit where something relies on
-    it: exit handlers registered (Frida registers one), a thread that is not a daemon, a stream that
-    cannot be flushed (the normal exit reports it), a code that is not an int."""
+    it: exit handlers registered (Frida registers one), a thread that is not a daemon, a profiler or
+    tracer (``python3 -m cProfile -o prof.out -m phasescope.cli ...`` writes its file once the
+    SystemExit reaches it), a stream that cannot be flushed (the normal exit reports it), a code
+    that is not an int."""
     import threading
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
-    if isinstance(code, int) and not others and getattr(atexit, "_ncallbacks", lambda: 1)() == 0:
+    if (isinstance(code, int) and not others and getattr(atexit, "_ncallbacks", lambda: 1)() == 0
+            and not _observed()):
         try:
             for stream in (sys.stdout, sys.stderr):
                 if stream is not None:
@@ -115,6 +118,15 @@ def exit_now(code) -> None:
             sys.exit(code)
         os._exit(code)
     sys.exit(code)
+
+
+def _observed() -> bool:
+    """Whether a profiler, tracer or debugger watches the process (cProfile, trace, pdb; from
+    Python 3.12 also through sys.monitoring): it acts after the command, so it needs the SystemExit."""
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        return True
+    monitoring = getattr(sys, "monitoring", None)
+    return monitoring is not None and any(monitoring.get_tool(i) is not None for i in range(6))
 
 
 def run() -> None:
