@@ -111,71 +111,7 @@ ps_put_target (PsCode * c, const cs_insn * insn)
   return TRUE;
 }
 
-/* The short form of the save, where of_tag and of_val lie in rip reach of `pc`: no register
- * touched. A register target is stored as it is; ret's and a memory operand's are copied with
- * push m / pop [of_tag] below the red zone; then seto [of_val]. FALSE when it cannot be used. */
-static gboolean
-ps_put_of_save_near (PsCode * c, GumAddress pc, PsThread * t, const cs_insn * insn)
-{
-  static const guint8 push_ret[] = { 0xff, 0xb4, 0x24, 0x80, 0, 0, 0 };     /* push qword [rsp+128] */
-  const cs_x86_op * op = &insn->detail->x86.operands[0];
-  GumAddress tag = GPOINTER_TO_SIZE (&t->of_tag), val = GPOINTER_TO_SIZE (&t->of_val);
-  int base, index;
-  if (!ps_near (pc, tag) || !ps_near (pc, val))
-    return FALSE;
-  if (insn->id != X86_INS_RET && op->type == X86_OP_REG)
-  {
-    int r = ps_gpr_any (op->reg);
-    if (r < 0 || r == 4)
-      return FALSE;
-    ps_put_u8 (c, 0x48 | (r >= 8 ? 0x04 : 0)); /* mov [rip+of_tag], r64 */
-    ps_put_u8 (c, 0x89);
-    ps_put_u8 (c, 0x05 | ((r & 7) << 3));
-    ps_put_rel32 (c, pc + c->n + 4, tag);
-  }
-  else
-  {
-    ps_put (c, ps_lea_down, sizeof (ps_lea_down));
-    if (insn->id == X86_INS_RET)
-      ps_put (c, push_ret, sizeof (push_ret));
-    else if (op->mem.segment != X86_REG_INVALID)
-      return FALSE;
-    else if (op->mem.base == X86_REG_RIP)
-    {
-      GumAddress at = insn->address + insn->size + op->mem.disp;
-      if (op->mem.index != X86_REG_INVALID || !ps_near (pc, at))
-        return FALSE;
-      ps_put_u8 (c, 0xff); ps_put_u8 (c, 0x35); /* push qword [rip+at] */
-      ps_put_rel32 (c, pc + c->n + 4, at);
-    }
-    else
-    {
-      gint64 disp;
-      guint8 scale = op->mem.scale == 8 ? 3 : op->mem.scale == 4 ? 2 : op->mem.scale == 2 ? 1 : 0;
-      base = op->mem.base == X86_REG_INVALID ? -1 : ps_gpr_any (op->mem.base);
-      index = op->mem.index == X86_REG_INVALID ? -1 : ps_gpr_any (op->mem.index);
-      disp = op->mem.disp + (base == 4 ? 128 : 0);
-      if ((op->mem.base != X86_REG_INVALID && base < 0) || (op->mem.index != X86_REG_INVALID && index < 0) ||
-          index == 4 || disp != (gint32) disp)
-        return FALSE;
-      /* push qword [base + index*scale + disp32] (SIB form; no base: mod 00 with base 101) */
-      ps_put_u8 (c, 0x40 | (index >= 8 ? 0x02 : 0) | (base >= 8 ? 0x01 : 0));
-      ps_put_u8 (c, 0xff);
-      ps_put_u8 (c, base < 0 ? 0x34 : 0xb4);
-      ps_put_u8 (c, (scale << 6) | ((index < 0 ? 4 : index & 7) << 3) | (base < 0 ? 5 : base & 7));
-      ps_put_u32 (c, (guint32) (gint32) disp);
-    }
-    ps_put_u8 (c, 0x8f); ps_put_u8 (c, 0x05); /* pop qword [rip+of_tag] */
-    ps_put_rel32 (c, pc + c->n + 4, tag);
-    ps_put (c, ps_lea_up, sizeof (ps_lea_up));
-  }
-  ps_put_u8 (c, 0x0f); ps_put_u8 (c, 0x90); ps_put_u8 (c, 0x05); /* seto byte [rip+of_val] */
-  ps_put_rel32 (c, pc + c->n + 4, val);
-  return TRUE;
-}
-
-/* Before a cached transfer: of_tag = its target, of_val = OF. No flag changes. The short form
- * where it can be used (about a third of the long one's instructions, no register saved). */
+/* Before a cached transfer: of_tag = its target, of_val = OF. No flag changes. */
 static void
 ps_emit_of_save (GumX86Writer * w, PsThread * t, const cs_insn * insn)
 {
@@ -186,12 +122,6 @@ ps_emit_of_save (GumX86Writer * w, PsThread * t, const cs_insn * insn)
                                   0x59, 0x58 };                /* pop rcx; pop rax */
   static const guint8 lea_up[] = { 0x48, 0x8d, 0xa4, 0x24, 0x80, 0, 0, 0 }; /* lea rsp, [rsp+128] */
   PsCode c;
-  c.n = 0;
-  if (ps_put_of_save_near (&c, w->pc, t, insn))
-  {
-    gum_x86_writer_put_bytes (w, c.b, c.n);
-    return;
-  }
   c.n = 0;
   ps_put (&c, ps_lea_down, sizeof (ps_lea_down));
   ps_put (&c, push, sizeof (push));
