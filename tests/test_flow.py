@@ -152,10 +152,11 @@ def test_a_stop_signal_ends_the_wait_for_a_fifos_reader_in_one_line(tmp_path):
     late_reader.cancel()
 
 
-@pytest.mark.parametrize("opener", ["output", "phase_db"])
+@pytest.mark.parametrize("opener", ["output", "phase_db", "locality_model"])
 def test_a_stop_signal_ends_the_wait_for_a_fifo_at_the_start(tmp_path, opener):
-    """`-o FIFO` waits for a reader, `--phase-db FIFO` for a writer, before the target is touched: a
-    first SIGTERM only set a flag that the blocked open never looked at (the run went on waiting)."""
+    """`-o FIFO` waits for a reader, `--phase-db FIFO` (and `locality-model FIFO`) for a writer,
+    before any work: a first SIGTERM only set a flag that the blocked open never looked at (the run
+    went on waiting)."""
     import signal
     import threading
     from phasescope.commands.runner import StopRequest
@@ -165,7 +166,8 @@ def test_a_stop_signal_ends_the_wait_for_a_fifo_at_the_start(tmp_path, opener):
         from phasescope.commands.monitor import _open_output as start
         late = threading.Timer(5, lambda: os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)))
     else:
-        start = lambda path: PhaseDb(path, EngineConfig())  # noqa: E731
+        from phasescope.sinks.phase_db import read_locality_runs
+        start = read_locality_runs if opener == "locality_model" else lambda path: PhaseDb(path, EngineConfig())
         late = threading.Timer(5, lambda: os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)))
     late.start()  # ends the wait should the signal not (the old code)
     with StopRequest():

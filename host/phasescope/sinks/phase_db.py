@@ -250,7 +250,7 @@ def read_locality_runs(path: str) -> dict:
     InputError (one line) on a missing, corrupt or malformed file."""
     bad = f"{path}: not a valid phasescope phase database"
     try:
-        with open(path, "rb") as f:
+        with waits.interruptible(), open(path, "rb") as f:  # a FIFO waits for a writer: a stop signal ends it
             db = json.loads(f.read().decode("utf-8"))
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
