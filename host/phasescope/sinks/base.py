@@ -155,6 +155,18 @@ def close_file(f, path: str) -> None:
         raise write_failed(path, e) from None
 
 
+def written_in_place(path: str) -> bool:
+    """Whether ``path`` (through any link) is an existing file that is not a regular one: a FIFO or
+    a device, written in place and once, at the end (a FIFO's open waits for a reader)."""
+    real = os.path.realpath(path)
+    return os.path.exists(real) and not os.path.isfile(real)
+
+
+def not_read(path: str) -> PhasescopeError:
+    """A FIFO whose reader never came before a stop signal ended the wait: exit code 1."""
+    return PhasescopeError(f"{path}: not written: no reader opened it before the stop signal")
+
+
 def write_json_atomically(path: str, obj, prefix: str) -> None:
     """Replace ``path`` with ``obj`` as JSON: a temporary file in the same directory, then
     ``os.replace``, so readers never see half a file and a crash keeps the old one; an existing
@@ -168,7 +180,7 @@ def write_json_atomically(path: str, obj, prefix: str) -> None:
         f.write("\n")
 
     real = os.path.realpath(path)
-    if os.path.exists(real) and not os.path.isfile(real):
+    if written_in_place(path):
         try:
             with waits.interruptible():  # a FIFO's open waits for a reader: a stop signal ends it
                 f = open(real, "w", encoding="utf-8")
@@ -177,7 +189,7 @@ def write_json_atomically(path: str, obj, prefix: str) -> None:
         except OSError as e:
             raise write_failed(path, e) from None
         except KeyboardInterrupt:
-            raise PhasescopeError(f"{path}: not written: no reader opened it before the stop signal") from None
+            raise not_read(path) from None
         return
     try:
         fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(real))

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 from typing import TYPE_CHECKING
 
 from phasescope import waits
-from phasescope.errors import InputError, PhasescopeError
+from phasescope.errors import InputError
 from phasescope.profiles.model import Profile
 from phasescope.profiles.writers import WRITERS, format_of
-from phasescope.sinks.base import Sink, close_file, open_write, write_failed
+from phasescope.sinks.base import Sink, close_file, not_read, open_write, write_failed, written_in_place
 
 if TYPE_CHECKING:  # the engine loads after a live run's target has started (commands/monitor.py)
     from phasescope.engine import Interval, IntervalResult
@@ -26,11 +25,8 @@ class ProfileWriter(Sink):
     def __init__(self, path: str):
         self.path = path
         self.write = WRITERS[format_of(path)]
-        try:
-            self._fifo = stat.S_ISFIFO(os.stat(path).st_mode)
-        except OSError:
-            self._fifo = False
-        if self._fifo:  # opening it here would hand its first reader an empty file
+        self._in_place = written_in_place(path)
+        if self._in_place:  # opening a FIFO here would hand its first reader an empty file
             if not os.access(path, os.W_OK):
                 raise InputError(f"{path}: cannot write: Permission denied")
         else:
@@ -42,9 +38,9 @@ class ProfileWriter(Sink):
 
     def close(self) -> None:
         try:
-            with waits.interruptible() if self._fifo else contextlib.nullcontext():  # a reader may never come
+            with waits.interruptible() if self._in_place else contextlib.nullcontext():  # a reader may never come
                 self.write(self.profile, self.path)
         except OSError as e:
             raise write_failed(self.path, e) from None
         except KeyboardInterrupt:
-            raise PhasescopeError(f"{self.path}: not written: no reader opened it before the stop signal") from None
+            raise not_read(self.path) from None

@@ -6,7 +6,7 @@ import os
 import tempfile
 
 from phasescope.errors import InputError
-from phasescope.sinks.base import Sink, write_json_atomically
+from phasescope.sinks.base import Sink, write_json_atomically, written_in_place
 
 
 class SummaryWriter(Sink):
@@ -21,8 +21,7 @@ class SummaryWriter(Sink):
         if os.path.isdir(path):
             raise InputError(f"{path}: cannot write: is a directory")
         os.unlink(self._mkstemp())  # fail now, not after the work
-        real = os.path.realpath(path)
-        self._checkpoints = not os.path.exists(real) or os.path.isfile(real)
+        self._checkpoints = not written_in_place(path)
 
     def _mkstemp(self) -> str:
         try:
