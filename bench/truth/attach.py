@@ -2,9 +2,12 @@
 started idle or stopped, phasescope attaches, and the truth is written on the target's user CPU
 clock counted from the moment of attach (the clock the sampled windows measure from)."""
 
+import json
 import os
+import random
 import subprocess
 import time
+from typing import Callable, List
 
 TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
@@ -39,3 +42,30 @@ def finish(tracer: subprocess.Popen, timeout: float = 120) -> int:
     except subprocess.TimeoutExpired:
         tracer.kill()
         raise
+
+
+def run_activities(truth: str, names: List[str], order: str, seconds: float, seed: int,
+                   clock: Callable[[], int], step: Callable[[str], None]) -> None:
+    """Run activities (``step(name)`` repeated until ``clock``, CPU ns of the target, has advanced by
+    the activity's budget) for ``seconds`` of that clock, in a random order (no activity twice in a
+    row, 0.6-3 s each) or a fixed ``cycle`` (each name its own budget), and write one truth line per
+    activity run: ``{"activity", "start_ns", "end_ns", "start_wall_ns", "end_wall_ns"}``."""
+    rnd = random.Random(int(seed))
+    budgets = {n: rnd.uniform(0.6, 3.0) for n in names}
+    base = clock()
+    with open(truth, "w") as out:
+        i, last = 0, None
+        while clock() - base < seconds * 1e9:
+            if order == "cycle":
+                name = names[i % len(names)]
+                budget = budgets[name]
+            else:
+                name = rnd.choice([n for n in names if n != last])
+                budget = rnd.uniform(0.6, 3.0)
+            t0, w0 = clock(), time.time_ns()
+            while clock() - t0 < budget * 1e9:
+                step(name)
+            out.write(json.dumps({"activity": name, "start_ns": t0 - base, "end_ns": clock() - base,
+                                  "start_wall_ns": w0, "end_wall_ns": time.time_ns()}) + "\n")
+            out.flush()
+            last, i = name, i + 1

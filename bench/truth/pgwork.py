@@ -14,16 +14,14 @@ backend and so the trace, and the cluster is stopped.
 """
 
 import argparse
-import json
 import os
 import random
 import shutil
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attach import attach, finish, user_ns  # noqa: E402
+from attach import attach, finish, run_activities, user_ns  # noqa: E402
 
 BIN = next((f"/usr/lib/postgresql/{v}/bin" for v in ("17", "16", "15") if os.path.isdir(f"/usr/lib/postgresql/{v}")),
            "/usr/lib/postgresql/15/bin")
@@ -110,33 +108,14 @@ def main() -> int:
 
 def trace(s: Session, a: argparse.Namespace, phasescope: list) -> int:
     """Run the activities in session ``s`` under ``phasescope`` attached to its backend."""
-    rnd = random.Random(int(a.seed))
-    names = a.kinds.split(",")
-    budgets = {n: rnd.uniform(0.6, 3.0) for n in names}
     s.run(SETUP)
     s.run("SELECT count(*) FROM t;")
     tracer = attach(phasescope, s.pid)
-    base = user_ns(s.pid)
-    with open(a.truth, "w") as out:
-        i, last = 0, None
-        while user_ns(s.pid) - base < float(a.seconds) * 1e9:
-            if a.order == "cycle":
-                name = names[i % len(names)]
-                budget = budgets[name]
-            else:
-                name = rnd.choice([n for n in names if n != last])
-                budget = rnd.uniform(0.6, 3.0)
-            t0, w0 = user_ns(s.pid), time.time_ns()
-            while user_ns(s.pid) - t0 < budget * 1e9:
-                s.run(KINDS[name]())
-            out.write(json.dumps({"activity": name, "start_ns": t0 - base, "end_ns": user_ns(s.pid) - base,
-                                  "start_wall_ns": w0, "end_wall_ns": time.time_ns()}) + "\n")
-            out.flush()
-            last, i = name, i + 1
+    run_activities(a.truth, a.kinds.split(","), a.order, float(a.seconds), int(a.seed), lambda: user_ns(s.pid),
+                   lambda name: s.run(KINDS[name]()))
     s.p.stdin.close()
     s.p.wait(timeout=60)
     return finish(tracer)
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -25,7 +25,7 @@ NODE_FLAGS = ["--perf-basic-prof", "--interpreted-frames-native-stack"]
 @dataclass(frozen=True)
 class Workload:
     name: str
-    kind: str  # python | sqlite | perl | node | java | pg | tool
+    kind: str  # python | sqlite | perl | node | java | pg | go | tool
     split: str  # tune | held-out
     activities: str
     order: str  # random | cycle
@@ -35,7 +35,7 @@ class Workload:
     @property
     def attached(self) -> bool:
         """Traced with ``-p`` by its driver: :meth:`driver` instead of :meth:`prepare`."""
-        return self.kind in ("pg", "tool")
+        return self.kind in ("pg", "go", "tool")
 
     def driver(self, out_dir: str, phasescope: List[str]) -> List[str]:
         """The command that starts the target and attaches ``phasescope`` (options, no -p) to it."""
@@ -43,6 +43,9 @@ class Workload:
             return [sys.executable, os.path.join(HERE, "pgwork.py"), self.truth(out_dir), self.activities, self.order,
                     str(self.seconds), str(self.seed), "--cluster", os.path.join(out_dir, "pg-cluster"), "--",
                     *phasescope]
+        if self.kind == "go":
+            return [sys.executable, os.path.join(HERE, "gowork.py"), self.truth(out_dir), self.activities, self.order,
+                    str(self.seconds), str(self.seed), "--dir", out_dir, "--", *phasescope]
         return [sys.executable, os.path.join(HERE, "toolwork.py"), self.truth(out_dir), self.activities,
                 str(int(self.seconds)), "--", *phasescope]
 
@@ -78,7 +81,7 @@ class Workload:
         if self.kind == "sqlite":
             subprocess.run([sys.executable, os.path.join(HERE, "sqlshell.py"), "truth", stdout_path,
                             self.truth(out_dir)], check=True)
-        if self.kind in ("sqlite", "node", "python", "java", "perl", "pg", "tool"):  # stamped on the wall clock: placed among the windows
+        if self.kind in ("sqlite", "node", "python", "java", "perl", "pg", "go", "tool"):  # stamped on the wall clock: placed among the windows
             place_truth(self.truth(out_dir), os.path.join(out_dir, self.name + ".jsonl"))
 
 
@@ -115,4 +118,9 @@ WORKLOADS = [
     Workload("java-random-B", "java", "held-out", "ints,floats,sort,strings,map,sha", "random", 3, 30),
     # issue 32, stop 38: held out from the choices of exact mode's JIT method keys (tuned on the two above)
     Workload("java-random-C", "java", "held-out", "ints,floats,sort,strings,map,sha", "random", 7, 20),
+    # issue 27, stop 44: a server in a compiled language with its own runtime (Go), attached with -p; held out
+    # from every choice (recorded after the defaults were fixed)
+    Workload("go-random-B", "go", "held-out", "json,regex,sha,deflate,sort,bigint,template,strconv,map,crc",
+             "random", 4, 40),
+    Workload("go-cycle-B", "go", "held-out", "json,template,map,strconv", "cycle", 4, 40),
 ]
