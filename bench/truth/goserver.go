@@ -46,80 +46,102 @@ func init() {
 	}
 }
 
+func actJSON() uint64 {
+	var n uint64
+	for r := 0; r < 6; r++ {
+		b, _ := json.Marshal(records)
+		var back []record
+		json.Unmarshal(b, &back)
+		n += uint64(len(b) + len(back))
+	}
+	return n
+}
+
+func actRegex() uint64 {
+	return uint64(len(pattern.FindAllStringIndex(text, -1)))
+}
+
+func actSHA() uint64 {
+	buf := []byte(text)
+	var s [32]byte
+	for r := 0; r < 40; r++ {
+		s = sha256.Sum256(append(buf, s[:]...))
+	}
+	return uint64(s[0])
+}
+
+func actDeflate() uint64 {
+	var out bytes.Buffer
+	w, _ := flate.NewWriter(&out, 6)
+	w.Write([]byte(text))
+	w.Close()
+	return uint64(out.Len())
+}
+
+func actSort() uint64 {
+	xs := make([]string, 20000)
+	for i := range xs {
+		xs[i] = strconv.Itoa((i * 7919) % 20011)
+	}
+	sort.Strings(xs)
+	return uint64(len(xs[0]))
+}
+
+func actBigint() uint64 {
+	x := big.NewInt(1)
+	for i := int64(1); i < 900; i++ {
+		x.Mul(x, big.NewInt(i))
+	}
+	return uint64(x.BitLen())
+}
+
+func actTemplate() uint64 {
+	var out bytes.Buffer
+	for r := 0; r < 6; r++ {
+		page.Execute(&out, records)
+	}
+	return uint64(out.Len())
+}
+
+func actStrconv() uint64 {
+	var n uint64
+	for i := 0; i < 60000; i++ {
+		f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(i)*1.37, 'g', -1, 64), 64)
+		n += uint64(f)
+	}
+	return n
+}
+
+func actMap() uint64 {
+	m := make(map[string]int)
+	for i := 0; i < 60000; i++ {
+		m["k"+strconv.Itoa(i%9000)] += i
+	}
+	return uint64(len(m))
+}
+
+func actCRC() uint64 {
+	buf := []byte(text)
+	var s uint32
+	for r := 0; r < 300; r++ {
+		s = crc32.Update(s, crc32.IEEETable, buf)
+	}
+	return uint64(s)
+}
+
+// kinds: each activity is a function named act<Kind>, so a sample's call stack names its activity
+// (bench/truth/stack_truth.py).
 var kinds = map[string]func() uint64{
-	"json": func() uint64 {
-		var n uint64
-		for r := 0; r < 6; r++ {
-			b, _ := json.Marshal(records)
-			var back []record
-			json.Unmarshal(b, &back)
-			n += uint64(len(b) + len(back))
-		}
-		return n
-	},
-	"regex": func() uint64 {
-		return uint64(len(pattern.FindAllStringIndex(text, -1)))
-	},
-	"sha": func() uint64 {
-		buf := []byte(text)
-		var s [32]byte
-		for r := 0; r < 40; r++ {
-			s = sha256.Sum256(append(buf, s[:]...))
-		}
-		return uint64(s[0])
-	},
-	"deflate": func() uint64 {
-		var out bytes.Buffer
-		w, _ := flate.NewWriter(&out, 6)
-		w.Write([]byte(text))
-		w.Close()
-		return uint64(out.Len())
-	},
-	"sort": func() uint64 {
-		xs := make([]string, 20000)
-		for i := range xs {
-			xs[i] = strconv.Itoa((i * 7919) % 20011)
-		}
-		sort.Strings(xs)
-		return uint64(len(xs[0]))
-	},
-	"bigint": func() uint64 {
-		x := big.NewInt(1)
-		for i := int64(1); i < 900; i++ {
-			x.Mul(x, big.NewInt(i))
-		}
-		return uint64(x.BitLen())
-	},
-	"template": func() uint64 {
-		var out bytes.Buffer
-		for r := 0; r < 6; r++ {
-			page.Execute(&out, records)
-		}
-		return uint64(out.Len())
-	},
-	"strconv": func() uint64 {
-		var n uint64
-		for i := 0; i < 60000; i++ {
-			f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(i)*1.37, 'g', -1, 64), 64)
-			n += uint64(f)
-		}
-		return n
-	},
-	"map": func() uint64 {
-		m := make(map[string]int)
-		for i := 0; i < 60000; i++ {
-			m["k"+strconv.Itoa(i%9000)] += i
-		}
-		return uint64(len(m))
-	},
-	"crc": func() uint64 {
-		buf := []byte(text)
-		var s uint32
-		for r := 0; r < 300; r++ {
-			s = crc32.Update(s, crc32.IEEETable, buf)
-		}
-		return uint64(s)
-	},
+	"json":     actJSON,
+	"regex":    actRegex,
+	"sha":      actSHA,
+	"deflate":  actDeflate,
+	"sort":     actSort,
+	"bigint":   actBigint,
+	"template": actTemplate,
+	"strconv":  actStrconv,
+	"map":      actMap,
+	"crc":      actCRC,
 }
 
 func main() {
