@@ -172,3 +172,17 @@ def test_openssl_speed_attached_with_its_algorithms_as_truth(tmp_path):
     # and the wall clock at each announcement, which truth_score.place_truth puts among the windows
     assert rows[0]["start_wall_ns"] <= rows[0]["end_wall_ns"] == rows[1]["start_wall_ns"] < rows[1]["end_wall_ns"]
     assert log.read_text().count("\n") >= 1  # windows of the attached tool
+
+
+def test_a_window_is_the_activity_most_of_its_stacks_name():
+    # bench/truth/stack_truth.py: the first frame (leaf first) named main.act<Kind> names a sample's
+    # activity; a window needs half its samples named and 60% of those on one activity.
+    from types import SimpleNamespace
+    from stack_truth import window_activity
+    frames = {1: ("srv", "runtime.mallocgc"), 2: ("srv", "main.actJSON"), 3: ("srv", "main.actMap"),
+              4: ("srv", "net/http.serve")}
+    iv = lambda stacks, samples: SimpleNamespace(stacks=stacks, frames=frames, samples=samples)
+    assert window_activity(iv([[7, 1, 2, 4], [3, 3, 4]], 10), "main.act") == "json"
+    assert window_activity(iv([[5, 1, 3, 2]], 10), "main.act") == "map"  # the innermost act names it
+    assert window_activity(iv([[4, 1, 2], [6, 1, 4]], 10), "main.act") is None  # under half named
+    assert window_activity(iv([[5, 2], [5, 3]], 10), "main.act") is None  # no activity has 60%
