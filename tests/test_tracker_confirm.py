@@ -94,6 +94,19 @@ def test_the_log_record_names_the_intervals_it_relabels():
     assert settled_phases(recs) == [0, 0, 1, 0, 1]
 
 
+def test_the_log_record_places_a_macro_change_where_it_began():
+    # 40 intervals of A, then 40 of B. Live, the macro phase changes when the change point sees the
+    # last 7 phases all B: at B's 8th interval (its first waited as a candidate, labelled A). That
+    # record relabels the six before it, so the log's macro phases change at B's second interval.
+    engine = PhaseEngine()
+    ivs = [interval(i, k) for i, k in enumerate([0] * 40 + [1] * 40)]
+    recs = [to_record(iv, r) for iv, r in zip(ivs, engine.feed_many(ivs))]
+    live, log = [r["macro"] for r in recs], settled_phases(recs, kind="macro_")
+    assert live == [0] * 47 + [1] * 33 and log == [0] * 41 + [1] * 39
+    assert (recs[47]["macro_relabel"], recs[47]["macro_relabel_seq"]) == (1, list(range(41, 47)))
+    assert sum("macro_relabel" in r for r in recs) == 1 and settled_phases(recs)[40:42] == [1, 1]
+
+
 def test_settled_phases_are_per_process_and_refuse_a_bad_relabel():
     # An -a log interleaves processes, each numbering its seq from 0.
     recs = [{"pid": 1, "phase": 0}, {"pid": 2, "phase": 0}, {"pid": 1, "phase": 0},
@@ -101,6 +114,8 @@ def test_settled_phases_are_per_process_and_refuse_a_bad_relabel():
     assert settled_phases(recs) == [0, 1, 0, 1]
     with pytest.raises(InputError, match="relabel_seq"):
         settled_phases([{"phase": 0}, {"phase": 1, "relabel": 1, "relabel_seq": [1]}], "x.jsonl")
+    with pytest.raises(InputError, match="macro_relabel_seq"):
+        settled_phases([{"macro": 0}, {"macro": 1, "macro_relabel": 1, "macro_relabel_seq": [2]}], "x", "macro_")
 
 
 def test_score_reads_the_labels_the_log_settles(tmp_path):
