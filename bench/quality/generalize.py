@@ -127,9 +127,10 @@ class Program:
             t = score_stream(cpu, labels[main], none, self.truth, stretch=stretch)
             out["truth"], out["distinct"] = t["ari"], t["distinct"]
             # the activity time scale: macro phases of these labels, as the log settles them and live
-            for key, macros in zip(("macro_truth", "macro_truth_live"),
-                                   macro_phases(self.threads, labels if live is None else live, self.macro)[::-1]):
+            now, log = macro_phases(self.threads, labels if live is None else live, self.macro)
+            for key, macros in (("macro_truth", log), ("macro_truth_live", now)):
                 out[key] = score_stream(cpu, np.array(macros)[main], none, self.truth, stretch=stretch)["ari"]
+            out["macro_lag"] = macro_lag(now, log, self.threads)
         out["merges"] = len(merged)
         if merged:
             final = renumbered(labels, merged)
@@ -137,6 +138,21 @@ class Program:
                                       LabelStream(self.sp30, self.weights, self.threads))["ari"]
             out["folded_share"] = float(self.weights[final != labels].sum() / self.weights.sum())
         return out
+
+
+def macro_lag(live, log, threads) -> float:
+    """Mean intervals by which the live view's macro phase reaches each change of the log's (each
+    thread's; a change it never reaches before the log's next counts until then)."""
+    lags, rows = [], {}
+    for i, t in enumerate(threads):
+        rows.setdefault(int(t), []).append(i)
+    for rs in rows.values():
+        a, b = [live[i] for i in rs], [log[i] for i in rs]
+        starts = [j for j in range(1, len(b)) if b[j] != b[j - 1]]
+        for n, j in enumerate(starts):
+            end = starts[n + 1] if n + 1 < len(starts) else len(b)
+            lags.append(next((k - j for k in range(j, end) if a[k] == b[j]), end - j))
+    return float(np.mean(lags)) if lags else 0.0
 
 
 def renumbered(labels: np.ndarray, merged) -> np.ndarray:

@@ -92,6 +92,7 @@ class MacroTracker:
         self._stamps: Dict[int, deque] = {}  # thread -> the clock at its last window + 1 intervals
         #: thread -> [seq, macro phase as settled so far] of its last window intervals before this one
         self._given: Dict[int, deque] = {}
+        self._plain: Dict[int, Match] = {}
         self._clock = 0
         self.next_id = 0
 
@@ -137,9 +138,14 @@ class MacroTracker:
             young = young if young != phase else None
         self._match(phase, hist)
         self._current[thread] = phase
-        seqs = self._relabel(given, phase, split, young)
+        seqs = self._relabel(given, phase, split, young) if split or young is not None else None
         given.append([self._clock - 1, phase])
-        return Match(phase, None, new and young is None, relabel=phase if seqs else None, relabel_seqs=seqs)
+        if seqs or new:
+            return Match(phase, None, new and young is None, relabel=phase if seqs else None, relabel_seqs=seqs)
+        plain = self._plain.get(phase)  # the common case: a Match is immutable, so one per phase will do
+        if plain is None:
+            plain = self._plain[phase] = Match(phase, None, False)
+        return plain
 
     @staticmethod
     def _relabel(given: deque, phase: int, split: int, young: Optional[int]) -> Optional[tuple]:
@@ -158,6 +164,7 @@ class MacroTracker:
             victim = min(self._last, key=self._last.get)
             for d in (self._reps, self._hits, self._last, self._born):
                 del d[victim]
+            self._plain.pop(victim, None)
         phase, self.next_id = self.next_id, self.next_id + 1
         self._reps[phase], self._hits[phase], self._born[phase] = dict(hist), 0, self._clock
         return phase
