@@ -95,16 +95,18 @@ def test_the_log_record_names_the_intervals_it_relabels():
 
 
 def test_the_log_record_places_a_macro_change_where_it_began():
-    # 40 intervals of A, then 40 of B. Live, the macro phase changes when the change point sees the
-    # last 7 phases all B: at B's 8th interval (its first waited as a candidate, labelled A). That
-    # record relabels the six before it, so the log's macro phases change at B's second interval.
+    # 40 intervals of A, then 40 of B. B's first interval waits as a candidate (labelled A) until
+    # its second confirms B and relabels it; the macro window follows that relabel, so the change
+    # point sees the last 7 phases all B at B's 7th interval (before the window followed relabels,
+    # at its 8th). That record relabels the six before it: the log's macro phases change at B's
+    # first interval.
     engine = PhaseEngine()
     ivs = [interval(i, k) for i, k in enumerate([0] * 40 + [1] * 40)]
     recs = [to_record(iv, r) for iv, r in zip(ivs, engine.feed_many(ivs))]
     live, log = [r["macro"] for r in recs], settled_phases(recs, kind="macro_")
-    assert live == [0] * 47 + [1] * 33 and log == [0] * 41 + [1] * 39
-    assert (recs[47]["macro_relabel"], recs[47]["macro_relabel_seq"]) == (1, list(range(41, 47)))
-    assert sum("macro_relabel" in r for r in recs) == 1 and settled_phases(recs)[40:42] == [1, 1]
+    assert live == [0] * 46 + [1] * 34 and log == [0] * 40 + [1] * 40
+    assert (recs[46]["macro_relabel"], recs[46]["macro_relabel_seq"]) == (1, list(range(40, 46)))
+    assert sum("macro_relabel" in r for r in recs) == 1 and recs[41]["relabel_seq"] == [40]
 
 
 def test_settled_phases_are_per_process_and_refuse_a_bad_relabel():

@@ -263,6 +263,17 @@ def test_macro_relabels_name_only_the_thread_s_own_intervals():
         assert [i for i in range(1, len(mine)) if mine[i] != mine[i - 1]] == [60]
 
 
+def test_macro_windows_follow_the_micro_tracker_s_relabels_in_any_thread():
+    # Thread 0 runs micro phase 1 (seqs 0-19); thread 1's interval carries the micro tracker's
+    # relabel of thread 0's seqs 13-19 to phase 2. Thread 0's next interval (2) makes its last 7
+    # all 2: the change point fires at once and names the six before it in the thread's order.
+    m = MacroTracker()
+    first = [m.observe(0, 1).phase for _ in range(20)]
+    m.observe(1, 9, 2, (13, 14, 15, 16, 17, 18, 19))
+    got = m.observe(0, 2)
+    assert got.phase != first[-1] and got.relabel == got.phase and got.relabel_seqs == tuple(range(14, 20))
+
+
 def test_macro_defaults_ride_out_a_short_excursion():
     # Six intervals of other code inside an activity are no change of activity at the macro scale.
     x, other = [1, 2, 3] * 20, [7, 8] * 3

@@ -109,14 +109,13 @@ class Program:
                                                         [iv.counts for iv in self.intervals])[0]
         fps = self._footprints[form]
         matches = tracker.classify_many(fps, None, self.threads)  # scored as the log settles them (relabels)
-        return (np.array(settled(matches)), [m.merged for m in matches if m.merged is not None],
-                np.array([m.phase for m in matches]))
+        return np.array(settled(matches)), [m.merged for m in matches if m.merged is not None], matches
 
-    def scores(self, labels: np.ndarray, merged=(), live=None) -> dict:
+    def scores(self, labels: np.ndarray, merged=(), matches=None) -> dict:
         """Scores of a setting's labels; with the (gone, kept) pairs its tracker folded, also the
         SP30 ARI of the labels renumbered as if every folded phase had had its final ID all along.
-        ``live``: the labels as given at the time, which the engine's macro phases are made of
-        (default: ``labels``)."""
+        ``matches``: the tracker's classifications (labels given at the time, and relabels), which
+        the engine's macro phases are made of (default: ``labels``)."""
         s = score(LabelStream(labels, self.weights, self.threads), LabelStream(self.sp30, self.weights, self.threads))
         out = {"ari": s["ari"], "chg": s["changes_detected"], "same": s["same_agreed"], "phases": s["phases"],
                "k": s["reference_phases"], "ref10": adjusted_rand_index(labels, self.ref10)}
@@ -127,7 +126,7 @@ class Program:
             t = score_stream(cpu, labels[main], none, self.truth, stretch=stretch)
             out["truth"], out["distinct"] = t["ari"], t["distinct"]
             # the activity time scale: macro phases of these labels, as the log settles them and live
-            now, log = macro_phases(self.threads, labels if live is None else live, self.macro)
+            now, log = macro_phases(self.threads, labels if matches is None else matches, self.macro)
             for key, macros in (("macro_truth", log), ("macro_truth_live", now)):
                 out[key] = score_stream(cpu, np.array(macros)[main], none, self.truth, stretch=stretch)["ari"]
             out["macro_lag"] = macro_lag(now, log, self.threads)

@@ -90,17 +90,21 @@ class MacroTracker:
         self._last: Dict[int, int] = {}
         self._born: Dict[int, int] = {}  # macro ID -> the clock it was made at
         self._stamps: Dict[int, deque] = {}  # thread -> the clock at its last window + 1 intervals
-        #: thread -> [seq, macro phase as settled so far] of its last window intervals before this one
+        #: thread -> [seq, macro phase as settled so far, micro phase as settled so far] of its last
+        #: window intervals before this one (its window is the tail of it)
         self._given: Dict[int, deque] = {}
         self._plain: Dict[int, Match] = {}
         self._clock = 0
         self.next_id = 0
 
-    def observe(self, thread: int, micro: int) -> Match:
+    def observe(self, thread: int, micro: int, relabel: Optional[int] = None, relabel_seqs=()) -> Match:
         """Add one interval's micro phase to its thread's window: the window's macro phase, and
         the thread's earlier intervals that belong to it after all (``relabel_seqs``: numbered
-        from 0 in the order observed, the engine's ``seq``)."""
+        from 0 in the order observed, the engine's ``seq``). ``relabel``, ``relabel_seqs``: the
+        micro tracker's relabel of earlier intervals (its ``Match``), which the windows follow."""
         c = self.config
+        if relabel is not None:
+            self._resettle(relabel, set(relabel_seqs))
         self._clock += 1
         win = self._windows.setdefault(thread, deque())
         counts = self._counts.setdefault(thread, Counter())
@@ -139,13 +143,29 @@ class MacroTracker:
         self._match(phase, hist)
         self._current[thread] = phase
         seqs = self._relabel(given, phase, split, young) if split or young is not None else None
-        given.append([self._clock - 1, phase])
+        given.append([self._clock - 1, phase, micro])
         if seqs or new:
             return Match(phase, None, new and young is None, relabel=phase if seqs else None, relabel_seqs=seqs)
         plain = self._plain.get(phase)  # the common case: a Match is immutable, so one per phase will do
         if plain is None:
             plain = self._plain[phase] = Match(phase, None, False)
         return plain
+
+    def _resettle(self, micro: int, seqs: set) -> None:
+        """The intervals ``seqs`` are micro phase ``micro`` after all: so are they in the windows
+        that still hold them (a window is the tail of its thread's ``_given``)."""
+        for thread, given in self._given.items():
+            win, counts = self._windows[thread], self._counts[thread]
+            start = len(given) - len(win)
+            for i, g in enumerate(given):
+                if g[0] in seqs and g[2] != micro:
+                    if i >= start:
+                        win[i - start] = micro
+                        counts[g[2]] -= 1
+                        if not counts[g[2]]:
+                            del counts[g[2]]
+                        counts[micro] += 1
+                    g[2] = micro
 
     @staticmethod
     def _relabel(given: deque, phase: int, split: int, young: Optional[int]) -> Optional[tuple]:
@@ -196,8 +216,10 @@ class MacroTracker:
 
 
 def macro_phases(threads, micro, config: Optional[MacroConfig] = None):
-    """(live, settled) macro phases of a stream of (thread, micro phase): what the live view showed
-    at each interval, and what the log settles them to (every relabel applied)."""
+    """(live, settled) macro phases of a stream of (thread, micro phase) or (thread, the micro
+    tracker's Match, whose relabels the windows follow, as the engine feeds them): what the live
+    view showed at each interval, and what the log settles them to (every relabel applied)."""
     tracker = MacroTracker(config)
-    matches = [tracker.observe(int(t), int(p)) for t, p in zip(threads, micro)]
+    matches = [tracker.observe(int(t), int(p)) if not isinstance(p, Match) else
+               tracker.observe(int(t), p.phase, p.relabel, p.relabel_seqs) for t, p in zip(threads, micro)]
     return [m.phase for m in matches], settled(matches)

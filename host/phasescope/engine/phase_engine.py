@@ -158,7 +158,7 @@ class PhaseEngine:
             predictions = predictors.observe(m.phase, m.held)
             self.scoreboard.expect(iv.thread, m.phase, predictions)
             self.stats.threads[iv.thread].predictions = predictions
-            mm = self.macro.observe(iv.thread, m.phase) if self.macro else NO_MACRO
+            mm = self.macro.observe(iv.thread, m.phase, m.relabel, m.relabel_seqs) if self.macro else NO_MACRO
             r = IntervalResult(self._seq, iv.thread, iv.seq, iv.instructions, m.phase, m.distance, m.new_phase,
                                m.evicted, previous, predictions, self.tracker.display(fp), predicted, predictors.prediction,
                                predictors.confidence, predictors.expected_remaining, m.merged,
