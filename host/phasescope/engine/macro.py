@@ -103,7 +103,7 @@ class MacroTracker:
         from 0 in the order observed, the engine's ``seq``). ``relabel``, ``relabel_seqs``: the
         micro tracker's relabel of earlier intervals (its ``Match``), which the windows follow."""
         c = self.config
-        if relabel is not None:
+        if relabel is not None and relabel_seqs:
             self._resettle(relabel, set(relabel_seqs))
         self._clock += 1
         win = self._windows.setdefault(thread, deque())
@@ -154,7 +154,10 @@ class MacroTracker:
     def _resettle(self, micro: int, seqs: set) -> None:
         """The intervals ``seqs`` are micro phase ``micro`` after all: so are they in the windows
         that still hold them (a window is the tail of its thread's ``_given``)."""
+        low, high = min(seqs), max(seqs)
         for thread, given in self._given.items():
+            if not given or given[-1][0] < low or given[0][0] > high:
+                continue  # none of this thread's intervals (a thread's seqs increase)
             win, counts = self._windows[thread], self._counts[thread]
             start = len(given) - len(win)
             for i, g in enumerate(given):
