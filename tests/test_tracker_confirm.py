@@ -118,6 +118,8 @@ def test_settled_phases_are_per_process_and_refuse_a_bad_relabel():
         settled_phases([{"phase": 0}, {"phase": 1, "relabel": 1, "relabel_seq": [1]}], "x.jsonl")
     with pytest.raises(InputError, match="macro_relabel_seq"):
         settled_phases([{"macro": 0}, {"macro": 1, "macro_relabel": 1, "macro_relabel_seq": [2]}], "x", "macro_")
+    with pytest.raises(InputError, match="record 1: no field 'macro'"):  # a log from before macro phases were logged
+        settled_phases([{"phase": 0}, {"phase": 1}], "x", "macro_")
 
 
 def test_score_reads_the_labels_the_log_settles(tmp_path):

@@ -115,9 +115,13 @@ def settled_phases(records, path: str = "", kind: str = "") -> list:
     """The ``phase`` of a log's records (in file order, from the run's start; each process's
     ``seq`` from 0, ``-a`` logs several) with every ``relabel`` applied
     (:func:`phasescope.engine.phase_table.settled`); ``kind="macro_"``: their ``macro`` with every
-    ``macro_relabel`` applied. A relabel that names no earlier interval of its process is an
+    ``macro_relabel`` applied. A record without the label (a log written before macro phases were
+    logged has no ``macro``) or a relabel that names no earlier interval of its process is an
     InputError (``path`` names the log)."""
     label, relabel, field = ("macro" if kind else "phase"), kind + "relabel", kind + "relabel_seq"
+    missing = next((i for i, r in enumerate(records) if label not in r), None)
+    if missing is not None:
+        raise InputError(f"{path}: record {missing + 1}: no field {label!r}")
     phases = [r[label] for r in records]
     by_process: dict = {}
     for i, r in enumerate(records):
