@@ -122,6 +122,23 @@ def test_settled_phases_are_per_process_and_refuse_a_bad_relabel():
         settled_phases([{"phase": 0}, {"phase": 1}], "x", "macro_")
 
 
+def test_settled_phases_restart_where_a_process_s_engine_did(tmp_path):
+    # -a gives each process its own engine, numbered from seq 0; a process it retired to make room
+    # that comes back (or a reused pid) gets a new engine, from seq 0 again. Each engine's relabels
+    # (micro and macro) name its own records, never the first engine's.
+    recs = []
+    for _ in range(2):
+        engine, ivs = PhaseEngine(), [interval(i, k) for i, k in enumerate([0] * 40 + [1] * 40)]
+        for iv in ivs:
+            iv.pid, iv.comm = 7, "x"
+        recs += [to_record(iv, r) for iv, r in zip(ivs, engine.feed_many(ivs))]
+    assert settled_phases(recs) == ([0] * 40 + [1] * 40) * 2
+    assert settled_phases(recs, kind="macro_") == ([0] * 40 + [1] * 40) * 2
+    log = tmp_path / "a.jsonl"  # and as phasescope score reads the log
+    log.write_text("".join(dumps(r) + "\n" for r in recs))
+    assert read_log_labels(str(log)).labels.tolist() == ([0] * 40 + [1] * 40) * 2
+
+
 def test_score_reads_the_labels_the_log_settles(tmp_path):
     engine = PhaseEngine()
     ivs = [interval(i, k) for i, k in enumerate([0, 0, 1, 0, 1])]

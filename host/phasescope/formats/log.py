@@ -4,8 +4,9 @@ Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instr
 ``blocks``; it ignores fields it does not know, so writers may add some):
 
 - ``pid``, ``comm`` (int, str): system-wide runs (``-a``) only: the interval's process and its
-  command name (each process has its own engine, so ``seq`` and ``phase`` are per process).
-- ``seq`` (int): global arrival order of classified intervals, from 0.
+  command name (each process has its own engine, so ``seq`` and ``phase`` are per process; a
+  process retired to make room that comes back, or a reused pid, gets a new engine, from 0 again).
+- ``seq`` (int): global arrival order of classified intervals, from 0 (per engine).
 - ``thread`` (int): thread id.
 - ``thread_seq`` (int): the interval's number within its thread, from 0.
 - ``mode`` (str): ``exact`` (Stalker's counts) or ``sampled`` (kernel CPU-clock samples).
@@ -112,21 +113,27 @@ def relabel_fields(r: IntervalResult, kind: str = "") -> dict:
 
 
 def settled_phases(records, path: str = "", kind: str = "") -> list:
-    """The ``phase`` of a log's records (in file order, from the run's start; each process's
-    ``seq`` from 0, ``-a`` logs several) with every ``relabel`` applied
+    """The ``phase`` of a log's records (in file order, from the run's start; each engine's
+    ``seq`` from 0: ``-a`` logs several processes, and a process again from 0 where it got a new
+    engine, retired and back or a reused pid) with every ``relabel`` applied
     (:func:`phasescope.engine.phase_table.settled`); ``kind="macro_"``: their ``macro`` with every
     ``macro_relabel`` applied. A record without the label (a log written before macro phases were
-    logged has no ``macro``) or a relabel that names no earlier interval of its process is an
+    logged has no ``macro``) or a relabel that names no earlier interval of its engine is an
     InputError (``path`` names the log)."""
     label, relabel, field = ("macro" if kind else "phase"), kind + "relabel", kind + "relabel_seq"
     missing = next((i for i, r in enumerate(records) if label not in r), None)
     if missing is not None:
         raise InputError(f"{path}: record {missing + 1}: no field {label!r}")
     phases = [r[label] for r in records]
-    by_process: dict = {}
+    runs: dict = {}  # pid -> the rows of its engine's records so far
+    by_engine: list = []
     for i, r in enumerate(records):
-        by_process.setdefault(r.get("pid"), []).append(i)
-    for rows in by_process.values():
+        rows = runs.get(r.get("pid"))
+        if rows is None or r.get("seq") == 0:  # a new engine numbers its seq from 0 again
+            rows = runs[r.get("pid")] = []
+            by_engine.append(rows)
+        rows.append(i)
+    for rows in by_engine:
         matches = []
         for n, i in enumerate(rows):
             r = records[i]
