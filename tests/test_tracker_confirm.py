@@ -94,6 +94,21 @@ def test_the_log_record_names_the_intervals_it_relabels():
     assert settled_phases(recs) == [0, 0, 1, 0, 1]
 
 
+def test_the_log_record_places_a_macro_change_where_it_began():
+    # 40 intervals of A, then 40 of B. B's first interval waits as a candidate (labelled A) until
+    # its second confirms B and relabels it; the macro window follows that relabel, so the change
+    # point sees the last 7 phases all B at B's 7th interval (before the window followed relabels,
+    # at its 8th). That record relabels the six before it: the log's macro phases change at B's
+    # first interval.
+    engine = PhaseEngine()
+    ivs = [interval(i, k) for i, k in enumerate([0] * 40 + [1] * 40)]
+    recs = [to_record(iv, r) for iv, r in zip(ivs, engine.feed_many(ivs))]
+    live, log = [r["macro"] for r in recs], settled_phases(recs, kind="macro_")
+    assert live == [0] * 46 + [1] * 34 and log == [0] * 40 + [1] * 40
+    assert (recs[46]["macro_relabel"], recs[46]["macro_relabel_seq"]) == (1, list(range(40, 46)))
+    assert sum("macro_relabel" in r for r in recs) == 1 and recs[41]["relabel_seq"] == [40]
+
+
 def test_settled_phases_are_per_process_and_refuse_a_bad_relabel():
     # An -a log interleaves processes, each numbering its seq from 0.
     recs = [{"pid": 1, "phase": 0}, {"pid": 2, "phase": 0}, {"pid": 1, "phase": 0},
@@ -101,6 +116,27 @@ def test_settled_phases_are_per_process_and_refuse_a_bad_relabel():
     assert settled_phases(recs) == [0, 1, 0, 1]
     with pytest.raises(InputError, match="relabel_seq"):
         settled_phases([{"phase": 0}, {"phase": 1, "relabel": 1, "relabel_seq": [1]}], "x.jsonl")
+    with pytest.raises(InputError, match="macro_relabel_seq"):
+        settled_phases([{"macro": 0}, {"macro": 1, "macro_relabel": 1, "macro_relabel_seq": [2]}], "x", "macro_")
+    with pytest.raises(InputError, match="record 1: no field 'macro'"):  # a log from before macro phases were logged
+        settled_phases([{"phase": 0}, {"phase": 1}], "x", "macro_")
+
+
+def test_settled_phases_restart_where_a_process_s_engine_did(tmp_path):
+    # -a gives each process its own engine, numbered from seq 0; a process it retired to make room
+    # that comes back (or a reused pid) gets a new engine, from seq 0 again. Each engine's relabels
+    # (micro and macro) name its own records, never the first engine's.
+    recs = []
+    for _ in range(2):
+        engine, ivs = PhaseEngine(), [interval(i, k) for i, k in enumerate([0] * 40 + [1] * 40)]
+        for iv in ivs:
+            iv.pid, iv.comm = 7, "x"
+        recs += [to_record(iv, r) for iv, r in zip(ivs, engine.feed_many(ivs))]
+    assert settled_phases(recs) == ([0] * 40 + [1] * 40) * 2
+    assert settled_phases(recs, kind="macro_") == ([0] * 40 + [1] * 40) * 2
+    log = tmp_path / "a.jsonl"  # and as phasescope score reads the log
+    log.write_text("".join(dumps(r) + "\n" for r in recs))
+    assert read_log_labels(str(log)).labels.tolist() == ([0] * 40 + [1] * 40) * 2
 
 
 def test_score_reads_the_labels_the_log_settles(tmp_path):

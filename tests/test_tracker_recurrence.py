@@ -5,7 +5,7 @@ distances, unconfirmed intervals labelled with their nearest phase, and macro ph
 import numpy as np
 import pytest
 
-from phasescope.engine.macro import MacroConfig, MacroTracker, histogram_distance
+from phasescope.engine.macro import MacroConfig, MacroTracker, histogram_distance, macro_phases
 from phasescope.engine.phase_table import settled
 from phasescope.engine.tracker import PRESETS, TRANSITION, Tracker, TrackerConfig
 from phasescope.errors import InputError
@@ -181,8 +181,13 @@ def test_confirmed_gives_a_new_phase_its_id_at_its_second_interval():
 
 
 def macro_of(stream, **kw):
-    m = MacroTracker(MacroConfig(**kw))
-    return [m.observe(0, p) for p in stream]
+    """The live view's macro phases of one thread's micro phases."""
+    return macro_phases([0] * len(stream), stream, MacroConfig(**kw))[0]
+
+
+def settled_macro_of(stream, **kw):
+    """The same as the log settles them (every macro relabel applied)."""
+    return macro_phases([0] * len(stream), stream, MacroConfig(**kw))[1]
 
 
 def test_macro_phases_see_an_alternation_as_one_activity():
@@ -219,6 +224,56 @@ def test_macro_defaults_follow_an_activity_within_seven_intervals_and_keep_its_i
     assert got[150] == got[30] != got[90] == got[270] != got[210]
 
 
+def test_the_log_places_each_macro_change_where_it_began():
+    # The same X, Y, X, Z, Y: live, each change shows at its 7th interval (above); the change point
+    # relabels the six before it, so the log's macro phases change at each activity's first
+    # interval, with the same IDs and no other change.
+    x, y, z = [1, 2, 3] * 20, [4, 5, 6] * 20, [7, 8, 9] * 20
+    live, log = macro_of(x + y + x + z + y), settled_macro_of(x + y + x + z + y)
+    changes = [i for i in range(1, 300) if log[i] != log[i - 1]]
+    assert changes == [60, 120, 180, 240]
+    assert [log[i] for i in (30, 90, 150, 210, 270)] == [live[i] for i in (30, 90, 150, 210, 270)]
+    assert sum(a != b for a, b in zip(live, log)) == 4 * 6
+
+
+def test_the_log_gives_a_recurrence_its_macro_id_from_its_set_up_on():
+    # X, Y, then X after seven intervals of set-up code: live, the set-up and the recurrence's start
+    # show a young macro phase until it yields to X's; the log gives them X's ID, from the set-up
+    # on (where the change point split the window), and the young ID appears nowhere.
+    x, y, setup = list(range(1, 9)) * 8, [20, 21, 22] * 20, list(range(41, 48))
+    live, log = macro_of(x + y + setup + x), settled_macro_of(x + y + setup + x)
+    young = set(live[131:]) - {live[40]}  # the change point fires at the set-up's 7th interval
+    assert young and not young & set(log)
+    assert log[124:] == [log[40]] * len(log[124:]) and log[123] == log[100] != log[40]
+
+
+def test_macro_relabels_name_only_the_thread_s_own_intervals():
+    # Two threads taking turns, each with its own activities: every relabel names seqs (observation
+    # order) of the observing thread, and the settled labels change once per thread, at Y's start.
+    x, y = [1, 2, 3] * 20, [4, 5, 6] * 20
+    m, owner, matches = MacroTracker(), [], []
+    for micro in x + y:
+        for t in (0, 1):
+            owner.append(t)
+            matches.append(m.observe(t, micro + 100 * t))
+    assert all(owner[s] == owner[i] for i, mt in enumerate(matches) if mt.relabel is not None for s in mt.relabel_seqs)
+    got = settled(matches)
+    for t in (0, 1):
+        mine = [g for g, o in zip(got, owner) if o == t]
+        assert [i for i in range(1, len(mine)) if mine[i] != mine[i - 1]] == [60]
+
+
+def test_macro_windows_follow_the_micro_tracker_s_relabels_in_any_thread():
+    # Thread 0 runs micro phase 1 (seqs 0-19); thread 1's interval carries the micro tracker's
+    # relabel of thread 0's seqs 13-19 to phase 2. Thread 0's next interval (2) makes its last 7
+    # all 2: the change point fires at once and names the six before it in the thread's order.
+    m = MacroTracker()
+    first = [m.observe(0, 1).phase for _ in range(20)]
+    m.observe(1, 9, 2, (13, 14, 15, 16, 17, 18, 19))
+    got = m.observe(0, 2)
+    assert got.phase != first[-1] and got.relabel == got.phase and got.relabel_seqs == tuple(range(14, 20))
+
+
 def test_macro_defaults_ride_out_a_short_excursion():
     # Six intervals of other code inside an activity are no change of activity at the macro scale.
     x, other = [1, 2, 3] * 20, [7, 8] * 3
@@ -244,15 +299,15 @@ def test_a_recurrence_gets_its_macro_id_back_in_each_of_interleaved_threads():
     m, got = MacroTracker(), {t: [] for t in range(4)}
     for micro in x + y + setup + x:
         for t in got:
-            got[t].append(m.observe(t, micro + 100 * t))
+            got[t].append(m.observe(t, micro + 100 * t).phase)
     for g in got.values():
         assert g[-1] == g[40] != g[100]
 
 
 def test_macro_windows_are_per_thread():
     m = MacroTracker(MacroConfig(window=4, threshold=0.5))
-    a = [m.observe(1, 7) for _ in range(6)]
-    b = [m.observe(2, 9) for _ in range(6)]
+    a = [m.observe(1, 7).phase for _ in range(6)]
+    b = [m.observe(2, 9).phase for _ in range(6)]
     assert len(set(a)) == 1 and len(set(b)) == 1 and a[0] != b[0]
 
 

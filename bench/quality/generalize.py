@@ -12,7 +12,9 @@ intervals of its log (captured with ``bench/quality/capture.py DIR``, 10M-instru
   bench/truth/pylibs.py; NAME.truth.jsonl beside the log, placed among the intervals by its wall-clock
   stamps where it has them), on the main thread, and the share of
   activities that got a phase of their own (whose main phase is no other activity's main phase);
-  ``macro truth``: the same ARI for the macro phases (engine/macro.py, its defaults) of the labels.
+  ``macro truth``: the same ARI for the macro phases (engine/macro.py, its defaults) of the labels,
+  as the log settles them (every ``macro_relabel`` applied); ``macro_truth_live`` (tables.py): as
+  the live view showed them, each change as late as the change point saw it.
 
     python3 bench/quality/generalize.py --simpoint /path/to/simpoint DIR [--configs default,coarse]
         [--split tune] [--self-seed N,...] [--detail SETTINGS]
@@ -37,7 +39,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "host"))
 sys.path.insert(0, os.path.join(HERE, "..", "truth"))
 sys.path.insert(0, HERE)  # before truth/: both have a run.py
 
-from phasescope.engine.macro import MacroConfig, MacroTracker  # noqa: E402
+from phasescope.engine.macro import MacroConfig, macro_phases  # noqa: E402
 from phasescope.engine.phase_engine import make_tracker  # noqa: E402
 from phasescope.engine.phase_table import settled  # noqa: E402
 from phasescope.engine.segments import merge_intervals  # noqa: E402
@@ -107,11 +109,13 @@ class Program:
                                                         [iv.counts for iv in self.intervals])[0]
         fps = self._footprints[form]
         matches = tracker.classify_many(fps, None, self.threads)  # scored as the log settles them (relabels)
-        return np.array(settled(matches)), [m.merged for m in matches if m.merged is not None]
+        return np.array(settled(matches)), [m.merged for m in matches if m.merged is not None], matches
 
-    def scores(self, labels: np.ndarray, merged=()) -> dict:
+    def scores(self, labels: np.ndarray, merged=(), matches=None) -> dict:
         """Scores of a setting's labels; with the (gone, kept) pairs its tracker folded, also the
-        SP30 ARI of the labels renumbered as if every folded phase had had its final ID all along."""
+        SP30 ARI of the labels renumbered as if every folded phase had had its final ID all along.
+        ``matches``: the tracker's classifications (labels given at the time, and relabels), which
+        the engine's macro phases are made of (default: ``labels``)."""
         s = score(LabelStream(labels, self.weights, self.threads), LabelStream(self.sp30, self.weights, self.threads))
         out = {"ari": s["ari"], "chg": s["changes_detected"], "same": s["same_agreed"], "phases": s["phases"],
                "k": s["reference_phases"], "ref10": adjusted_rand_index(labels, self.ref10)}
@@ -121,9 +125,11 @@ class Program:
             none, stretch = np.full(int(main.sum()), -1), not getattr(self, "placed", False)  # pickles before stop 43
             t = score_stream(cpu, labels[main], none, self.truth, stretch=stretch)
             out["truth"], out["distinct"] = t["ari"], t["distinct"]
-            macro = MacroTracker(self.macro)  # the activity time scale: macro phases of these labels
-            macros = np.array([macro.observe(int(th), int(x)) for th, x in zip(self.threads, labels)])
-            out["macro_truth"] = score_stream(cpu, macros[main], none, self.truth, stretch=stretch)["ari"]
+            # the activity time scale: macro phases of these labels, as the log settles them and live
+            now, log = macro_phases(self.threads, labels if matches is None else matches, self.macro)
+            for key, macros in (("macro_truth", log), ("macro_truth_live", now)):
+                out[key] = score_stream(cpu, np.array(macros)[main], none, self.truth, stretch=stretch)["ari"]
+            out["macro_lag"] = macro_lag(now, log, self.threads)
         out["merges"] = len(merged)
         if merged:
             final = renumbered(labels, merged)
@@ -131,6 +137,21 @@ class Program:
                                       LabelStream(self.sp30, self.weights, self.threads))["ari"]
             out["folded_share"] = float(self.weights[final != labels].sum() / self.weights.sum())
         return out
+
+
+def macro_lag(live, log, threads) -> float:
+    """Mean intervals by which the live view's macro phase reaches each change of the log's (each
+    thread's; a change it never reaches before the log's next counts until then)."""
+    lags, rows = [], {}
+    for i, t in enumerate(threads):
+        rows.setdefault(int(t), []).append(i)
+    for rs in rows.values():
+        a, b = [live[i] for i in rs], [log[i] for i in rs]
+        starts = [j for j in range(1, len(b)) if b[j] != b[j - 1]]
+        for n, j in enumerate(starts):
+            end = starts[n + 1] if n + 1 < len(starts) else len(b)
+            lags.append(next((k - j for k in range(j, end) if a[k] == b[j]), end - j))
+    return float(np.mean(lags)) if lags else 0.0
 
 
 def renumbered(labels: np.ndarray, merged) -> np.ndarray:

@@ -127,9 +127,13 @@ PROGRAMS = {
     "cc1plus": ("compiler", "held-out"), "perl": ("interpreter", "held-out"), "bc": ("interpreter", "held-out"),
     "sqlite3-text": ("database", "held-out"), "xz": ("compressor", "held-out"), "gzip": ("compressor", "held-out"),
     "jq": ("query", "held-out"), "truth-B": ("libraries", "held-out"),
+    "truth-C": ("libraries", "held-out"),  # stop 44: truth-B was seen once before a choice
+    "truth-D": ("libraries", "held-out"),  # stop 44: recorded unseen after truth-C was scored
 }
 TRUTH_ACTIVITIES = {"truth-A": ("sqlite,lzma,sha256,expat,decimal,json,sort,zlib", 1),
-                    "truth-B": ("bz2,md5,regex,pickle,csv,inflate,unicode,sqlite", 2)}
+                    "truth-B": ("bz2,md5,regex,pickle,csv,inflate,unicode,sqlite", 2),
+                    "truth-C": ("zlib,bz2,regex,decimal,inflate,json,md5,expat", 3),
+                    "truth-D": ("sqlite,lzma,bz2,sort,csv,unicode,sha256,regex", 4)}
 
 
 @dataclass

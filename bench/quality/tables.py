@@ -3,7 +3,8 @@
 against itself (seeds 2, 3, 4), and for each setting its ARI against SimPoint 3.2 -maxK 30 and its
 phase IDs, flagged ``s`` (below SimPoint's own ARI - 0.05), ``p`` (more than 0.05 below ``paper``),
 ``k`` (more IDs than 2x SimPoint's k); on the constructed-truth logs, truth ARI of the phases and of
-their macro phases. Each log is parsed once into a ``generalize.Program`` kept as NAME.pkl beside
+their macro phases, as the log settles them and (after the slash) as the live view showed them, and
+in brackets the live view's mean lag behind each of the log's macro changes, in intervals. Each log is parsed once into a ``generalize.Program`` kept as NAME.pkl beside
 it (cc1's 1.3 GB log takes some 20 minutes to parse on a loaded machine); delete it to redo.
 
     python3 bench/quality/tables.py --simpoint PATH [--macro FIELD=VALUE:...] DIR[,DIR...] SETTING...
@@ -59,7 +60,7 @@ def main() -> int:
     for split in ("tune", "held-out"):
         ps = [p for p in progs if programs.PROGRAMS[p.name][1] == split]
         print(f"\n**{split}**\n\n| program | SimPoint k | SimPoint vs itself | "
-              + " | ".join(f"`{s}` ARI (IDs)" for s in names) + " | truth ARI micro / macro |")
+              + " | ".join(f"`{s}` ARI (IDs)" for s in names) + " | truth ARI micro / macro (log / live) |")
         print("| --- " * (4 + len(names)) + "|")
         for p in ps:
             k, cells = len(set(p.sp30.tolist())), []
@@ -70,7 +71,8 @@ def main() -> int:
                                                  ("k", r["phases"] > 2 * k)) if bad)
                 cells.append(f"{r['ari']:.2f} ({r['phases']}) {flags}".strip())
             truth = "-" if p.truth is None else ", ".join(
-                f"{res[s][p.name]['truth']:.2f} / {res[s][p.name]['macro_truth']:.2f}" for s in names)
+                "{truth:.2f} / {macro_truth:.2f} / {macro_truth_live:.2f} ({macro_lag:.1f})".format(**res[s][p.name])
+                for s in names)
             print(f"| {p.name} | {k} | {p.sp30_self:.2f} | " + " | ".join(cells) + f" | {truth} |")
         print(f"| **mean** | | {np.mean([p.sp30_self for p in ps]):.2f} | "
               + " | ".join(f"**{np.mean([res[s][p.name]['ari'] for p in ps]):.3f}**" for s in names) + " | |")

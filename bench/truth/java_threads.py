@@ -33,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import modes  # noqa: E402  (sets up the host's path)
 from phasescope.commands.options import add_engine_options, engine_config_from_args  # noqa: E402
-from phasescope.engine.macro import MacroConfig, MacroTracker  # noqa: E402
+from phasescope.engine.macro import macro_phases  # noqa: E402
 from phasescope.engine.segments import merge  # noqa: E402
 from phasescope.formats.log import read_log  # noqa: E402
 from truth_score import lost_cpu, read_truth, score_stream  # noqa: E402
@@ -97,8 +97,7 @@ def scores(intervals, lost, tracker: str, truth, sampled):
     config = engine_config_from_args(parser.parse_args(["--tracker", tracker]), interval_default=None,
                                      preset_default=tracker)
     phases, preds, live = modes.classify(intervals, config)
-    macro = MacroTracker(MacroConfig())
-    macros = np.array([macro.observe(0, int(p)) for p in phases])
+    macros = np.array(macro_phases(np.zeros(len(phases)), phases)[1])  # as the log settles them
     cpu = np.array([iv.cpu_ns or 0 for iv in intervals], float)
     micro = score_stream(cpu, phases, preds, truth, live, lost)
     coarse = score_stream(cpu, macros, np.full(len(macros), -1), truth, lost=lost)

@@ -31,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "host"))
 sys.path.insert(0, HERE)
 from phasescope.commands.options import add_engine_options, engine_config_from_args  # noqa: E402
-from phasescope.engine.macro import MacroConfig, MacroTracker  # noqa: E402
+from phasescope.engine.macro import macro_phases  # noqa: E402
 from phasescope.formats.log import read_log  # noqa: E402
 from truth_score import lost_cpu, read_truth, score_stream, window_span  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
@@ -54,8 +54,7 @@ def phases_of(log: str, preset: str):
     config = engine_config_from_args(parser.parse_args([]), interval_default=None, preset_default=preset)
     intervals = [iv for iv in main_thread(list(read_log(log))) if iv.weight]
     phases, preds, live = classify(intervals, config)
-    macro = MacroTracker(MacroConfig())
-    macros = np.array([macro.observe(0, int(p)) for p in phases])
+    macros = np.array(macro_phases(np.zeros(len(phases)), phases)[1])  # as the log settles them
     cpu = np.array([iv.cpu_ns or 0 for iv in intervals], float)
     return cpu, phases, macros, preds, live, lost_cpu(np.array([iv.seq for iv in intervals]), cpu)
 

@@ -125,8 +125,9 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                    help=f"variable: longest segment; qphase: the nominal interval, in units (default {_S.max_units})")
     m = parser.add_argument_group("macro phases (a second time scale; engine/macro.py)")
     m.add_argument("--macro-window", type=int, default=None, metavar="N",
-                   help="macro phases over each thread's last N phases, shown beside them (Lau et al., ISPASS "
-                        f"2005; 0: off; default {_M.window})")
+                   help="macro phases over each thread's last N phases, shown beside them and logged (Lau et "
+                        "al., ISPASS 2005; the log places each change where it began: macro_relabel; 0: off; "
+                        f"default {_M.window})")
     m.add_argument("--macro-threshold", type=float, default=None, metavar="D",
                    help="Manhattan distance between two windows' histograms of phases (0..2) under which they "
                         f"are one macro phase (default {_M.threshold})")

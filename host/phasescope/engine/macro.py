@@ -16,6 +16,12 @@ common), the window drops everything older than them, and the new activity decid
 phase made in the thread's last ``window`` intervals (from a part-filled window, as after a change point)
 yields to an older one once the window is under ``threshold`` of the older one and nearer it: a
 recurrence whose first intervals run other code (set-up) gets its macro ID back.
+
+The log places each change where it began (issue 28, stop 44): the live view learns of a change
+only when the change point fires, but the intervals since its split (the recent part) belong to
+the new macro phase, and a young phase that yields was the recurrence all along. :meth:`observe`
+returns a :class:`~phasescope.engine.phase_table.Match` whose ``relabel``/``relabel_seqs`` say so,
+the micro phases' contract (the log's ``macro_relabel``, applied by :func:`phase_table.settled`).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from collections import Counter, deque
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional
 
+from phasescope.engine.phase_table import Match, settled
 from phasescope.errors import InputError
 
 
@@ -83,12 +90,21 @@ class MacroTracker:
         self._last: Dict[int, int] = {}
         self._born: Dict[int, int] = {}  # macro ID -> the clock it was made at
         self._stamps: Dict[int, deque] = {}  # thread -> the clock at its last window + 1 intervals
+        #: thread -> [seq, macro phase as settled so far, micro phase as settled so far] of its last
+        #: window intervals before this one (its window is the tail of it)
+        self._given: Dict[int, deque] = {}
+        self._plain: Dict[int, Match] = {}
         self._clock = 0
         self.next_id = 0
 
-    def observe(self, thread: int, micro: int) -> int:
-        """Add one interval's micro phase to its thread's window; the window's macro phase."""
+    def observe(self, thread: int, micro: int, relabel: Optional[int] = None, relabel_seqs=()) -> Match:
+        """Add one interval's micro phase to its thread's window: the window's macro phase, and
+        the thread's earlier intervals that belong to it after all (``relabel_seqs``: numbered
+        from 0 in the order observed, the engine's ``seq``). ``relabel``, ``relabel_seqs``: the
+        micro tracker's relabel of earlier intervals (its ``Match``), which the windows follow."""
         c = self.config
+        if relabel is not None and relabel_seqs:
+            self._resettle(relabel, set(relabel_seqs))
         self._clock += 1
         win = self._windows.setdefault(thread, deque())
         counts = self._counts.setdefault(thread, Counter())
@@ -96,7 +112,8 @@ class MacroTracker:
         counts[micro] += 1
         stamps = self._stamps.setdefault(thread, deque(maxlen=c.window + 1))
         stamps.append(self._clock)
-        current = self._current.get(thread)
+        given = self._given.setdefault(thread, deque(maxlen=max(c.window, 1)))
+        current, split = self._current.get(thread), 0
         if c.recent and len(win) > 2 * c.recent and current in self._reps:
             recent = list(win)[-c.recent:]
             if histogram_distance(fractions(Counter(recent)), self._reps[current]) >= c.change:
@@ -104,30 +121,73 @@ class MacroTracker:
                 win.extend(recent)
                 counts.clear()
                 counts.update(recent)
+                split = c.recent - 1  # the thread's earlier intervals the new activity began with
         if len(win) > c.window:
             old = win.popleft()
             counts[old] -= 1
             if not counts[old]:
                 del counts[old]
         hist = fractions(counts)
+        new = False
         if current in self._reps and histogram_distance(hist, self._reps[current]) < c.threshold:
             phase = current
         else:
             dists = {p: histogram_distance(hist, r) for p, r in self._reps.items()}
             phase = min(dists, key=dists.get, default=None)
             if phase is None or dists[phase] >= c.threshold:
-                phase = self._new(hist)
+                phase, new = self._new(hist), True
+        young = None
         if self._born[phase] >= stamps[0]:  # made in this thread's last window intervals
-            phase = self._elder(phase, hist)
+            young, phase = phase, self._elder(phase, hist)
+            young = young if young != phase else None
         self._match(phase, hist)
         self._current[thread] = phase
-        return phase
+        seqs = self._relabel(given, phase, split, young) if split or young is not None else None
+        given.append([self._clock - 1, phase, micro])
+        if seqs or new:
+            return Match(phase, None, new and young is None, relabel=phase if seqs else None, relabel_seqs=seqs)
+        plain = self._plain.get(phase)  # the common case: a Match is immutable, so one per phase will do
+        if plain is None:
+            plain = self._plain[phase] = Match(phase, None, False)
+        return plain
+
+    def _resettle(self, micro: int, seqs: set) -> None:
+        """The intervals ``seqs`` are micro phase ``micro`` after all: so are they in the windows
+        that still hold them (a window is the tail of its thread's ``_given``)."""
+        low, high = min(seqs), max(seqs)
+        for thread, given in self._given.items():
+            if not given or given[-1][0] < low or given[0][0] > high:
+                continue  # none of this thread's intervals (a thread's seqs increase)
+            win, counts = self._windows[thread], self._counts[thread]
+            start = len(given) - len(win)
+            for i, g in enumerate(given):
+                if g[0] in seqs and g[2] != micro:
+                    if i >= start:
+                        win[i - start] = micro
+                        counts[g[2]] -= 1
+                        if not counts[g[2]]:
+                            del counts[g[2]]
+                        counts[micro] += 1
+                    g[2] = micro
+
+    @staticmethod
+    def _relabel(given: deque, phase: int, split: int, young: Optional[int]) -> Optional[tuple]:
+        """Seqs of the thread's earlier intervals that are ``phase`` after all: the last ``split``
+        (where a change point cut the window), and those given the ``young`` phase that yielded to
+        ``phase``; None when none of them was labelled otherwise. ``given`` follows the relabels."""
+        moved = []
+        for i, g in enumerate(given):
+            if g[1] != phase and (i >= len(given) - split or g[1] == young):
+                g[1] = phase
+                moved.append(g[0])
+        return tuple(moved) or None
 
     def _new(self, hist: Dict[int, float]) -> int:
         if len(self._reps) >= self.config.table_size:
             victim = min(self._last, key=self._last.get)
             for d in (self._reps, self._hits, self._last, self._born):
                 del d[victim]
+            self._plain.pop(victim, None)
         phase, self.next_id = self.next_id, self.next_id + 1
         self._reps[phase], self._hits[phase], self._born[phase] = dict(hist), 0, self._clock
         return phase
@@ -156,3 +216,13 @@ class MacroTracker:
         """Macro representatives: ID, windows matched, and the histogram's largest micro phases."""
         return [{"macro": p, "hits": self._hits[p],
                  "mix": sorted(r.items(), key=lambda kv: -kv[1])[:4]} for p, r in self._reps.items()]
+
+
+def macro_phases(threads, micro, config: Optional[MacroConfig] = None):
+    """(live, settled) macro phases of a stream of (thread, micro phase) or (thread, the micro
+    tracker's Match, whose relabels the windows follow, as the engine feeds them): what the live
+    view showed at each interval, and what the log settles them to (every relabel applied)."""
+    tracker = MacroTracker(config)
+    matches = [tracker.observe(int(t), int(p)) if not isinstance(p, Match) else
+               tracker.observe(int(t), p.phase, p.relabel, p.relabel_seqs) for t, p in zip(threads, micro)]
+    return [m.phase for m in matches], settled(matches)

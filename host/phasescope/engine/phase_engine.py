@@ -22,8 +22,10 @@ from phasescope.engine.macro import MacroTracker
 from phasescope.engine.predict import PREDICTORS, Scoreboard, ThreadPredictors
 from phasescope.engine.stats import Stats
 from phasescope.engine.page_tracker import PageTracker
+from phasescope.engine.phase_table import Match
 
 BATCH = 1024
+NO_MACRO = Match(None, None, False)  # macro phases off
 SUMMARY_VERSION = 1
 
 
@@ -39,7 +41,9 @@ class IntervalResult:
     ``confidence`` its confidence (0..1), ``expected_remaining`` the further intervals expected in
     this phase (0: a change is predicted next; None: unknown). ``merged``: (gone, kept) when making
     room for this interval's new phase folded phase ``gone`` into ``kept`` (the ``merge`` policy).
-    ``macro``: the macro phase of the thread's window ending here (None: macro phases off).
+    ``macro``: the macro phase of the thread's window ending here (None: macro phases off);
+    ``macro_relabel``: the macro phase the thread's earlier intervals ``macro_relabel_seqs`` belong
+    to after all (the change began before the change point saw it, engine/macro.py), else None.
     ``relabel``: the phase the intervals ``relabel_seqs`` (their ``seq``) belong to after all: the
     thread's previous interval, which the page tracker held and this one confirmed where it went,
     or the intervals of a candidate that this one confirmed as a new phase (``transition``);
@@ -65,6 +69,8 @@ class IntervalResult:
     macro: Optional[int] = None
     relabel: Optional[int] = None
     relabel_seqs: Optional[Tuple[int, ...]] = None
+    macro_relabel: Optional[int] = None
+    macro_relabel_seqs: Optional[Tuple[int, ...]] = None
 
     @property
     def phase_changed(self) -> bool:
@@ -152,11 +158,11 @@ class PhaseEngine:
             predictions = predictors.observe(m.phase, m.held)
             self.scoreboard.expect(iv.thread, m.phase, predictions)
             self.stats.threads[iv.thread].predictions = predictions
+            mm = self.macro.observe(iv.thread, m.phase, m.relabel, m.relabel_seqs) if self.macro else NO_MACRO
             r = IntervalResult(self._seq, iv.thread, iv.seq, iv.instructions, m.phase, m.distance, m.new_phase,
                                m.evicted, previous, predictions, self.tracker.display(fp), predicted, predictors.prediction,
                                predictors.confidence, predictors.expected_remaining, m.merged,
-                               self.macro.observe(iv.thread, m.phase) if self.macro else None, m.relabel,
-                               m.relabel_seqs)
+                               mm.phase, m.relabel, m.relabel_seqs, mm.relabel, mm.relabel_seqs)
             self._seq += 1
             self.recent.append(r)
             results.append(r)

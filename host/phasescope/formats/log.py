@@ -4,8 +4,9 @@ Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instr
 ``blocks``; it ignores fields it does not know, so writers may add some):
 
 - ``pid``, ``comm`` (int, str): system-wide runs (``-a``) only: the interval's process and its
-  command name (each process has its own engine, so ``seq`` and ``phase`` are per process).
-- ``seq`` (int): global arrival order of classified intervals, from 0.
+  command name (each process has its own engine, so ``seq`` and ``phase`` are per process; a
+  process retired to make room that comes back, or a reused pid, gets a new engine, from 0 again).
+- ``seq`` (int): global arrival order of classified intervals, from 0 (per engine).
 - ``thread`` (int): thread id.
 - ``thread_seq`` (int): the interval's number within its thread, from 0.
 - ``mode`` (str): ``exact`` (Stalker's counts) or ``sampled`` (kernel CPU-clock samples).
@@ -26,6 +27,12 @@ Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instr
   confirmed as the new phase ``relabel``. A log reader that wants settled labels applies them
   late (:func:`settled_phases`); the summary's statistics are settled the same way
   (:mod:`phasescope.engine.stats`), while the live view's changes keep the labels given at the time.
+- ``macro`` (int or null): the macro phase of the thread's window ending here (engine/macro.py,
+  the activity time scale; null: ``--macro-window 0``), as the live view showed it.
+- ``macro_relabel`` (int) and ``macro_relabel_seq`` (array of int), only when present: the
+  intervals of those ``seq`` belong to macro phase ``macro_relabel`` after all (the change point
+  saw the change of activity some intervals after it began). Settled like ``relabel``
+  (:func:`settled_phases` with ``kind="macro_"``).
 - ``predictions`` (object): each predictor's prediction of this thread's next phase, by name
   (:data:`phasescope.engine.predict.PREDICTORS`).
 - ``prediction`` (int): the prediction shown (``--shown-prediction``'s);
@@ -92,33 +99,48 @@ def to_record(iv: Interval, r: IntervalResult) -> dict:
         "blocks": np.column_stack((iv.keys, iv.counts)).tolist(),
         **stack_fields(iv),
         **relabel_fields(r),
+        "macro": r.macro,
+        **relabel_fields(r, "macro_"),
     }
 
 
-def relabel_fields(r: IntervalResult) -> dict:
+def relabel_fields(r: IntervalResult, kind: str = "") -> dict:
     """``relabel`` and ``relabel_seq`` of a result that relabels earlier intervals, else nothing
-    (the log's records and the event stream's ``interval`` events)."""
-    return {} if r.relabel is None else {"relabel": r.relabel, "relabel_seq": list(r.relabel_seqs)}
+    (the log's records and the event stream's ``interval`` events); ``kind="macro_"``: the same of
+    its macro phases (``macro_relabel``, ``macro_relabel_seq``)."""
+    phase = getattr(r, kind + "relabel")
+    return {} if phase is None else {kind + "relabel": phase, kind + "relabel_seq": list(getattr(r, kind + "relabel_seqs"))}
 
 
-def settled_phases(records, path: str = "") -> list:
-    """The ``phase`` of a log's records (in file order, from the run's start; each process's
-    ``seq`` from 0, ``-a`` logs several) with every ``relabel`` applied
-    (:func:`phasescope.engine.phase_table.settled`). A ``relabel_seq`` that names no earlier
-    interval of its process is an InputError (``path`` names the log)."""
-    phases = [r["phase"] for r in records]
-    by_process: dict = {}
+def settled_phases(records, path: str = "", kind: str = "") -> list:
+    """The ``phase`` of a log's records (in file order, from the run's start; each engine's
+    ``seq`` from 0: ``-a`` logs several processes, and a process again from 0 where it got a new
+    engine, retired and back or a reused pid) with every ``relabel`` applied
+    (:func:`phasescope.engine.phase_table.settled`); ``kind="macro_"``: their ``macro`` with every
+    ``macro_relabel`` applied. A record without the label (a log written before macro phases were
+    logged has no ``macro``) or a relabel that names no earlier interval of its engine is an
+    InputError (``path`` names the log)."""
+    label, relabel, field = ("macro" if kind else "phase"), kind + "relabel", kind + "relabel_seq"
+    missing = next((i for i, r in enumerate(records) if label not in r), None)
+    if missing is not None:
+        raise InputError(f"{path}: record {missing + 1}: no field {label!r}")
+    phases = [r[label] for r in records]
+    runs: dict = {}  # pid -> the rows of its engine's records so far
+    by_engine: list = []
     for i, r in enumerate(records):
-        by_process.setdefault(r.get("pid"), []).append(i)
-    for rows in by_process.values():
+        rows = runs.get(r.get("pid"))
+        if rows is None or r.get("seq") == 0:  # a new engine numbers its seq from 0 again
+            rows = runs[r.get("pid")] = []
+            by_engine.append(rows)
+        rows.append(i)
+    for rows in by_engine:
         matches = []
         for n, i in enumerate(rows):
             r = records[i]
-            seqs = r.get("relabel_seq") if r.get("relabel") is not None else None
+            seqs = r.get(field) if r.get(relabel) is not None else None
             if seqs is not None and not (isinstance(seqs, list) and all(type(s) is int and 0 <= s < n for s in seqs)):
-                raise InputError(f"{path}: record {i + 1}: field 'relabel_seq' must list earlier intervals' seq")
-            matches.append(Match(r["phase"], None, False, relabel=r.get("relabel") if seqs else None,
-                                 relabel_seqs=seqs))
+                raise InputError(f"{path}: record {i + 1}: field {field!r} must list earlier intervals' seq")
+            matches.append(Match(r[label], None, False, relabel=r.get(relabel) if seqs else None, relabel_seqs=seqs))
         for i, p in zip(rows, settled(matches)):
             phases[i] = p
     return phases

@@ -55,7 +55,7 @@ def read_log_labels(path: str) -> LabelStream:
         if "phase" not in rec:
             raise InputError(f"{where}: missing field 'phase' (not a classified interval log)")
         labels.append(_int_field(rec, "phase", where))
-        relabels.append({k: rec.get(k) for k in ("phase", "pid", "relabel", "relabel_seq")})
+        relabels.append({k: rec.get(k) for k in ("phase", "pid", "seq", "relabel", "relabel_seq")})
         threads.append(_int_field(rec, "thread", where) if "thread" in rec else 0)
         # the interval's weight: its instructions, or in sampled mode its CPU time (alignment by fraction)
         weight = "cpu_ns" if rec.get("instructions", 1) is None else "instructions"
