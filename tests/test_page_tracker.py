@@ -364,3 +364,22 @@ def test_code_that_moves_once_in_two_threads_is_not_split():
         engine = PhaseEngine(EngineConfig(tracker=preset("split")))
         engine.feed_many(two_threads(one_engine(), order, order, seed))
         assert engine.tracker.splits == 0
+
+
+def test_a_young_phase_whose_centre_comes_onto_an_older_ones_folds_into_it():
+    # One activity over 100 pages: its first 40 windows of 1,000 samples calibrate its phase's threshold
+    # tight (the floor); after another activity, its windows of 100 samples fall outside that, two agree
+    # and make a new phase, whose centre then converges onto the first's. The young phase folds into the
+    # old one: the log relabels its windows, and the windows after stay in the old phase.
+    a, b = activity(100, 1), activity(50, 2, base=5000)
+    ivs = windows([a, b], [0] * 40, n=1000) + windows([a, b], [1] * 10 + [0] * 40, seed=2, n=100)
+    for i, iv in enumerate(ivs):
+        iv.seq = i
+    engine = PhaseEngine(EngineConfig(tracker=preset("sampled")))
+    results = engine.feed_many(ivs)
+    live = [r.phase for r in results]
+    assert set(live[51:]) == {0, 2} and live[-20:] == [0] * 20  # a new phase, then folded into phase 0
+    assert settled(results)[50:] == [0] * 40 and settled(results)[40:50] == [1] * 10
+    summary = engine.summary()
+    assert summary["table"]["merges"] == 1
+    assert [p["merged_into"] for p in summary["phases"] if p["phase"] == 2] == [0]

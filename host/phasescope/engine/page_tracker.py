@@ -32,6 +32,13 @@ O(table) per window) and changes five things:
   (``Match.relabel``: the log corrects it one window late; the live view showed the change once
   it was sure). Likewise a run of one window between two runs of one phase (an odd window that
   matched another phase) is relabelled with that phase when the next window returns to it.
+- **A young phase folds into an older one its centre comes onto.** A phase calibrated tight on
+  its first windows can leave later windows of its own activity outside it; two of them then make
+  a new phase whose centre converges on the first's. While it has at most ``YOUNG`` windows, every
+  ``FOLD_EVERY`` matches, a phase whose centre is within ``FOLD`` x the smaller of the two match
+  thresholds of an older phase folds into it (``Match.merged``): the older takes its windows (the
+  log relabels them), its spread (its threshold widens) and the threads in it. A window of the
+  young phase that a later look-back moved elsewhere goes with it (rare).
 - **A phase that holds two activities splits** (``--tracker split``, off by default). Two activities on one engine (point queries and
   updates of SQLite) can be nearer each other than a window is to its own centre, and share one
   phase. Each phase clusters its recent windows in two now and then, and splits when the two
@@ -70,6 +77,9 @@ MEMORY = 40
 AGREE = 1.0
 LEAN = 2  # windows in a row nearer a sibling phase that move a thread there
 _SETTLED = 5  # matches before a phase's own thresholds replace the caps
+YOUNG = 32  # windows of a phase during which it folds into an older phase its centre comes near
+FOLD = 0.4  # ... nearer than this fraction of the smaller of the two match thresholds
+FOLD_EVERY = 8  # matches between two looks (the first at 8)
 DISPLAY_BUCKETS = 32
 
 
@@ -99,6 +109,7 @@ class PageTracker(BoundedTable):
         #: thread -> (the sibling slot its last windows were nearer, their seqs)
         self._leaning: Dict[int, Tuple[int, Tuple[int, ...]]] = {}
         self._unannounced: set = set()  # phases a split made that no window has shown yet
+        self._young: Dict[int, Tuple[int, List[int]]] = {}  # slot -> (its phase, the seqs of its windows) while young
         self.next_id = 0
         self.evictions = 0
         self.merges = 0
@@ -142,14 +153,15 @@ class PageTracker(BoundedTable):
             self._clock += 1
             t = 0 if threads is None else int(threads[i])
             self._ticks[t] = self._ticks.get(t, 0) + 1
-            out.append(self._settle(self._classify(v, t), t))
+            out.append(self._settle(self._fold(self._classify(v, t), t), t))
         return out
 
     def classify(self, footprint: np.ndarray, thread: int = 0) -> Match:
         """Classify one page vector of ``thread``."""
         self._clock += 1
         self._ticks[thread] = self._ticks.get(thread, 0) + 1
-        return self._settle(self._classify(np.asarray(footprint, dtype=np.float64), thread), thread)
+        return self._settle(self._fold(self._classify(np.asarray(footprint, dtype=np.float64), thread), thread),
+                            thread)
 
     def _distances(self, v: np.ndarray) -> np.ndarray:
         """L1 distance (0..2) of a normalised vector to every representative: 2 - 2 x overlap."""
@@ -194,6 +206,51 @@ class PageTracker(BoundedTable):
             if single is not None:
                 m = replace(m, revisable=True)
         return m
+
+    def _fold(self, m: Match, thread: int) -> Match:
+        """A young phase whose centre has come within ``FOLD`` of an older phase's match threshold is
+        that phase after all (one activity whose first windows happened to calibrate it tight): it
+        folds into the older one, which takes its windows (``relabel``, ``merged``) and their spread."""
+        slot = self._current.get(thread)
+        if slot is None or self._split is not None:
+            return m
+        phase = int(self._ids[slot])
+        if self._hits[slot] > YOUNG:
+            self._young.pop(slot, None)
+            return m
+        young = self._young.get(slot)
+        if young is None or young[0] != phase:  # a new phase in this slot
+            young = self._young[slot] = phase, []
+        if m.relabel == phase:
+            young[1].extend(m.relabel_seqs)
+        if m.phase == phase:
+            young[1].append(self._clock - 1)
+        if self._hits[slot] % FOLD_EVERY or m.phase != phase or (m.relabel is not None and m.relabel != phase):
+            return m
+        older = np.flatnonzero((self._ids[: self._used] >= 0) & (self._ids[: self._used] < phase))
+        thresholds = self._threshold(MATCH_FLOOR, self.config.threshold)
+        d = self._distances(self._reps[slot])[older]
+        near = d < FOLD * np.minimum(thresholds[older], thresholds[slot])
+        if not near.any():
+            return m
+        into = int(older[np.argmin(np.where(near, d, np.inf))])
+        n, k = self._hits[into], self._hits[slot]
+        self._reps[into] = (n * self._reps[into] + k * self._reps[slot]) / (n + k)
+        self._hits[into] += k
+        self._cal[into] += self._cal[slot]  # its threshold now holds the windows that fell outside it
+        self._last_used[into] = self._clock
+        for t, s in self._current.items():
+            if s == slot:
+                self._current[t] = into
+        self._ids[slot], self._hits[slot], self._last_used[slot] = -1, 0, 0
+        self._reps[slot] = 0.0  # 2.0 from every window: matched by none, the first slot reused
+        self._cal[slot] = 0.0
+        self._spreads = None
+        self._unannounced.discard(phase)
+        self.merges += 1
+        kept = int(self._ids[into])
+        seqs = tuple(self._young.pop(slot)[1])
+        return replace(m, phase=kept, new_phase=False, merged=(phase, kept), relabel=kept, relabel_seqs=seqs)
 
     def _classify(self, v: np.ndarray, thread: int) -> Match:
         leaning = self._leaning.pop(thread, None)
