@@ -24,7 +24,6 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "host"))
 sys.path.insert(0, HERE)
-from run import classify  # noqa: E402
 from phasescope.commands.options import add_engine_options, engine_config_from_args  # noqa: E402
 from phasescope.formats.log import read_log  # noqa: E402
 
@@ -55,6 +54,7 @@ def main() -> int:
     ap.add_argument("--prefix", default="main.act", help="the activity functions' common name prefix")
     args = ap.parse_args(argv)
     from sklearn.metrics import adjusted_rand_score
+    from run import classify  # bench/truth/run.py (imported here: bench/quality has a run.py too)
     rp = argparse.ArgumentParser(prog="replay options")
     add_engine_options(rp)
     config = engine_config_from_args(rp.parse_args(replay), interval_default=None, preset_default="sampled")
