@@ -111,6 +111,9 @@ def test_sample_keys_rekey_the_same_samples_by_page_function_and_caller(tmp_path
     assert groups("funcpage") == [3]  # f starts in g's page (as far as its samples show)
     assert groups("caller") == [1, 1, 1]  # g's sample has a caller, f1's not: apart
     assert groups("page+func") == [1, 1, 2, 2]  # each sample once under each part
+    assert groups("bigfunc") == [1, 2]  # f spans two pages: one key; g keeps its page, apart from f1
+    assert groups("sharedfunc") == [1, 1, 1]  # f1's page holds f and g: parted; f2's page only f
+    assert groups("page16k") == [3]  # 0x0000-0x3fff: one 16 KiB page
 
 
 def test_an_exact_logs_stamped_truth_is_placed_by_the_wall_clock_and_not_stretched(tmp_path):
