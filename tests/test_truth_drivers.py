@@ -175,3 +175,17 @@ def test_openssl_speed_attached_with_its_algorithms_as_truth(tmp_path):
     # and the wall clock at each announcement, which truth_score.place_truth puts among the windows
     assert rows[0]["start_wall_ns"] <= rows[0]["end_wall_ns"] == rows[1]["start_wall_ns"] < rows[1]["end_wall_ns"]
     assert log.read_text().count("\n") >= 1  # windows of the attached tool
+
+
+def test_excursions_merge_a_phase_whose_short_runs_sit_inside_another_and_nothing_else():
+    # bench/truth/excursions.py: phase 1 makes runs of 2 and 3 windows inside phase 0's runs: at the
+    # second, 1 is 0 from its first run on. Phase 2's run of 6 and phase 3's single run of 2 inside
+    # 0 stay; 1's third run ends in 2, not between runs of 0 (k=3 merges nothing); runs of 4 (over
+    # --max-run) do not count.
+    from excursions import merge_excursions
+    stream = [0] * 5 + [1] * 2 + [0] * 4 + [1] * 3 + [0] * 3 + [1] * 2 + [2] * 6 + [0] * 2 + [3] * 2 + [0] * 2
+    want = [0] * 5 + [0] * 2 + [0] * 4 + [0] * 3 + [0] * 3 + [0] * 2 + [2] * 6 + [0] * 2 + [3] * 2 + [0] * 2
+    assert merge_excursions(stream).tolist() == want
+    assert merge_excursions(stream, k=3).tolist() == stream
+    assert merge_excursions([0] * 3 + [1] * 4 + [0] * 3 + [1] * 4 + [0] * 3, max_run=3).tolist() == \
+        [0] * 3 + [1] * 4 + [0] * 3 + [1] * 4 + [0] * 3
