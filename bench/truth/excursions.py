@@ -61,9 +61,9 @@ def merge_excursions(phases: Sequence[int], k: int = 2, max_run: int = 3) -> np.
 
 
 def main() -> int:
-    argv = sys.argv[1:]
-    replay = argv[argv.index("--"):] if "--" in argv else []
-    argv = argv[:argv.index("--")] if "--" in argv else argv
+    sys.path.insert(0, HERE)
+    from sample_keys import replay_config, split_argv
+    argv, replay = split_argv(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", required=True, help="logs recorded with --log, and their truth")
     ap.add_argument("--only", required=True, help="comma-separated workload names")
@@ -76,15 +76,10 @@ def main() -> int:
         print(f"excursions.py: no log {missing[0]}.jsonl in {args.dir}" if missing else
               "excursions.py: --k and --max-run must be at least 1", file=sys.stderr)
         return 2
-    sys.path.insert(0, os.path.join(HERE, "..", "..", "host"))
-    sys.path.insert(0, HERE)
+    config = replay_config(replay)
     from run import classify
-    from phasescope.commands.options import add_engine_options, engine_config_from_args
     from phasescope.formats.log import read_log
     from truth_score import main_thread, read_truth, score_stream
-    rp = argparse.ArgumentParser(prog="replay options")
-    add_engine_options(rp)
-    config = engine_config_from_args(rp.parse_args(replay[1:]), interval_default=None, preset_default="sampled")
     cols = ("ari", "detected", "false_per_10s", "recur_same")
     print(f"{'workload':14s} {'':8s} " + " ".join(f"{c[:8]:>8s}" for c in cols))
     for name in names:

@@ -158,10 +158,22 @@ def summary(got: dict, names, variants) -> str:
     return "\n".join(rows)
 
 
+def split_argv(argv: list) -> tuple:
+    """(the script's own arguments, the replay options after ``--``)."""
+    return (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+
+
+def replay_config(replay: list):
+    """The engine configuration the replay options give (the sampled defaults where none)."""
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "host"))
+    from phasescope.commands.options import add_engine_options, engine_config_from_args
+    rp = argparse.ArgumentParser(prog="replay options")
+    add_engine_options(rp)
+    return engine_config_from_args(rp.parse_args(replay), interval_default=None, preset_default="sampled")
+
+
 def main() -> int:
-    argv = sys.argv[1:]
-    replay = argv[argv.index("--"):] if "--" in argv else []
-    argv = argv[:argv.index("--")] if "--" in argv else argv
+    argv, replay = split_argv(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", required=True, help="run.py's logs (recorded with --log)")
     ap.add_argument("--only", required=True, help="comma-separated workload names")
@@ -182,7 +194,6 @@ def main() -> int:
     sys.path.insert(0, os.path.join(HERE, "..", "..", "host"))
     sys.path.insert(0, HERE)
     from run import COLUMNS, classify
-    from phasescope.commands.options import add_engine_options, engine_config_from_args
     from phasescope.formats.log import read_log
     from truth_score import main_thread, read_truth, score_stream
     import phasescope.engine.page_tracker as page_tracker
@@ -198,9 +209,7 @@ def main() -> int:
         except (TypeError, ValueError):
             print(f"sample_keys.py: --set {setting!r}: not NAME=NUMBER of a page_tracker constant", file=sys.stderr)
             return 2
-    rp = argparse.ArgumentParser(prog="replay options")
-    add_engine_options(rp)
-    config = engine_config_from_args(rp.parse_args(replay[1:]), interval_default=None, preset_default="sampled")
+    config = replay_config(replay)
     print(f"{'variant':16s} {'workload':14s} {'ph':>3s} " + " ".join(f"{c[:8]:>8s}" for c in COLUMNS[:5])
           + "  callers")
     got: dict = {}
