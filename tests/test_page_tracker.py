@@ -364,3 +364,29 @@ def test_code_that_moves_once_in_two_threads_is_not_split():
         engine = PhaseEngine(EngineConfig(tracker=preset("split")))
         engine.feed_many(two_threads(one_engine(), order, order, seed))
         assert engine.tracker.splits == 0
+
+
+def test_a_phase_seen_only_in_short_runs_inside_another_folds_into_it_at_the_second():
+    """A x12, B x3, A x8, B x2, A x8, B x2, A x4: main keeps B a phase of its own (four false
+    changes per excursion pair). Folded: at the window back in A after B's second short run, B is A
+    (``merged``), both runs are relabelled A, and B's third run is A live: the log is one phase."""
+    acts = [activity(30, k, base=100 * k) for k in range(2)]
+    order = [0] * 12 + [1] * 3 + [0] * 8 + [1] * 2 + [0] * 8 + [1] * 2 + [0] * 4
+    engine = PhaseEngine(EngineConfig(tracker=preset("sampled")))
+    results = engine.feed_many(windows(acts, order))
+    a, b = results[0].phase, results[13].phase
+    assert b != a and [r.merged for r in results if r.merged] == [(b, a)] and results[25].merged == (b, a)
+    assert settled(results) == [a] * len(order)
+    assert [r.phase for r in results[33:35]] == [a, a]  # the third run: live in A
+    assert {p["phase"]: p.get("merged_into") for p in engine.summary()["phases"]}.get(b) in (None, a)
+    assert [t["phase"] for t in engine.tracker.table()] == [a]  # one entry per phase (B's slot is A's)
+
+
+def test_longer_runs_and_runs_that_move_on_do_not_fold():
+    """B in runs of 4 (over ``EXCURSION``) between A's, and B x2 runs that go on to C, stay B."""
+    acts = [activity(30, k, base=100 * k) for k in range(3)]
+    for order in ([0] * 12 + ([1] * 4 + [0] * 8) * 3,
+                  [0] * 12 + ([1] * 2 + [2] * 8 + [0] * 8) * 3):
+        results = PhaseEngine(EngineConfig(tracker=preset("sampled"))).feed_many(windows(acts, order))
+        assert not any(r.merged for r in results)
+        assert len(set(settled(results))) == len(set(order))

@@ -37,6 +37,11 @@ O(table) per window) and changes five things:
   phase. Each phase clusters its recent windows in two now and then, and splits when the two
   groups take turns in runs (:mod:`phasescope.engine.phase_split`). A thread then moves between
   the two (siblings) when ``LEAN`` windows in a row are nearer the other, whatever the margin.
+- **Short excursions fold** (not with ``--tracker split``, whose siblings take turns on purpose).
+  When a thread's run of a younger phase of at most ``EXCURSION`` windows lies between two runs
+  of an older one for the ``EXCURSIONS``-th time, the younger is the older from then on: its
+  slot keeps its representative under the older ID (one phase, two centres: a drift of one
+  activity's code, or a sub-path of it) and its counted runs are relabelled (``Match.merged``).
 - **Representatives that do not blur.** A match moves the representative by 1/min(n, ``MEMORY``)
   (the running mean of its first ``MEMORY`` windows, then an exponential average that follows slow
   drift): a run of windows of another activity cannot match in the first place.
@@ -69,6 +74,7 @@ JUMP = 1.6
 MEMORY = 40
 AGREE = 1.0
 LEAN = 2  # windows in a row nearer a sibling phase that move a thread there
+EXCURSION, EXCURSIONS = 3, 2  # short runs (windows) inside another phase's that fold it, and how many
 _SETTLED = 5  # matches before a phase's own thresholds replace the caps
 DISPLAY_BUCKETS = 32
 
@@ -99,6 +105,8 @@ class PageTracker(BoundedTable):
         #: thread -> (the sibling slot its last windows were nearer, their seqs)
         self._leaning: Dict[int, Tuple[int, Tuple[int, ...]]] = {}
         self._unannounced: set = set()  # phases a split made that no window has shown yet
+        self._recent: Dict[int, List[List[int]]] = {}  # thread -> [seq, phase] of its last windows, relabelled
+        self._excursions: Dict[Tuple[int, int], List[int]] = {}  # (older, younger) -> seqs of counted short runs
         self.next_id = 0
         self.evictions = 0
         self.merges = 0
@@ -142,14 +150,15 @@ class PageTracker(BoundedTable):
             self._clock += 1
             t = 0 if threads is None else int(threads[i])
             self._ticks[t] = self._ticks.get(t, 0) + 1
-            out.append(self._settle(self._classify(v, t), t))
+            out.append(self._fold(self._settle(self._classify(v, t), t), t))
         return out
 
     def classify(self, footprint: np.ndarray, thread: int = 0) -> Match:
         """Classify one page vector of ``thread``."""
         self._clock += 1
         self._ticks[thread] = self._ticks.get(thread, 0) + 1
-        return self._settle(self._classify(np.asarray(footprint, dtype=np.float64), thread), thread)
+        return self._fold(self._settle(self._classify(np.asarray(footprint, dtype=np.float64), thread), thread),
+                          thread)
 
     def _distances(self, v: np.ndarray) -> np.ndarray:
         """L1 distance (0..2) of a normalised vector to every representative: 2 - 2 x overlap."""
@@ -194,6 +203,42 @@ class PageTracker(BoundedTable):
             if single is not None:
                 m = replace(m, revisable=True)
         return m
+
+    def _fold(self, m: Match, thread: int) -> Match:
+        """Short excursions (module docstring): the first ``EXCURSION`` windows of a run stay
+        revisable; a thread back in the older phase X after a short run of a younger Y counts it, and
+        the ``EXCURSIONS``-th count gives Y's slots X's ID and relabels the counted runs."""
+        if self._split is not None:
+            return m
+        recent = self._recent.setdefault(thread, [])
+        if m.relabel is not None:
+            for e in recent:
+                e[1] = m.relabel if e[0] in m.relabel_seqs else e[1]
+        recent.append([self._clock - 1, m.phase])
+        del recent[:-(2 * EXCURSION + 2)]
+        runs: List[Tuple[int, List[int]]] = []
+        for seq, phase in recent:
+            if runs and runs[-1][0] == phase:
+                runs[-1][1].append(seq)
+            else:
+                runs.append((phase, [seq]))
+        if len(runs) >= 2 and len(runs[-1][1]) <= EXCURSION:
+            m = replace(m, revisable=True)
+        x, y = m.phase, runs[-2][0] if len(runs) >= 3 else -1
+        if len(runs[-1][1]) > 1 or y <= x or runs[-3][0] != x or len(runs[-2][1]) > EXCURSION:
+            return m
+        counted = self._excursions.setdefault((x, y), [])
+        counted.append(tuple(runs[-2][1]))
+        alive = self._ids[: self._used]
+        if len(counted) < EXCURSIONS or not (alive == x).any() or not (alive == y).any():
+            return m
+        alive[alive == y] = x
+        for e in recent:
+            e[1] = x if e[1] == y else e[1]
+        for pair in [p for p in self._excursions if y in p]:
+            del self._excursions[pair]
+        seqs = tuple(q for run in counted for q in run) + (m.relabel_seqs or ())
+        return replace(m, relabel=x, relabel_seqs=seqs, merged=(y, x))
 
     def _classify(self, v: np.ndarray, thread: int) -> Match:
         leaning = self._leaning.pop(thread, None)
@@ -306,6 +351,8 @@ class PageTracker(BoundedTable):
                     del self._current[t]
             for s in self._siblings.pop(slot, ()):
                 self._siblings.get(s, set()).discard(slot)
+            if np.count_nonzero(self._ids[: self._used] == evicted) > 1:
+                evicted = None  # a folded phase's other slot still holds it
         return slot, evicted
 
     def _new(self, v: np.ndarray, thread: int, nearest: Optional[float]) -> Match:
@@ -349,9 +396,11 @@ class PageTracker(BoundedTable):
         return [[int(b), round(float(self._reps[slot, b]), 6)] for b in nz]
 
     def table(self) -> List[dict]:
-        """Current phase table; each representative sparse, ``[[bucket, weight], ...]``."""
+        """Current phase table; each representative sparse, ``[[bucket, weight], ...]``; a phase
+        with two slots (a folded excursion) by its first."""
+        first = [s for s in range(self._used) if self._ids[s] not in self._ids[:s]]
         return [{"phase": int(self._ids[s]), "hits": int(self._hits[s]), "last_used": int(self._last_used[s]),
-                 "representative": self._sparse(s)} for s in range(self._used)]
+                 "representative": self._sparse(s)} for s in first]
 
     def representative(self, phase: int) -> Optional[list]:
         """The sparse representative of ``phase``, None if not (or no longer) in the table."""
