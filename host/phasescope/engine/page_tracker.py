@@ -6,7 +6,7 @@ one activity spread over many code pages differ by 0.5-1.0 of L1, the threshold 
 covers neighbouring activities too, and a representative that averages in every match drifts
 until one phase holds the whole run (issue 15). This tracker keeps the paper's shape (a bounded
 table of representatives shared by a process's threads, a leader-follower that is online and
-O(table) per window) and changes five things:
+O(table) per window) and changes these things:
 
 - **Vector.** Samples per 4 KiB code page (``key >> 12``: the stable keys of
   :mod:`phasescope.sources.modules` keep a module's pages apart across runs), hashed into
