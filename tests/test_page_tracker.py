@@ -380,6 +380,7 @@ def test_a_phase_seen_only_in_short_runs_inside_another_folds_into_it_at_the_sec
     assert [r.phase for r in results[33:35]] == [a, a]  # the third run: live in A
     assert {p["phase"]: p.get("merged_into") for p in engine.summary()["phases"]}.get(b) in (None, a)
     assert [t["phase"] for t in engine.tracker.table()] == [a]  # one entry per phase (B's slot is A's)
+    assert engine.summary()["table"]["merges"] == 1
 
 
 def test_longer_runs_and_runs_that_move_on_do_not_fold():

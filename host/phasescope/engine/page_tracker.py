@@ -233,6 +233,7 @@ class PageTracker(BoundedTable):
         if len(counted) < EXCURSIONS or not (alive == x).any() or not (alive == y).any():
             return m
         alive[alive == y] = x
+        self.merges += 1
         for e in recent:
             e[1] = x if e[1] == y else e[1]
         for pair in [p for p in self._excursions if y in p]:
