@@ -383,3 +383,16 @@ def test_a_young_phase_whose_centre_comes_onto_an_older_ones_folds_into_it():
     summary = engine.summary()
     assert summary["table"]["merges"] == 1
     assert [p["merged_into"] for p in summary["phases"] if p["phase"] == 2] == [0]
+
+
+def test_the_slot_a_young_phase_folded_out_of_is_neither_in_the_table_nor_evicted():
+    # the scenario of the young fold above, then a third activity: it takes the freed slot, and no
+    # phase is reported evicted, and the table holds exactly the phases still alive
+    a, b, c = activity(100, 1), activity(50, 2, base=5000), activity(50, 3, base=9000)
+    ivs = windows([a, b, c], [0] * 40, n=1000) + windows([a, b, c], [1] * 10 + [0] * 40 + [2] * 10, seed=2, n=100)
+    engine = PhaseEngine(EngineConfig(tracker=preset("sampled")))
+    results = engine.feed_many(ivs)
+    assert engine.tracker.merges == 1
+    assert not any(r.evicted is not None for r in results)
+    table = [t["phase"] for t in engine.tracker.table()]
+    assert sorted(table) == sorted(set(settled(results))) and -1 not in table

@@ -111,6 +111,9 @@ def test_sample_keys_rekey_the_same_samples_by_page_function_and_caller(tmp_path
     assert groups("funcpage") == [3]  # f starts in g's page (as far as its samples show)
     assert groups("caller") == [1, 1, 1]  # g's sample has a caller, f1's not: apart
     assert groups("page+func") == [1, 1, 2, 2]  # each sample once under each part
+    assert groups("bigfunc") == [1, 2]  # f spans two pages: one key; g keeps its page, apart from f1
+    assert groups("sharedfunc") == [1, 1, 1]  # f1's page holds f and g: parted; f2's page only f
+    assert groups("page16k") == [3]  # 0x0000-0x3fff: one 16 KiB page
 
 
 def test_an_exact_logs_stamped_truth_is_placed_by_the_wall_clock_and_not_stretched(tmp_path):
@@ -186,3 +189,17 @@ def test_a_window_is_the_activity_most_of_its_stacks_name():
     assert window_activity(iv([[5, 1, 3, 2]], 10), "main.act") == "map"  # the innermost act names it
     assert window_activity(iv([[4, 1, 2], [6, 1, 4]], 10), "main.act") is None  # under half named
     assert window_activity(iv([[5, 2], [5, 3]], 10), "main.act") is None  # no activity has 60%
+
+
+def test_excursions_merge_a_phase_whose_short_runs_sit_inside_another_and_nothing_else():
+    # bench/truth/excursions.py: phase 1 makes runs of 2 and 3 windows inside phase 0's runs: at the
+    # second, 1 is 0 from its first run on. Phase 2's run of 6 and phase 3's single run of 2 inside
+    # 0 stay; 1's third run ends in 2, not between runs of 0 (k=3 merges nothing); runs of 4 (over
+    # --max-run) do not count.
+    from excursions import merge_excursions
+    stream = [0] * 5 + [1] * 2 + [0] * 4 + [1] * 3 + [0] * 3 + [1] * 2 + [2] * 6 + [0] * 2 + [3] * 2 + [0] * 2
+    want = [0] * 5 + [0] * 2 + [0] * 4 + [0] * 3 + [0] * 3 + [0] * 2 + [2] * 6 + [0] * 2 + [3] * 2 + [0] * 2
+    assert merge_excursions(stream).tolist() == want
+    assert merge_excursions(stream, k=3).tolist() == stream
+    assert merge_excursions([0] * 3 + [1] * 4 + [0] * 3 + [1] * 4 + [0] * 3, max_run=3).tolist() == \
+        [0] * 3 + [1] * 4 + [0] * 3 + [1] * 4 + [0] * 3

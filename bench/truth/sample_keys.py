@@ -12,20 +12,25 @@ and they are scored against the truth. A variant with two parts (``page+caller``
 distance is then the mean of the parts' distances.
 
     python3 bench/truth/sample_keys.py --dir DIR --only NAME,... [--variants page,line,...] [--salts N]
-                                       [-- REPLAY OPTIONS]
+                                       [--set NAME=VALUE ...] [-- REPLAY OPTIONS]
 
 Prints a line per variant, salt and workload, then a markdown table: per workload and variant, the
 mean ARI over the salts (min-max), false changes per 10 s, and recurrences that kept their first ID.
 
 Parts (:data:`PARTS`): ``page`` (4 KiB: the tracker's own key, the log replayed unchanged),
-``line`` (64 bytes), ``func`` (the leaf's function by ``frames``; an unnamed leaf keeps its page),
+``line`` (64 bytes), ``page8k`` and ``page16k`` (two and four pages as one), ``func`` (the leaf's function by ``frames``; an unnamed leaf keeps its page),
 ``elffunc`` (``func`` for code in the ELF files only: JIT code, which perf maps and HotSpot name,
 keeps its key's page), ``funcpage`` (the page where the leaf's ELF function starts, as far as the
 log's samples show: what a live key by the function's start address would give; functions that
 start in one page share it),
+``bigfunc`` (``elffunc`` only for a function whose samples fall in two pages or more: a big function's
+pages joined, every other sample keeps its page), ``sharedfunc`` (``elffunc`` only where the page
+holds samples of two named functions or more: the functions of a shared page parted),
 ``caller`` (the leaf's page and its caller's page when the chain has one, else the leaf page
 alone), ``callerfunc`` (the leaf's function and its caller's function), ``chain2`` (the leaf's page
 and the next two callers' pages). Requires the logs' ``stacks`` (every run with ``--log`` records them).
+``--set NAME=VALUE`` replays with a constant of :mod:`phasescope.engine.page_tracker` changed
+(``--set Z=2.5``): the tracker's own settings on the same samples and hashings (stop 44).
 """
 
 from __future__ import annotations
@@ -65,14 +70,30 @@ def _start_page(names: dict, first: dict, k: int) -> int:
     return first[f] >> PAGE if f[0] == "f" else k >> PAGE
 
 
+def _func_where(names: dict, first: dict, k: int, many: str) -> tuple:
+    """``k``'s ELF function where ``many`` holds: ``"pages"``, the function's samples in the log fall
+    in two pages or more (a function bigger than a page: its pages joined); ``"funcs"``, ``k``'s page
+    holds samples of two named functions or more (a shared page: its functions parted); else ``k``'s
+    page."""
+    f = _func(names, k, jit=False)
+    n = len(first.get((many, f if many == "pages" else k >> PAGE), ()))
+    return f if f[0] == "f" and n > 1 else ("p", k >> PAGE)
+
+
 #: part -> (function of (stack, names, first) -> the key of that sample); stack = [leaf, caller,
-#: ...], names: key -> (module, function), first: ``_func`` -> its lowest key in the log
+#: ...], names: key -> (module, function), first: ``_func`` -> its lowest key in the log, and
+#: ("pages", ``_func``) -> the pages its samples fall in, ("funcs", page) -> the named ELF functions
+#: sampled in it
 PARTS = {
     "page": lambda s, names, first: _key("p", s[0] >> PAGE),
     "line": lambda s, names, first: _key("l", s[0] >> LINE),
+    "page8k": lambda s, names, first: _key("p", s[0] >> (PAGE + 1)),
+    "page16k": lambda s, names, first: _key("p", s[0] >> (PAGE + 2)),
     "func": lambda s, names, first: _key(_func(names, s[0])),
     "elffunc": lambda s, names, first: _key(_func(names, s[0], jit=False)),
     "funcpage": lambda s, names, first: _key("p", _start_page(names, first, s[0])),
+    "bigfunc": lambda s, names, first: _key(_func_where(names, first, s[0], "pages")),
+    "sharedfunc": lambda s, names, first: _key(_func_where(names, first, s[0], "funcs")),
     "caller": lambda s, names, first: _key("c", s[0] >> PAGE, s[1] >> PAGE if len(s) > 1 else None),
     "callerfunc": lambda s, names, first: _key("cf", _func(names, s[0]),
                                                 _func(names, s[1]) if len(s) > 1 else None),
@@ -92,6 +113,9 @@ def rewrite(src: str, name: str, variant: str, out: str) -> float:
     for k in names:
         f = _func(names, k, jit=False)
         first[f] = min(first.get(f, k), k)
+        first.setdefault(("pages", f), set()).add(k >> PAGE)
+        if f[0] == "f":
+            first.setdefault(("funcs", k >> PAGE), set()).add(f)
     with_caller = total = 0
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(src, name + ".jsonl")) as f, open(os.path.join(out, name + ".jsonl"), "w") as o:
@@ -134,10 +158,22 @@ def summary(got: dict, names, variants) -> str:
     return "\n".join(rows)
 
 
+def split_argv(argv: list) -> tuple:
+    """(the script's own arguments, the replay options after ``--``)."""
+    return (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+
+
+def replay_config(replay: list):
+    """The engine configuration the replay options give (the sampled defaults where none)."""
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "host"))
+    from phasescope.commands.options import add_engine_options, engine_config_from_args
+    rp = argparse.ArgumentParser(prog="replay options")
+    add_engine_options(rp)
+    return engine_config_from_args(rp.parse_args(replay), interval_default=None, preset_default="sampled")
+
+
 def main() -> int:
-    argv = sys.argv[1:]
-    replay = argv[argv.index("--"):] if "--" in argv else []
-    argv = argv[:argv.index("--")] if "--" in argv else argv
+    argv, replay = split_argv(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", required=True, help="run.py's logs (recorded with --log)")
     ap.add_argument("--only", required=True, help="comma-separated workload names")
@@ -147,6 +183,9 @@ def main() -> int:
                     help="score each variant with N hashings of its keys (which keys share one of the tracker's "
                          "buckets changes with each: a few such collisions move an ARI by up to 0.15)")
     ap.add_argument("--out", help="where the rewritten logs go (default DIR/keys)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="replay with a constant of phasescope.engine.page_tracker changed (Z=2.5, STAY_CAP=0.7, ...); "
+                         "repeatable")
     args = ap.parse_args(argv)
     for v in args.variants.split(","):
         if not v or any(p not in PARTS for p in v.split("+")):
@@ -155,12 +194,22 @@ def main() -> int:
     sys.path.insert(0, os.path.join(HERE, "..", "..", "host"))
     sys.path.insert(0, HERE)
     from run import COLUMNS, classify
-    from phasescope.commands.options import add_engine_options, engine_config_from_args
     from phasescope.formats.log import read_log
     from truth_score import main_thread, read_truth, score_stream
-    rp = argparse.ArgumentParser(prog="replay options")
-    add_engine_options(rp)
-    config = engine_config_from_args(rp.parse_args(replay[1:]), interval_default=None, preset_default="sampled")
+    import phasescope.engine.page_tracker as page_tracker
+    missing = [n for n in args.only.split(",") if not os.path.exists(os.path.join(args.dir, n + ".jsonl"))]
+    if missing:
+        print(f"sample_keys.py: no log {missing[0]}.jsonl in {args.dir}", file=sys.stderr)
+        return 2
+    for setting in args.set:
+        name, _, value = setting.partition("=")
+        old = getattr(page_tracker, name, None) if name.isupper() else None
+        try:
+            setattr(page_tracker, name, type(old)(value))
+        except (TypeError, ValueError):
+            print(f"sample_keys.py: --set {setting!r}: not NAME=NUMBER of a page_tracker constant", file=sys.stderr)
+            return 2
+    config = replay_config(replay)
     print(f"{'variant':16s} {'workload':14s} {'ph':>3s} " + " ".join(f"{c[:8]:>8s}" for c in COLUMNS[:5])
           + "  callers")
     got: dict = {}

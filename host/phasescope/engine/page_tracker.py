@@ -354,8 +354,11 @@ class PageTracker(BoundedTable):
         return evicted
 
     def _fresh_slot(self) -> Tuple[int, Optional[int]]:
-        """A slot for a new phase (:meth:`_take_slot`), forgotten by threads and siblings if its
-        phase was evicted."""
+        """A slot for a new phase: one a young phase folded out of, else :meth:`_take_slot`'s,
+        forgotten by threads and siblings if its phase was evicted."""
+        free = np.flatnonzero(self._ids[: self._used] < 0)
+        if len(free):
+            return int(free[0]), None
         slot, evicted = self._take_slot()
         if evicted is not None:  # threads in the evicted phase have no current phase now
             for t, s in list(self._current.items()):
@@ -406,9 +409,10 @@ class PageTracker(BoundedTable):
         return [[int(b), round(float(self._reps[slot, b]), 6)] for b in nz]
 
     def table(self) -> List[dict]:
-        """Current phase table; each representative sparse, ``[[bucket, weight], ...]``."""
+        """Current phase table; each representative sparse, ``[[bucket, weight], ...]``; none for a
+        slot a young phase folded out of."""
         return [{"phase": int(self._ids[s]), "hits": int(self._hits[s]), "last_used": int(self._last_used[s]),
-                 "representative": self._sparse(s)} for s in range(self._used)]
+                 "representative": self._sparse(s)} for s in range(self._used) if self._ids[s] >= 0]
 
     def representative(self, phase: int) -> Optional[list]:
         """The sparse representative of ``phase``, None if not (or no longer) in the table."""
