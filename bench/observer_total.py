@@ -10,8 +10,13 @@ thread (its interpreter's teardown included), ``cutime + cstime`` the target it 
 ticks (10 ms), so use several runs; each figure is the median (and min) of ``--runs``, in
 interleaved rounds.
 
-    python3 bench/observer_total.py [--runs 5] [--rates 97,1000] [--rounds 60] [--vs OTHER/host]
-                                    [--perf] [--program PATH ARGS...]
+With several ``--rounds`` (e.g. ``70,430``: a 10 s and a 70 s program) every observer runs each
+length in the same rounds, and a least-squares line through all its runs, observer CPU against
+the target's CPU, splits its cost into a fixed part (the intercept: start-up, report, exit) and a
+per-second part (the slope: % of a core per second of the target's CPU).
+
+    python3 bench/observer_total.py [--runs 5] [--rates 97,1000] [--rounds 60[,430...]] [--vs OTHER/host]
+                                    [--perf [--no-g]] [--program PATH ARGS...]
 """
 
 from __future__ import annotations
@@ -46,42 +51,69 @@ def run_once(prefix: list, target: list):
     return utime + stime, cutime + cstime
 
 
+def fit(xs: list, ys: list):
+    """(intercept, slope) of the least-squares line through (xs, ys); None if xs do not vary."""
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        return None
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    return my - slope * mx, slope
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--rates", default="97,1000")
-    ap.add_argument("--rounds", type=int, default=60, help="rounds of bench/cpu_bound.c (about 0.14 s of CPU each)")
+    ap.add_argument("--rounds", default="60", help="rounds of bench/cpu_bound.c (about 0.16 s of CPU each); "
+                                                    "several, comma-separated: a fixed and a per-second part")
     ap.add_argument("--vs", default="", help="another tree's host/ directory: its sampled mode too")
     ap.add_argument("--perf", action="store_true", help="perf record (with and without -g) at the same rates too")
+    ap.add_argument("--no-g", action="store_true", help="perf record without -g only")
     ap.add_argument("--program", nargs=argparse.REMAINDER, help="another program (and its arguments)")
     a = ap.parse_args()
     # an installed copy starts from cached bytecode (this machine's shell turns the cache off)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    lengths = [int(x) for x in a.rounds.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         if a.program:
-            target = a.program
+            targets = [a.program]
         else:
             exe = os.path.join(tmp, "cpu_bound")
             subprocess.run(["cc", "-O2", "-fno-omit-frame-pointer", "-o", exe, os.path.join(HERE, "cpu_bound.c")],
                            check=True)
-            target = [exe, str(a.rounds)]
+            targets = [[exe, str(n)] for n in lengths]
         obs = {name: prefix for name, prefix in observers([int(x) for x in a.rates.split(",")], tmp, a.vs).items()
-               if a.perf or not name.startswith("perf")}
+               if (a.perf or not name.startswith("perf")) and not (a.no_g and name.endswith("-g"))}
         for prefix in obs.values():  # warm-up: bytecode written, files cached
-            run_once(prefix, target)
+            run_once(prefix, targets[0])
         load = os.getloadavg()[0]
-        runs = {name: [] for name in obs}
-        for _ in range(a.runs):
-            for name, prefix in obs.items():
-                runs[name].append(run_once(prefix, target))
-    print(f"{' '.join(target)}: observer CPU (s) and as % of the target's CPU, median (min) of {a.runs}; "
+        runs = {(name, i): [] for i in range(len(targets)) for name in obs}
+        for r in range(a.runs):
+            for i, target in enumerate(targets):
+                for name, prefix in obs.items():
+                    runs[name, i].append(run_once(prefix, target))
+                    print(f"  run {r + 1}, {os.path.basename(target[0])} {' '.join(target[1:])}: {name}: observer "
+                          f"{runs[name, i][-1][0]:.2f} s, target {runs[name, i][-1][1]:.2f} s, load "
+                          f"{os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)  # a long run's progress
+    print(f"observer CPU (s) and as % of the target's CPU, median (min) of {a.runs}; "
           f"load {load:.1f} -> {os.getloadavg()[0]:.1f}")
-    for name, xs in runs.items():
-        obs_s = [o for o, _ in xs]
-        pct = [100.0 * o / t if t else float("nan") for o, t in xs]  # a target that used no CPU: no share
-        print(f"  {name:24s} {statistics.median(obs_s):6.3f} s ({min(obs_s):.3f})  "
-              f"{statistics.median(pct):5.2f}% ({min(pct):.2f})  target {statistics.median(t for _, t in xs):.2f} s",
-              flush=True)
+    for i, target in enumerate(targets):
+        print(f"{' '.join(target)}:")
+        for name in obs:
+            xs = runs[name, i]
+            obs_s = [o for o, _ in xs]
+            pct = [100.0 * o / t if t else float("nan") for o, t in xs]  # a target that used no CPU: no share
+            print(f"  {name:24s} {statistics.median(obs_s):6.3f} s ({min(obs_s):.3f})  "
+                  f"{statistics.median(pct):5.2f}% ({min(pct):.2f})  "
+                  f"target {statistics.median(t for _, t in xs):.2f} s", flush=True)
+    if len(targets) > 1:
+        print("fixed part (s) and per-second part (% of a core per second of the target's CPU), least squares:")
+        for name in obs:
+            xs = [r for i in range(len(targets)) for r in runs[name, i]]
+            line = fit([t for _, t in xs], [o for o, _ in xs])
+            if line is not None:
+                print(f"  {name:24s} fixed {line[0]:6.3f} s  per second {100.0 * line[1]:5.3f}%")
 
 
 if __name__ == "__main__":

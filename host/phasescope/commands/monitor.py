@@ -116,6 +116,7 @@ class MonitorCommand(Command):
         that runs them (both from ``cli.py``, which no command imports)."""
         super().__init__(prog)
         self.dispatch = dispatch
+        self._parser: Optional[argparse.ArgumentParser] = None  # the brief one, built once
         self.usage = f"{prog} [options] (-p PID | -n NAME | -f PROGRAM [ARGS...] [-- ARGS...] | -a)"
         if subcommands:
             self.usage += f"\n       {prog} {{{','.join(subcommands)}}} ..."
@@ -124,12 +125,16 @@ class MonitorCommand(Command):
                            "130 interrupted.")
 
     def parser(self, full: bool = False) -> argparse.ArgumentParser:
-        """Every option is parsed; ``--help`` describes only those in :attr:`brief` (``full``: all)."""
+        """Every option is parsed; ``--help`` describes only those in :attr:`brief` (``full``: all).
+        The brief parser is built once (the subcommand check and the parse share it)."""
+        if not full and self._parser is not None:
+            return self._parser
         p = super().parser()
         p.add_argument("--help-all", action=_HelpAll, command=self,
                        help="show every option and exit (as phasescope help all)")
         if not full:
             brief_help(p, self.brief)
+            self._parser = p
         return p
 
     def add_options(self, p: argparse.ArgumentParser) -> None:

@@ -58,7 +58,8 @@ def wants_stacks(args) -> bool:
 
 
 #: Seconds of CPU time whose windows one wake-up may bring when nothing watches them live (plain
-#: lines, files): the live loop reads the rings at least once a second anyway (its quiet bound).
+#: lines, files); the live loop's quiet bound (``pipeline.live.MAX_QUIET``) is longer, so a thread
+#: running flat out wakes the host once a batch.
 UNWATCHED_WAKE = 1.0
 
 

@@ -40,7 +40,11 @@ HOT_REPORTED = 3  # phases whose hottest block the final report shows
 CHECKPOINT_EVERY = 5.0  # seconds between summaries handed to the sinks
 PASS_ON_GRACE = 3.0  # seconds a spawned target has to end on a stop signal passed on, then on SIGTERM
 TICK = 0.05  # seconds between the loop's looks at the clock, for a session that wakes on a clock
-MAX_QUIET = 1.0  # seconds a session that wakes on its data may leave the loop without windows
+#: seconds a session that wakes on its data may leave the loop without windows: longer than the
+#: CPU time of what one wake-up brings when nothing watches live (a second: ten windows at 1000 Hz,
+#: one at 97 Hz, 1.03 s), so a thread running flat out is read once a batch, not also by a timeout
+#: a moment before its ring's wake-up (twice the loop's work a batch: docs/performance.md, stop 44)
+MAX_QUIET = 1.5
 NOT_FOLLOWED_KEPT = 16  # reasons exact mode could not follow kept in the summary (the rest counted)
 
 
