@@ -75,3 +75,35 @@ def test_ctrl_c_in_the_dashboard_ends_with_the_report(tmux):
     final = t.wait_for(r"EXIT=\d+", timeout=60)
     assert "EXIT=130" in final and "Traceback" not in final, final  # the workload ended of the Ctrl-C
     assert "SIGINT passed on to it" in final
+
+
+def test_ctrl_c_again_and_again_while_the_run_finishes_leaves_every_output_whole(build, tmp_path):
+    """Exact mode, attached: Ctrl-C pressed every 20 ms from the first on. The second one used to
+    raise inside the detach or a final write: no summary and no phase database (seen 3 of 3), or
+    a profile cut off as "not written: no reader". Now the run finishes first and exits 130, the
+    target running on."""
+    import gzip
+    proc = subprocess.Popen([build("phased.c"), "0", "1"], stdout=subprocess.DEVNULL)
+    files = {name: tmp_path / name for name in ("s.json", "db.json", "p.pb.gz", "out.txt")}
+    try:
+        ps = subprocess.Popen(cli_command("--no-dashboard", "-p", str(proc.pid), "--summary", str(files["s.json"]),
+                                          "--phase-db", str(files["db.json"]), "--profile", str(files["p.pb.gz"]),
+                                          "-o", str(files["out.txt"])),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        out = files["out.txt"]
+        wait_for(lambda: out.exists() and re.search(r"#\d+ thread", out.read_text()), 60, "a phase change")
+        deadline = time.monotonic() + 60
+        while ps.poll() is None and time.monotonic() < deadline:
+            ps.send_signal(signal.SIGINT)
+            time.sleep(0.02)
+        err = ps.communicate(timeout=60)[1]
+        assert ps.returncode == 130 and "Traceback" not in err and "not written" not in err, (ps.returncode, err)
+        assert json.loads(files["s.json"].read_text())["end"] == {
+            "how": "detached", "code": None, "signal": None, "reason": "stopped by SIGINT"}
+        assert json.loads(files["db.json"].read_text())["runs"] == 1
+        assert gzip.decompress(files["p.pb.gz"].read_bytes())  # a whole gzip stream, not an empty file
+        assert "left running" in files["out.txt"].read_text().splitlines()[-1]
+        assert proc.poll() is None  # running on
+    finally:
+        proc.kill()
+        proc.wait()

@@ -152,6 +152,33 @@ def test_a_stop_signal_ends_the_wait_for_a_fifos_reader_in_one_line(tmp_path):
     late_reader.cancel()
 
 
+def test_stop_signals_while_the_run_finishes_are_kept_and_a_fifo_wait_still_ends(tmp_path, capfd):
+    """A second and third stop signal during the final writes used to raise where the write was
+    (half a profile, no summary); now they are said once and kept (the command exits 130). A wait
+    for a FIFO's reader there still ends at the next one."""
+    import signal
+    import threading
+    from phasescope.commands.runner import StopRequest
+    from phasescope.errors import PhasescopeError
+    fifo = tmp_path / "summary"
+    os.mkfifo(fifo)
+    with StopRequest() as stop:
+        os.kill(os.getpid(), signal.SIGINT)  # the first: the run is asked to stop
+        assert stop.requested == "SIGINT" and stop.again is None
+        stop.finishing()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            os.kill(os.getpid(), sig)
+        write_json_atomically(str(tmp_path / "s.json"), {"a": 1}, ".phasescope-summary-")
+        assert stop.again == "SIGTERM"
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        late_reader = open_a_reader_later(fifo)
+        with pytest.raises(PhasescopeError, match="not written: no reader opened it before the stop signal"):
+            write_json_atomically(str(fifo), {"a": 1}, ".phasescope-summary-")
+    late_reader.cancel()
+    assert json.loads((tmp_path / "s.json").read_text()) == {"a": 1}
+    assert capfd.readouterr().err.count("finishing the outputs first") == 1
+
+
 @pytest.mark.parametrize("opener", ["output", "phase_db", "locality_model"])
 def test_a_stop_signal_ends_the_wait_for_a_fifo_at_the_start(tmp_path, opener):
     """`-o FIFO` waits for a reader, `--phase-db FIFO` (and `locality-model FIFO`) for a writer,

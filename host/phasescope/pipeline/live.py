@@ -114,9 +114,15 @@ class LiveRun:
             except PhasescopeError as e:  # e.g. the log's disk is full: detach, keep the summary, say why
                 self.stop_reason = str(e)
                 raise
+            except KeyboardInterrupt:  # a second stop signal: no more waiting; finish now (exit 130)
+                pass
             finally:
+                stop.finishing()
+                if self.stop_reason is None and self.passed_on is None and stop.requested:
+                    self.stop_reason = f"stopped by {stop.requested}"  # a second signal came before the loop saw it
                 self._finish()
         finally:
+            stop.finishing()  # closing the sinks writes --profile
             self.flow.close()
             if self.symbols is not None:
                 self.symbols.close()
