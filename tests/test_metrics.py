@@ -12,7 +12,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import cli_command, end_process, run_cli, wait_for
 
-pytestmark = pytest.mark.slow  # every test here starts a real process
 
 
 def scrape(url: str) -> dict:
@@ -21,6 +20,7 @@ def scrape(url: str) -> dict:
             for family in text_string_to_metric_families(text) for s in family.samples}
 
 
+@pytest.mark.slow  # starts a real process
 def test_a_scrape_of_a_live_run_shows_its_phases_and_changes(build, tmp_path):
     exe = build("phased.c")
     proc = subprocess.Popen(cli_command("--no-dashboard", "--metrics", "127.0.0.1:0", "-o", str(tmp_path / "out"),
@@ -44,11 +44,13 @@ def test_a_scrape_of_a_live_run_shows_its_phases_and_changes(build, tmp_path):
         subprocess.run(["pkill", "-f", exe], timeout=300)
 
 
+@pytest.mark.slow  # starts a real process
 def test_a_remote_address_needs_its_own_flag(tmp_path):
     r = run_cli("--metrics", "8.8.8.8:9100", "-f", "/bin/true")
     assert r.returncode == 2 and "--metrics-allow-remote" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # starts a real process
 def test_a_scrape_of_a_system_wide_run_names_each_process(build, tmp_path):
     exe = build("sampled_two.c", name="two_metrics")
     proc = subprocess.Popen(cli_command("-a", "--comm", "two_metrics", "--no-dashboard", "--metrics", "127.0.0.1:0",
@@ -73,3 +75,26 @@ def test_a_scrape_of_a_system_wide_run_names_each_process(build, tmp_path):
             end_process(target)
         proc.terminate()
         proc.wait(timeout=60)
+
+
+def test_a_scraper_that_hangs_up_mid_request_prints_no_traceback(capfd):
+    """A client reset while the server read its request: socketserver printed the
+    ConnectionResetError's traceback on phasescope's stderr (seen with a scraper cut off as a run
+    ended). The next scrape is served."""
+    import socket
+    import struct
+    import time
+    from phasescope.sinks.metrics import MetricsServer
+    server = MetricsServer("127.0.0.1:0")
+    try:
+        host, port = server.address.rsplit(":", 1)
+        for _ in range(3):
+            c = socket.create_connection((host, int(port)), timeout=5)
+            c.sendall(b"GET /metr")
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            c.close()  # a reset, not an end of file
+        assert "phasescope_intervals_total" in str(scrape(f"http://{server.address}/metrics"))
+        time.sleep(0.3)  # the reset requests' threads are done by now
+    finally:
+        server.close()
+    assert capfd.readouterr().err == ""

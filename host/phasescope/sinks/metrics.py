@@ -18,6 +18,7 @@ collector, so nothing is computed for a scrape that nobody makes. Series (``pid`
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from typing import Optional, Tuple
@@ -55,7 +56,15 @@ class MetricsServer(Sink):
             self._server, self._thread = start_http_server(port, addr=host, registry=registry)
         except OSError as e:
             raise InputError(f"--metrics {address}: cannot serve: {e.strerror or e}") from None
+        self._server.handle_error = self._client_error
         self.address = f"[{host}]:{self._server.server_port}" if ":" in host else f"{host}:{self._server.server_port}"
+
+    def _client_error(self, request, client_address) -> None:
+        """A scraper that hung up while its request was read (a reset, a timeout) is no error of
+        the run's: the server would print its traceback on phasescope's stderr. Anything else is
+        printed, as the server does."""
+        if not isinstance(sys.exc_info()[1], OSError):
+            type(self._server).handle_error(self._server, request, client_address)
 
     def prepare(self, engine) -> None:
         self.engine = engine
