@@ -98,3 +98,29 @@ def test_a_scraper_that_hangs_up_mid_request_prints_no_traceback(capfd):
     finally:
         server.close()
     assert capfd.readouterr().err == ""
+
+
+def test_a_scrape_being_answered_as_the_run_ends_is_answered_whole():
+    """The server's threads are daemons: close() returned while a scrape was still being answered,
+    and the process's end cut the answer off (seen: an empty 200, which reads as a run with no
+    series). close() now waits for it (bounded)."""
+    import threading
+    import time
+    from phasescope.sinks.metrics import MetricsServer
+    server = MetricsServer("127.0.0.1:0")
+    order, got = [], {}
+    server._lock.acquire()  # the scrape's collect waits here: an answer in the making
+    client = threading.Thread(target=lambda: got.update(body=urllib.request.urlopen(
+        f"http://{server.address}/metrics", timeout=10).read()))
+    client.start()
+    time.sleep(0.2)
+
+    def release():
+        order.append("released")
+        server._lock.release()
+    threading.Timer(0.8, release).start()
+    server.close()
+    order.append("closed")
+    client.join(10)
+    assert order == ["released", "closed"]
+    assert b"phasescope_intervals_total" in got["body"]
