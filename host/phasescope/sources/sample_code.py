@@ -6,6 +6,7 @@ files on disk. :class:`SampleCode` is mixed into
 
 from __future__ import annotations
 
+import os
 from typing import List, Optional, Set, Tuple
 
 import numpy as np
@@ -64,9 +65,11 @@ class SampleCode:
         followed child's maps are read again instead."""
         old = self.modules_of(pid)
         base = addr - pgoff  # the ELF header's mapping, as in /proc/PID/maps (a module's base)
-        if any(m.base == base and m.path == path for m in old.modules):
-            return  # known (its load came between the events' start and the first look at /proc)
+        if base < 0 or not os.path.isfile(path) or any(m.base == base and m.path == path for m in old.modules):
+            return  # no file (an injected agent's memfd), or known (loaded as the events started)
         gone = [m for m in old.modules if m.base < addr + length and addr < m.base + m.size]
+        if any(m.base < addr + length and base < m.base + m.size for m in old.modules if m not in gone):
+            return  # not laid out as a library image: left to /proc/PID/maps
         kid = self._kids.get(pid)
         if kid is not None:
             if gone:
