@@ -2,6 +2,7 @@
 path (one interval at a time) and the replay path (batches) classify alike, and the final
 summary is the same whatever the order of the sinks (each sink writes only its own outputs)."""
 
+import contextlib
 import json
 import os
 import stat
@@ -177,6 +178,51 @@ def test_stop_signals_while_the_run_finishes_are_kept_and_a_fifo_wait_still_ends
     late_reader.cancel()
     assert json.loads((tmp_path / "s.json").read_text()) == {"a": 1}
     assert capfd.readouterr().err.count("finishing the outputs first") == 1
+
+
+def test_a_log_to_a_pipe_whose_reader_stopped_reading_is_cut_off_by_a_stop_signal_as_the_run_finishes(tmp_path):
+    """`--log FIFO` (or `>(consumer)`) whose reader opened it and then stopped reading: the final
+    writes blocked, and with stop signals kept while the run finishes, SIGINT and SIGTERM no longer
+    ended phasescope (alive after 5 of each; only SIGKILL). Now a stop signal then ends the write:
+    the log is cut off there, said at close, and the run goes on to its other outputs."""
+    import signal
+    import threading
+    from phasescope.commands.runner import StopRequest
+    from phasescope.errors import PhasescopeError
+    fifo = tmp_path / "log"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # opened, never read (until the test gives up)
+    done = threading.Event()
+
+    def signals():  # Ctrl-C pressed again and again; after 20 s the pipe is drained, so a failing test ends
+        for i in range(400):
+            if done.wait(0.05):
+                return
+            os.kill(os.getpid(), signal.SIGINT)
+        while not done.wait(0.05):
+            with contextlib.suppress(BlockingIOError):
+                os.read(reader, 1 << 16)
+    config = EngineConfig()
+    log = JsonlLog(str(fifo))
+    flow = Flow(config, [log])
+    flow.start({"target": "t", "mode": "replay", "config": config.to_dict()})
+    presses = threading.Thread(target=signals)
+    try:
+        with StopRequest() as stop:
+            os.kill(os.getpid(), signal.SIGINT)  # the first: the run is asked to stop
+            stop.finishing()
+            presses.start()
+            for seq in range(600):  # the final writes: more than a pipe holds (~560 KB; a pipe, 64 KB)
+                keys = CODE["AB"[seq // 3 % 2]]
+                flow.feed(Interval(thread=1, seq=seq, instructions=1000 * len(keys), keys=keys,
+                                   counts=np.full(len(keys), 1000, dtype=np.uint64)))
+            with pytest.raises(PhasescopeError, match="log: cut off: its reader stopped reading before the stop signal"):
+                flow.close()
+            assert stop.again == "SIGINT"
+    finally:
+        done.set()
+        presses.join()
+        os.close(reader)
 
 
 @pytest.mark.parametrize("opener", ["output", "phase_db", "locality_model"])

@@ -29,3 +29,24 @@ def interruptible():
 def now() -> bool:
     """True inside :func:`interruptible`."""
     return _depth > 0
+
+
+_writing = 0
+
+
+@contextlib.contextmanager
+def writing_to_a_pipe():
+    """A write to a pipe's reader, which may stop reading: once the run is finishing (when later
+    stop signals are otherwise kept, not raised), a stop signal inside this block raises
+    KeyboardInterrupt, so a stalled reader cannot keep phasescope from ending."""
+    global _writing
+    _writing += 1
+    try:
+        yield
+    finally:
+        _writing -= 1
+
+
+def writing() -> bool:
+    """True inside :func:`writing_to_a_pipe`."""
+    return _writing > 0

@@ -51,10 +51,15 @@ class StopRequest:
         name = signal.Signals(signum).name
         if waits.now():
             raise KeyboardInterrupt
-        if self.requested is None:
+        first = self.requested is None
+        if first:
             self.requested = name
+        else:
+            self.again = name
+        if self._finishing and waits.writing():
+            raise KeyboardInterrupt  # a pipe's reader stopped reading: that output is cut off (sinks/log.py)
+        if first:
             return
-        self.again = name
         if not self._finishing:
             raise KeyboardInterrupt  # the run stops waiting (for a spawned target's end) and finishes
         if not self._said:  # os.write: a print here could land inside one the run is making
@@ -63,7 +68,8 @@ class StopRequest:
 
     def finishing(self) -> None:
         """From now on the run finishes (detach, the summary, the phase database, the profile): a
-        further stop signal no longer cuts it short; a wait for a FIFO's reader still ends at one."""
+        further stop signal no longer cuts it short; a wait for a FIFO's reader, or for a pipe's
+        reader to read (:func:`phasescope.waits.writing_to_a_pipe`), still ends at one."""
         self._finishing = True
 
     def __exit__(self, *exc):
