@@ -180,49 +180,65 @@ def test_stop_signals_while_the_run_finishes_are_kept_and_a_fifo_wait_still_ends
     assert capfd.readouterr().err.count("finishing the outputs first") == 1
 
 
-def test_a_log_to_a_pipe_whose_reader_stopped_reading_is_cut_off_by_a_stop_signal_as_the_run_finishes(tmp_path):
-    """`--log FIFO` (or `>(consumer)`) whose reader opened it and then stopped reading: the final
-    writes blocked, and with stop signals kept while the run finishes, SIGINT and SIGTERM no longer
-    ended phasescope (alive after 5 of each; only SIGKILL). Now a stop signal then ends the write:
-    the log is cut off there, said at close, and the run goes on to its other outputs."""
+@contextlib.contextmanager
+def a_reader_that_stopped_reading_and_ctrl_c_again_and_again(fifo):
+    """A stop request as a run finishes (the first SIGINT, then ``finishing``), a reader of ``fifo``
+    that opened it and never reads, and SIGINT every 50 ms for 20 s; then the pipe is drained, so
+    a write a failing test blocked in ends."""
     import signal
     import threading
     from phasescope.commands.runner import StopRequest
-    from phasescope.errors import PhasescopeError
-    fifo = tmp_path / "log"
     os.mkfifo(fifo)
-    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # opened, never read (until the test gives up)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     done = threading.Event()
 
-    def signals():  # Ctrl-C pressed again and again; after 20 s the pipe is drained, so a failing test ends
-        for i in range(400):
+    def signals():
+        for _ in range(400):
             if done.wait(0.05):
                 return
             os.kill(os.getpid(), signal.SIGINT)
         while not done.wait(0.05):
             with contextlib.suppress(BlockingIOError):
                 os.read(reader, 1 << 16)
-    config = EngineConfig()
-    log = JsonlLog(str(fifo))
-    flow = Flow(config, [log])
-    flow.start({"target": "t", "mode": "replay", "config": config.to_dict()})
     presses = threading.Thread(target=signals)
     try:
         with StopRequest() as stop:
             os.kill(os.getpid(), signal.SIGINT)  # the first: the run is asked to stop
             stop.finishing()
             presses.start()
-            for seq in range(600):  # the final writes: more than a pipe holds (~560 KB; a pipe, 64 KB)
-                keys = CODE["AB"[seq // 3 % 2]]
-                flow.feed(Interval(thread=1, seq=seq, instructions=1000 * len(keys), keys=keys,
-                                   counts=np.full(len(keys), 1000, dtype=np.uint64)))
-            with pytest.raises(PhasescopeError, match="log: cut off: its reader stopped reading before the stop signal"):
-                flow.close()
-            assert stop.again == "SIGINT"
+            yield stop
     finally:
         done.set()
-        presses.join()
+        if presses.is_alive():
+            presses.join()
         os.close(reader)
+
+
+def test_a_log_to_a_pipe_whose_reader_stopped_reading_is_cut_off_by_a_stop_signal_as_the_run_finishes(tmp_path):
+    """`--log FIFO` (or `>(consumer)`) whose reader opened it and then stopped reading: the final
+    writes blocked, and with stop signals kept while the run finishes, SIGINT and SIGTERM no longer
+    ended phasescope (alive after 5 of each; only SIGKILL). Now a stop signal then ends the write:
+    the log is cut off there, said at close, and the run goes on to its other outputs."""
+    from phasescope.errors import PhasescopeError
+    config = EngineConfig()
+    with a_reader_that_stopped_reading_and_ctrl_c_again_and_again(tmp_path / "log") as stop:
+        flow = Flow(config, [JsonlLog(str(tmp_path / "log"))])
+        flow.start({"target": "t", "mode": "replay", "config": config.to_dict()})
+        for seq in range(600):  # the final writes: more than a pipe holds (~560 KB; a pipe, 64 KB)
+            keys = CODE["AB"[seq // 3 % 2]]
+            flow.feed(Interval(thread=1, seq=seq, instructions=1000 * len(keys), keys=keys,
+                               counts=np.full(len(keys), 1000, dtype=np.uint64)))
+        with pytest.raises(PhasescopeError, match="log: cut off: its reader stopped reading before the stop signal"):
+            flow.close()
+        assert stop.again == "SIGINT"
+
+
+def test_a_summary_to_a_fifo_whose_reader_stopped_reading_is_cut_off_by_a_stop_signal(tmp_path):
+    """The same for `--summary FIFO` (and a phase database) larger than a pipe holds."""
+    from phasescope.errors import PhasescopeError
+    with a_reader_that_stopped_reading_and_ctrl_c_again_and_again(tmp_path / "summary"):
+        with pytest.raises(PhasescopeError, match="summary: cut off: its reader stopped reading before the stop signal"):
+            write_json_atomically(str(tmp_path / "summary"), {"a": "x" * 300_000}, ".phasescope-summary-")
 
 
 @pytest.mark.parametrize("opener", ["output", "phase_db", "locality_model"])

@@ -167,6 +167,21 @@ def not_read(path: str) -> PhasescopeError:
     return PhasescopeError(f"{path}: not written: no reader opened it before the stop signal")
 
 
+def cut_off(path: str) -> PhasescopeError:
+    """A pipe whose reader stopped reading, until a stop signal ended the write: exit code 1."""
+    return PhasescopeError(f"{path}: cut off: its reader stopped reading before the stop signal")
+
+
+def write_to_pipe(fd: int, data: bytes) -> None:
+    """All of ``data`` to ``fd`` (a pipe, a FIFO, a device). A reader that stopped reading would
+    block the write for good: while the run finishes a stop signal ends it (KeyboardInterrupt,
+    :func:`phasescope.waits.writing_to_a_pipe`); unbuffered, so nothing is left to flush after."""
+    view = memoryview(data)
+    with waits.writing_to_a_pipe():
+        while view:
+            view = view[os.write(fd, view):]
+
+
 def write_json_atomically(path: str, obj, prefix: str) -> None:
     """Replace ``path`` with ``obj`` as JSON: a temporary file in the same directory, then
     ``os.replace``, so readers never see half a file and a crash keeps the old one; an existing
@@ -183,13 +198,19 @@ def write_json_atomically(path: str, obj, prefix: str) -> None:
     if written_in_place(path):
         try:
             with waits.interruptible():  # a FIFO's open waits for a reader: a stop signal ends it
-                f = open(real, "w", encoding="utf-8")
-            with f:
-                dump(f)
+                fd = os.open(real, os.O_WRONLY)
         except OSError as e:
             raise write_failed(path, e) from None
         except KeyboardInterrupt:
             raise not_read(path) from None
+        try:
+            write_to_pipe(fd, (json.dumps(obj, indent=1) + "\n").encode("utf-8"))
+        except OSError as e:
+            raise write_failed(path, e) from None
+        except KeyboardInterrupt:
+            raise cut_off(path) from None
+        finally:
+            os.close(fd)
         return
     try:
         fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(real))

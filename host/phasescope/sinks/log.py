@@ -6,10 +6,9 @@ import os
 import stat
 from typing import TYPE_CHECKING, Optional
 
-from phasescope import waits
 from phasescope.errors import PhasescopeError
 from phasescope.formats.log import dumps, to_record
-from phasescope.sinks.base import Sink, close_file, open_write, write_failed
+from phasescope.sinks.base import Sink, close_file, cut_off, open_write, write_failed, write_to_pipe
 
 if TYPE_CHECKING:  # the engine loads after a live run's target has started (commands/monitor.py)
     from phasescope.engine import Interval, IntervalResult
@@ -42,13 +41,10 @@ class JsonlLog(Sink):
     def _to_pipe(self, data: bytes) -> None:
         if self._cut is not None:
             return
-        view = memoryview(data)
         try:
-            with waits.writing_to_a_pipe():
-                while view:
-                    view = view[os.write(self._f.fileno(), view):]
+            write_to_pipe(self._f.fileno(), data)
         except KeyboardInterrupt:
-            self._cut = PhasescopeError(f"{self.path}: cut off: its reader stopped reading before the stop signal")
+            self._cut = cut_off(self.path)
 
     def close(self) -> None:
         close_file(self._f, self.path)
