@@ -14,7 +14,8 @@ a write that fails later raises PhasescopeError (exit 1).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, TypedDict
+import stat
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, TypedDict
 
 from phasescope import waits
 from phasescope.errors import InputError, PhasescopeError
@@ -180,6 +181,36 @@ def write_to_pipe(fd: int, data: bytes) -> None:
     with waits.writing_to_a_pipe():
         while view:
             view = view[os.write(fd, view):]
+
+
+class LineFile:
+    """An output written as it goes and flushed each time (the log, ``.bb`` files). To a pipe (a
+    FIFO, ``>(consumer)``) straight to it (:func:`write_to_pipe`): if a stop signal while the run
+    finishes ends a write whose reader stopped reading, the rest is dropped and :meth:`close`
+    says so (exit 1) once the other outputs are written."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._f = open_write(path)
+        self._pipe = stat.S_ISFIFO(os.fstat(self._f.fileno()).st_mode)
+        self._cut: Optional[PhasescopeError] = None
+
+    def write(self, text: str) -> None:
+        try:
+            if not self._pipe:
+                self._f.write(text)
+                self._f.flush()
+            elif self._cut is None:
+                write_to_pipe(self._f.fileno(), text.encode("utf-8"))
+        except OSError as e:
+            raise write_failed(self.path, e) from None
+        except KeyboardInterrupt:
+            self._cut = cut_off(self.path)
+
+    def close(self) -> None:
+        close_file(self._f, self.path)
+        if self._cut is not None:
+            raise self._cut
 
 
 def write_json_atomically(path: str, obj, prefix: str) -> None:
