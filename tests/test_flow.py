@@ -181,8 +181,8 @@ def test_stop_signals_while_the_run_finishes_are_kept_and_a_fifo_wait_still_ends
 
 
 @contextlib.contextmanager
-def a_reader_that_stopped_reading_and_ctrl_c_again_and_again(fifo):
-    """A stop request as a run finishes (the first SIGINT, then ``finishing``), a reader of ``fifo``
+def a_reader_that_stopped_reading_and_ctrl_c_again_and_again(fifo, finishing=True):
+    """A stop request (the first SIGINT; as the run finishes: ``finishing``), a reader of ``fifo``
     that opened it and never reads, and SIGINT every 50 ms for 20 s; then the pipe is drained, so
     a write a failing test blocked in ends."""
     import signal
@@ -204,7 +204,8 @@ def a_reader_that_stopped_reading_and_ctrl_c_again_and_again(fifo):
     try:
         with StopRequest() as stop:
             os.kill(os.getpid(), signal.SIGINT)  # the first: the run is asked to stop
-            stop.finishing()
+            if finishing:
+                stop.finishing()
             presses.start()
             yield stop
     finally:
@@ -231,6 +232,18 @@ def test_a_log_to_a_pipe_whose_reader_stopped_reading_is_cut_off_by_a_stop_signa
         with pytest.raises(PhasescopeError, match="log: cut off: its reader stopped reading before the stop signal"):
             flow.close()
         assert stop.again == "SIGINT"
+
+
+def test_a_second_stop_signal_during_the_run_still_stops_its_wait_from_inside_a_pipe_write(tmp_path):
+    """Before the run finishes, a second signal stops the run's wait wherever it lands (exit 130):
+    one inside a write to the log's pipe is not taken for a stalled reader's."""
+    from phasescope.sinks.base import LineFile
+    with a_reader_that_stopped_reading_and_ctrl_c_again_and_again(tmp_path / "log", finishing=False):
+        log = LineFile(str(tmp_path / "log"))
+        with pytest.raises(KeyboardInterrupt) as raised:
+            log.write("x" * 300_000)
+        assert type(raised.value) is KeyboardInterrupt
+        log.close()  # not cut off
 
 
 def test_a_summary_to_a_fifo_whose_reader_stopped_reading_is_cut_off_by_a_stop_signal(tmp_path):

@@ -57,7 +57,7 @@ class StopRequest:
         else:
             self.again = name
         if self._finishing and waits.writing():
-            raise KeyboardInterrupt  # a pipe's reader stopped reading: that output is cut off (sinks/log.py)
+            raise waits.WriteEnded  # a pipe's reader stopped reading: that output is cut off (sinks/base.py)
         if first:
             return
         if not self._finishing:

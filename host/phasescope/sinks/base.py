@@ -175,8 +175,8 @@ def cut_off(path: str) -> PhasescopeError:
 
 def write_to_pipe(fd: int, data: bytes) -> None:
     """All of ``data`` to ``fd`` (a pipe, a FIFO, a device). A reader that stopped reading would
-    block the write for good: while the run finishes a stop signal ends it (KeyboardInterrupt,
-    :func:`phasescope.waits.writing_to_a_pipe`); unbuffered, so nothing is left to flush after."""
+    block the write for good: while the run finishes a stop signal ends it
+    (:class:`phasescope.waits.WriteEnded`); unbuffered, so nothing is left to flush after."""
     view = memoryview(data)
     with waits.writing_to_a_pipe():
         while view:
@@ -204,7 +204,7 @@ class LineFile:
                 write_to_pipe(self._f.fileno(), text.encode("utf-8"))
         except OSError as e:
             raise write_failed(self.path, e) from None
-        except KeyboardInterrupt:
+        except waits.WriteEnded:  # not a second signal during the run: that one stops the run's wait
             self._cut = cut_off(self.path)
 
     def close(self) -> None:
@@ -238,7 +238,7 @@ def write_json_atomically(path: str, obj, prefix: str) -> None:
             write_to_pipe(fd, (json.dumps(obj, indent=1) + "\n").encode("utf-8"))
         except OSError as e:
             raise write_failed(path, e) from None
-        except KeyboardInterrupt:
+        except waits.WriteEnded:
             raise cut_off(path) from None
         finally:
             os.close(fd)
