@@ -107,3 +107,29 @@ def test_ctrl_c_again_and_again_while_the_run_finishes_leaves_every_output_whole
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.slow  # starts a real process (sampled mode: about 2 s)
+def test_a_second_stop_signal_before_the_loop_saw_the_first_still_detaches_in_sampled_mode(build, tmp_path):
+    """Sampled mode, attached: SIGINT and SIGTERM handled together (held pending while phasescope
+    is stopped), so the second cut the loop short before it read the session's end. The summary
+    said "aborted" and the end line that the target "ended" (it runs on), where exact mode says
+    "detached"; now the loop's last events are read first (3 of 3 aborted before, 3 of 3 detached)."""
+    proc = subprocess.Popen([build("phased.c"), "0", "1"], stdout=subprocess.DEVNULL)
+    summary, out = tmp_path / "s.json", tmp_path / "out.txt"
+    try:
+        ps = subprocess.Popen(cli_command("--mode", "sampled", "--no-dashboard", "-p", str(proc.pid),
+                                          "--summary", str(summary), "-o", str(out)),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: out.exists() and "thread" in out.read_text(), 60, "a status line")
+        for sig in (signal.SIGSTOP, signal.SIGINT, signal.SIGTERM, signal.SIGCONT):
+            ps.send_signal(sig)
+        err = ps.communicate(timeout=60)[1]
+        assert ps.returncode == 130 and "Traceback" not in err, (ps.returncode, err)
+        assert json.loads(summary.read_text())["end"] == {
+            "how": "detached", "code": None, "signal": None, "reason": "stopped by SIGINT"}
+        assert "detached; target left running" in out.read_text().splitlines()[-1]
+        assert proc.poll() is None  # running on
+    finally:
+        proc.kill()
+        proc.wait()

@@ -41,6 +41,7 @@ CHECKPOINT_EVERY = 5.0  # seconds between summaries handed to the sinks
 PASS_ON_GRACE = 3.0  # seconds a spawned target has to end on a stop signal passed on, then on SIGTERM
 TICK = 0.05  # seconds between the loop's looks at the clock, for a session that wakes on a clock
 MAX_QUIET = 1.0  # seconds a session that wakes on its data may leave the loop without windows
+DRAIN_S = 1.0  # seconds the events a cut-short loop left may take to reach the end (sampled mode: at once)
 NOT_FOLLOWED_KEPT = 16  # reasons exact mode could not follow kept in the summary (the rest counted)
 
 
@@ -95,6 +96,7 @@ class LiveRun:
     def run(self, stop) -> int:
         """Trace until the target ends or ``stop.requested`` is set (a
         :class:`~phasescope.commands.runner.StopRequest`); the exit code."""
+        self._finishing = stop.finishing  # once the loop detaches (_request_stop)
         try:
             if self._stayed_stopped(stop):
                 return EXIT_OK
@@ -187,6 +189,9 @@ class LiveRun:
             self.view.tick(now)
 
     def _request_stop(self, reason: str) -> None:
+        """Detach: the run finishes from here (a further stop signal is kept, not raised: sampled
+        mode's end came after the loop had read it, so one raised there lost the detach: "aborted")."""
+        self._finishing()
         self.stop_reason = reason
         self.state.status = "detaching"
         # Last chance to ask the agent; not one the user stopped (SIGSTOP): it cannot answer, and
@@ -341,6 +346,8 @@ class LiveRun:
         if self.ended is None:
             try:
                 self.session.stop()
+                if self.session.ended is None:  # sampled mode queues its last windows and the end
+                    self._drain()
             finally:
                 self.ended = self.session.ended
         if self.passed_on is not None and self.stop_reason is None:
@@ -363,6 +370,14 @@ class LiveRun:
             self.flow.end(self.summary)
         finally:  # an output that could not be written is said after the report, not instead of it
             self._report()
+
+    def _drain(self) -> None:
+        """The events a loop cut short (a second stop signal) left before the session's end, so
+        sampled mode ends "detached" as exact mode does, not "aborted" (bounded: DRAIN_S)."""
+        for event in self.session.events(timeout=DRAIN_S):
+            if event is None or isinstance(event, Ended):
+                return
+            self._handle(event)
 
     def _report(self) -> None:
         """The end report on the terminal; it may be gone (SIGHUP): each write that fails is
