@@ -100,20 +100,26 @@ def test_a_scraper_that_hangs_up_mid_request_prints_no_traceback(capfd):
     assert capfd.readouterr().err == ""
 
 
-def test_a_scrape_being_answered_as_the_run_ends_is_answered_whole():
+def test_a_scrape_being_answered_as_the_run_ends_is_answered_whole(monkeypatch):
     """The server's threads are daemons: close() returned while a scrape was still being answered,
     and the process's end cut the answer off (seen: an empty 200, which reads as a run with no
-    series). close() now waits for it (bounded)."""
+    series). close() now waits for it (bounded; 10 s here, so a loaded machine cannot fail it)."""
     import threading
     import time
+    from phasescope.sinks import metrics
     from phasescope.sinks.metrics import MetricsServer
+    monkeypatch.setattr(metrics, "ANSWER_S", 10.0, raising=False)
     server = MetricsServer("127.0.0.1:0")
     order, got = [], {}
     server._lock.acquire()  # the scrape's collect waits here: an answer in the making
     client = threading.Thread(target=lambda: got.update(body=urllib.request.urlopen(
-        f"http://{server.address}/metrics", timeout=10).read()))
+        f"http://{server.address}/metrics", timeout=30).read()))
     client.start()
-    time.sleep(0.2)
+
+    def begun() -> bool:  # the answer is being made (before the fix nothing tells: 0.5 s)
+        answering = getattr(server, "_answering", None)
+        return time.sleep(0.5) or True if answering is None else answering._value < metrics.MAX_ANSWERING
+    wait_for(begun, 30, "the scrape's answer begun")
 
     def release():
         order.append("released")
