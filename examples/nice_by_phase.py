@@ -42,6 +42,16 @@ def connect(address, timeout=30.0):
             time.sleep(0.05)
 
 
+def events(stream):
+    """The events of a stream of lines; stops at a last line without its newline: phasescope cut
+    off a client that read too slowly as it ended, in the middle of that line."""
+    for line in stream:
+        if not line.endswith("\n"):
+            print("nice_by_phase: the stream was cut off (phasescope ended)", flush=True)
+            return
+        yield json.loads(line)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("address", help="phasescope --events address: unix:PATH or tcp:HOST:PORT")
@@ -64,8 +74,7 @@ def main():
         except OSError as e:  # the thread exited, or raising priority needs CAP_SYS_NICE
             log(f"thread {tid}: {why}: cannot set nice {value}: {e.strerror}")
 
-    for line in connect(args.address).makefile("r", encoding="utf-8"):
-        e = json.loads(line)
+    for e in events(connect(args.address).makefile("r", encoding="utf-8")):
         kind = e["event"]
         if kind == "hello":
             log(f"connected to {e['target']} (pid {e['pid']}); background phases {sorted(background)}")

@@ -75,3 +75,61 @@ def test_ctrl_c_in_the_dashboard_ends_with_the_report(tmux):
     final = t.wait_for(r"EXIT=\d+", timeout=60)
     assert "EXIT=130" in final and "Traceback" not in final, final  # the workload ended of the Ctrl-C
     assert "SIGINT passed on to it" in final
+
+
+def test_ctrl_c_again_and_again_while_the_run_finishes_leaves_every_output_whole(build, tmp_path):
+    """Exact mode, attached: Ctrl-C pressed every 20 ms from the first on. The second one used to
+    raise inside the detach or a final write: no summary and no phase database (seen 3 of 3), or
+    a profile cut off as "not written: no reader". Now the run finishes first and exits 130, the
+    target running on."""
+    import gzip
+    proc = subprocess.Popen([build("phased.c"), "0", "1"], stdout=subprocess.DEVNULL)
+    files = {name: tmp_path / name for name in ("s.json", "db.json", "p.pb.gz", "out.txt")}
+    try:
+        ps = subprocess.Popen(cli_command("--no-dashboard", "-p", str(proc.pid), "--summary", str(files["s.json"]),
+                                          "--phase-db", str(files["db.json"]), "--profile", str(files["p.pb.gz"]),
+                                          "-o", str(files["out.txt"])),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        out = files["out.txt"]
+        wait_for(lambda: out.exists() and re.search(r"#\d+ thread", out.read_text()), 60, "a phase change")
+        deadline = time.monotonic() + 60
+        while ps.poll() is None and time.monotonic() < deadline:
+            ps.send_signal(signal.SIGINT)
+            time.sleep(0.02)
+        err = ps.communicate(timeout=60)[1]
+        assert ps.returncode == 130 and "Traceback" not in err and "not written" not in err, (ps.returncode, err)
+        assert json.loads(files["s.json"].read_text())["end"] == {
+            "how": "detached", "code": None, "signal": None, "reason": "stopped by SIGINT"}
+        assert json.loads(files["db.json"].read_text())["runs"] == 1
+        assert gzip.decompress(files["p.pb.gz"].read_bytes())  # a whole gzip stream, not an empty file
+        assert "left running" in files["out.txt"].read_text().splitlines()[-1]
+        assert proc.poll() is None  # running on
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.slow  # starts a real process (sampled mode: about 2 s)
+def test_a_second_stop_signal_before_the_loop_saw_the_first_still_detaches_in_sampled_mode(build, tmp_path):
+    """Sampled mode, attached: SIGINT and SIGTERM handled together (held pending while phasescope
+    is stopped), so the second cut the loop short before it read the session's end. The summary
+    said "aborted" and the end line that the target "ended" (it runs on), where exact mode says
+    "detached"; now the loop's last events are read first (3 of 3 aborted before, 3 of 3 detached)."""
+    proc = subprocess.Popen([build("phased.c"), "0", "1"], stdout=subprocess.DEVNULL)
+    summary, out = tmp_path / "s.json", tmp_path / "out.txt"
+    try:
+        ps = subprocess.Popen(cli_command("--mode", "sampled", "--no-dashboard", "-p", str(proc.pid),
+                                          "--summary", str(summary), "-o", str(out)),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: out.exists() and "thread" in out.read_text(), 60, "a status line")
+        for sig in (signal.SIGSTOP, signal.SIGINT, signal.SIGTERM, signal.SIGCONT):
+            ps.send_signal(sig)
+        err = ps.communicate(timeout=60)[1]
+        assert ps.returncode == 130 and "Traceback" not in err, (ps.returncode, err)
+        assert json.loads(summary.read_text())["end"] == {
+            "how": "detached", "code": None, "signal": None, "reason": "stopped by SIGINT"}
+        assert "detached; target left running" in out.read_text().splitlines()[-1]
+        assert proc.poll() is None  # running on
+    finally:
+        proc.kill()
+        proc.wait()

@@ -2,6 +2,7 @@
 path (one interval at a time) and the replay path (batches) classify alike, and the final
 summary is the same whatever the order of the sinks (each sink writes only its own outputs)."""
 
+import contextlib
 import json
 import os
 import stat
@@ -150,6 +151,107 @@ def test_a_stop_signal_ends_the_wait_for_a_fifos_reader_in_one_line(tmp_path):
         with pytest.raises(PhasescopeError, match="not written: no reader opened it before the stop signal"):
             write_json_atomically(str(fifo), {"a": 1}, ".phasescope-summary-")
     late_reader.cancel()
+
+
+def test_stop_signals_while_the_run_finishes_are_kept_and_a_fifo_wait_still_ends(tmp_path, capfd):
+    """A second and third stop signal during the final writes used to raise where the write was
+    (half a profile, no summary); now they are said once and kept (the command exits 130). A wait
+    for a FIFO's reader there still ends at the next one."""
+    import signal
+    import threading
+    from phasescope.commands.runner import StopRequest
+    from phasescope.errors import PhasescopeError
+    fifo = tmp_path / "summary"
+    os.mkfifo(fifo)
+    with StopRequest() as stop:
+        os.kill(os.getpid(), signal.SIGINT)  # the first: the run is asked to stop
+        assert stop.requested == "SIGINT" and stop.again is None
+        stop.finishing()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            os.kill(os.getpid(), sig)
+        write_json_atomically(str(tmp_path / "s.json"), {"a": 1}, ".phasescope-summary-")
+        assert stop.again == "SIGTERM"
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        late_reader = open_a_reader_later(fifo)
+        with pytest.raises(PhasescopeError, match="not written: no reader opened it before the stop signal"):
+            write_json_atomically(str(fifo), {"a": 1}, ".phasescope-summary-")
+    late_reader.cancel()
+    assert json.loads((tmp_path / "s.json").read_text()) == {"a": 1}
+    assert capfd.readouterr().err.count("finishing the outputs first") == 1
+
+
+@contextlib.contextmanager
+def a_reader_that_stopped_reading_and_ctrl_c_again_and_again(fifo, finishing=True):
+    """A stop request (the first SIGINT; as the run finishes: ``finishing``), a reader of ``fifo``
+    that opened it and never reads, and SIGINT every 50 ms for 20 s; then the pipe is drained, so
+    a write a failing test blocked in ends."""
+    import signal
+    import threading
+    from phasescope.commands.runner import StopRequest
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    done = threading.Event()
+
+    def signals():
+        for _ in range(400):
+            if done.wait(0.05):
+                return
+            os.kill(os.getpid(), signal.SIGINT)
+        while not done.wait(0.05):
+            with contextlib.suppress(BlockingIOError):
+                os.read(reader, 1 << 16)
+    presses = threading.Thread(target=signals)
+    try:
+        with StopRequest() as stop:
+            os.kill(os.getpid(), signal.SIGINT)  # the first: the run is asked to stop
+            if finishing:
+                stop.finishing()
+            presses.start()
+            yield stop
+    finally:
+        done.set()
+        if presses.is_alive():
+            presses.join()
+        os.close(reader)
+
+
+def test_a_log_to_a_pipe_whose_reader_stopped_reading_is_cut_off_by_a_stop_signal_as_the_run_finishes(tmp_path):
+    """`--log FIFO` (or `>(consumer)`) whose reader opened it and then stopped reading: the final
+    writes blocked, and with stop signals kept while the run finishes, SIGINT and SIGTERM no longer
+    ended phasescope (alive after 5 of each; only SIGKILL). Now a stop signal then ends the write:
+    the log is cut off there, said at close, and the run goes on to its other outputs."""
+    from phasescope.errors import PhasescopeError
+    config = EngineConfig()
+    with a_reader_that_stopped_reading_and_ctrl_c_again_and_again(tmp_path / "log") as stop:
+        flow = Flow(config, [JsonlLog(str(tmp_path / "log"))])
+        flow.start({"target": "t", "mode": "replay", "config": config.to_dict()})
+        for seq in range(600):  # the final writes: more than a pipe holds (~560 KB; a pipe, 64 KB)
+            keys = CODE["AB"[seq // 3 % 2]]
+            flow.feed(Interval(thread=1, seq=seq, instructions=1000 * len(keys), keys=keys,
+                               counts=np.full(len(keys), 1000, dtype=np.uint64)))
+        with pytest.raises(PhasescopeError, match="log: cut off: its reader stopped reading before the stop signal"):
+            flow.close()
+        assert stop.again == "SIGINT"
+
+
+def test_a_second_stop_signal_during_the_run_still_stops_its_wait_from_inside_a_pipe_write(tmp_path):
+    """Before the run finishes, a second signal stops the run's wait wherever it lands (exit 130):
+    one inside a write to the log's pipe is not taken for a stalled reader's."""
+    from phasescope.sinks.base import LineFile
+    with a_reader_that_stopped_reading_and_ctrl_c_again_and_again(tmp_path / "log", finishing=False):
+        log = LineFile(str(tmp_path / "log"))
+        with pytest.raises(KeyboardInterrupt) as raised:
+            log.write("x" * 300_000)
+        assert type(raised.value) is KeyboardInterrupt
+        log.close()  # not cut off
+
+
+def test_a_summary_to_a_fifo_whose_reader_stopped_reading_is_cut_off_by_a_stop_signal(tmp_path):
+    """The same for `--summary FIFO` (and a phase database) larger than a pipe holds."""
+    from phasescope.errors import PhasescopeError
+    with a_reader_that_stopped_reading_and_ctrl_c_again_and_again(tmp_path / "summary"):
+        with pytest.raises(PhasescopeError, match="summary: cut off: its reader stopped reading before the stop signal"):
+            write_json_atomically(str(tmp_path / "summary"), {"a": "x" * 300_000}, ".phasescope-summary-")
 
 
 @pytest.mark.parametrize("opener", ["output", "phase_db", "locality_model"])

@@ -208,3 +208,42 @@ def test_keys_remembered_before_a_map_is_read_again_are_not_used_in_that_window(
     assert s.keys_for(np.array([libc_pc], dtype=np.uint64)).tolist() == [fnv1a32("gone") << 32 | libc_pc & 0xFFF]
     pcs = np.array([libc_pc, other.base], dtype=np.uint64)
     assert s.keys_for(pcs).tolist() == fresh.keys(pcs).tolist()
+
+
+def mmap(path: str, addr: int, length: int, pgoff: int, t: int) -> bytes:
+    """A PERF_RECORD_MMAP of PID with ``sample_id_all`` (its pid, tid, time and identifier at the end)."""
+    name = path.encode() + b"\0" * (8 - len(path) % 8)
+    body = struct.pack("<IIQQQ", PID, PID, addr, length, pgoff) + name + struct.pack("<IIQQ", PID, PID, t, IDENT)
+    return struct.pack("<IHH", 1, USER, 8 + len(body)) + body
+
+
+def test_a_library_mapped_over_a_module_keys_the_samples_after_it_and_only_those(tmp_path):
+    """A library unloaded and another mapped at its address (dlclose, dlopen): the samples before
+    the MMAP record keep the old module's key and name, those after get the new one's, within one
+    window too; the old map is forgotten once no sample of its time is left to key."""
+    other = fnv1a32("other.so") << 32 | (A - BASE)
+    chain = (USER_CONTEXT, A)
+    lib = tmp_path / "other.so"
+    lib.write_bytes(b"")  # a file on disk (not an ELF file: named by its basename)
+    s = sampler([b"".join([sample(A, 10, chain), sample(A, 11, chain),
+                           mmap(str(lib), BASE + 0x1000, 0x1000, 0x1000, 12),
+                           sample(A, 13, chain), sample(A, 14, chain)]),
+                 sample(A, 15, chain)])
+    windows = drain(s, 2)
+    assert [dict(zip(w.keys.tolist(), w.counts.tolist())) for w in windows] == [{key(A): 2, other: 2}, {other: 1}]
+    assert windows[0].frames == {key(A): ("prog", None), other: ("other.so", None)}
+    assert windows[0].stacks == [[2, key(A)], [2, other]] and windows[0].pcs.tolist() == [A, A]
+    assert s._before == [] and [m.name for m in s.modules.modules] == ["other.so"]
+
+
+def test_an_executable_mapping_of_no_file_on_disk_leaves_the_modules_alone():
+    """An injected agent (sampled mode's bursts: Frida's, from a memfd) or a mapping below its
+    file offset is no library image: taken as one it swallowed the modules around it (a chain's
+    address 0 fell inside one, and keying it raised)."""
+    chain = (USER_CONTEXT, A)
+    s = sampler([b"".join([mmap("/memfd:frida-agent-64.so (deleted)", BASE + 0x1000, 0x1000, 0x1000, 12),
+                           mmap("/bin/sh", 0x1000, 0x1000, 0x2000, 13),  # below its offset: no image
+                           sample(A, 14, chain), sample(A, 15, chain)])])
+    windows = drain(s, 1)
+    assert [dict(zip(w.keys.tolist(), w.counts.tolist())) for w in windows] == [{key(A): 2}]
+    assert s.modules.modules == [MODULE] and s._before == []

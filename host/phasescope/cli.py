@@ -105,8 +105,14 @@ def exit_now(code) -> None:
     it: exit handlers registered (Frida registers one), a thread that is not a daemon, a profiler or
     tracer (``python3 -m cProfile -o prof.out -m phasescope.cli ...`` writes its file once the
     SystemExit reaches it), a stream that cannot be flushed (the normal exit reports it), a code
-    that is not an int."""
+    that is not an int. Stop signals are ignored from here on: with the outputs written, one would
+    only end the process in the interpreter's (or Frida's) teardown, killed by the signal rather
+    than with the run's exit code."""
+    import signal
     import threading
+    from phasescope.commands.runner import STOP_SIGNALS
+    for sig in STOP_SIGNALS:  # the run has written everything: a signal now would only cut the exit short
+        signal.signal(sig, signal.SIG_IGN)
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
     if (isinstance(code, int) and not others and getattr(atexit, "_ncallbacks", lambda: 1)() == 0
             and not _observed()):

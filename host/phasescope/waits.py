@@ -29,3 +29,29 @@ def interruptible():
 def now() -> bool:
     """True inside :func:`interruptible`."""
     return _depth > 0
+
+
+_writing = 0
+
+
+class WriteEnded(KeyboardInterrupt):
+    """A stop signal ended a write to a pipe while the run finishes (:func:`writing_to_a_pipe`);
+    a KeyboardInterrupt raised there otherwise (a second signal during the run) is not one."""
+
+
+@contextlib.contextmanager
+def writing_to_a_pipe():
+    """A write to a pipe's reader, which may stop reading: once the run is finishing (when later
+    stop signals are otherwise kept, not raised), a stop signal inside this block raises
+    :class:`WriteEnded`, so a stalled reader cannot keep phasescope from ending."""
+    global _writing
+    _writing += 1
+    try:
+        yield
+    finally:
+        _writing -= 1
+
+
+def writing() -> bool:
+    """True inside :func:`writing_to_a_pipe`."""
+    return _writing > 0

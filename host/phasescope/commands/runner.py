@@ -29,12 +29,17 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 class StopRequest:
-    """A stop signal sets :attr:`requested` (the signal's name); a second one, or one during a
-    wait with nothing to finish (:func:`phasescope.waits.interruptible`), raises
-    KeyboardInterrupt. Installed for the whole run."""
+    """A stop signal sets :attr:`requested` (the signal's name); one during a wait with nothing to
+    finish (:func:`phasescope.waits.interruptible`) raises KeyboardInterrupt, and so does a second
+    one (kept in :attr:`again`: the command exits 130), unless the run is :meth:`finishing` (its
+    detach and final writes): then it is said once and kept, not raised, since an output cut off
+    there would be half a file or none (the summary, the phase database and ``--profile`` are
+    written at the end). Installed for the whole run."""
 
     def __init__(self):
         self.requested: Optional[str] = None
+        self.again: Optional[str] = None  # a stop signal after the first
+        self._finishing = self._said = False
         self._old = {}
 
     def __enter__(self) -> "StopRequest":
@@ -43,9 +48,29 @@ class StopRequest:
         return self
 
     def _handle(self, signum, frame):
-        if self.requested is not None or waits.now():
+        name = signal.Signals(signum).name
+        if waits.now():
             raise KeyboardInterrupt
-        self.requested = signal.Signals(signum).name
+        first = self.requested is None
+        if first:
+            self.requested = name
+        else:
+            self.again = name
+        if self._finishing and waits.writing():
+            raise waits.WriteEnded  # a pipe's reader stopped reading: that output is cut off (sinks/base.py)
+        if first:
+            return
+        if not self._finishing:
+            raise KeyboardInterrupt  # the run stops waiting (for a spawned target's end) and finishes
+        if not self._said:  # os.write: a print here could land inside one the run is making
+            self._said = True
+            os.write(2, f"phasescope: {name}: finishing the outputs first (they are written whole)\n".encode())
+
+    def finishing(self) -> None:
+        """From now on the run finishes (detach, the summary, the phase database, the profile): a
+        further stop signal no longer cuts it short; a wait for a FIFO's reader, or for a pipe's
+        reader to read (:func:`phasescope.waits.writing_to_a_pipe`), still ends at one."""
+        self._finishing = True
 
     def __exit__(self, *exc):
         for sig, handler in self._old.items():
@@ -121,7 +146,8 @@ class Command:
             if not self.settles_itself:
                 settled()
             with self.stop if self.ends_itself else contextlib.nullcontext():
-                return int(self.run(args) or EXIT_OK)
+                code = int(self.run(args) or EXIT_OK)
+            return EXIT_INTERRUPTED if self.stop.again else code
         except PhasescopeError as e:
             print(f"{self.prog}: error: {e}", file=sys.stderr)
             return e.exit_code

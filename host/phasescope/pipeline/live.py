@@ -45,6 +45,7 @@ TICK = 0.05  # seconds between the loop's looks at the clock, for a session that
 #: one at 97 Hz, 1.03 s), so a thread running flat out is read once a batch, not also by a timeout
 #: a moment before its ring's wake-up (twice the loop's work a batch: docs/performance.md, stop 44)
 MAX_QUIET = 1.5
+DRAIN_S = 1.0  # seconds the events a cut-short loop left may take to reach the end (sampled mode: at once)
 NOT_FOLLOWED_KEPT = 16  # reasons exact mode could not follow kept in the summary (the rest counted)
 
 
@@ -99,6 +100,7 @@ class LiveRun:
     def run(self, stop) -> int:
         """Trace until the target ends or ``stop.requested`` is set (a
         :class:`~phasescope.commands.runner.StopRequest`); the exit code."""
+        self._finishing = stop.finishing  # once the loop detaches (_request_stop)
         try:
             if self._stayed_stopped(stop):
                 return EXIT_OK
@@ -118,9 +120,15 @@ class LiveRun:
             except PhasescopeError as e:  # e.g. the log's disk is full: detach, keep the summary, say why
                 self.stop_reason = str(e)
                 raise
+            except KeyboardInterrupt:  # a second stop signal: no more waiting; finish now (exit 130)
+                pass
             finally:
+                stop.finishing()
+                if self.stop_reason is None and self.passed_on is None and stop.requested:
+                    self.stop_reason = f"stopped by {stop.requested}"  # a second signal came before the loop saw it
                 self._finish()
         finally:
+            stop.finishing()  # closing the sinks writes --profile
             self.flow.close()
             if self.symbols is not None:
                 self.symbols.close()
@@ -185,6 +193,9 @@ class LiveRun:
             self.view.tick(now)
 
     def _request_stop(self, reason: str) -> None:
+        """Detach: the run finishes from here (a further stop signal is kept, not raised: sampled
+        mode's end came after the loop had read it, so one raised there lost the detach: "aborted")."""
+        self._finishing()
         self.stop_reason = reason
         self.state.status = "detaching"
         # Last chance to ask the agent; not one the user stopped (SIGSTOP): it cannot answer, and
@@ -339,6 +350,8 @@ class LiveRun:
         if self.ended is None:
             try:
                 self.session.stop()
+                if self.session.ended is None:  # sampled mode queues its last windows and the end
+                    self._drain()
             finally:
                 self.ended = self.session.ended
         if self.passed_on is not None and self.stop_reason is None:
@@ -361,6 +374,14 @@ class LiveRun:
             self.flow.end(self.summary)
         finally:  # an output that could not be written is said after the report, not instead of it
             self._report()
+
+    def _drain(self) -> None:
+        """The events a loop cut short (a second stop signal) left before the session's end, so
+        sampled mode ends "detached" as exact mode does, not "aborted" (bounded: DRAIN_S)."""
+        for event in self.session.events(timeout=DRAIN_S):
+            if event is None or isinstance(event, Ended):
+                return
+            self._handle(event)
 
     def _report(self) -> None:
         """The end report on the terminal; it may be gone (SIGHUP): each write that fails is

@@ -136,7 +136,10 @@ class SystemRun:
                 self.status = "stopping"
                 self._kept = dict(self.sampler.processes)  # stop() forgets them: the summary names code
                 self._feed(self.sampler.stop())
+        except KeyboardInterrupt:  # a second stop signal: finish now, with the report (exit 130)
+            self.stop_reason = self.stop_reason or f"stopped by {stop.requested}"
         finally:
+            stop.finishing()
             self._finish()
         for note in view.notes + self.notes:
             print(note, file=self.out)

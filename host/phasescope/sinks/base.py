@@ -14,7 +14,8 @@ a write that fails later raises PhasescopeError (exit 1).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, TypedDict
+import stat
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, TypedDict
 
 from phasescope import waits
 from phasescope.errors import InputError, PhasescopeError
@@ -167,6 +168,51 @@ def not_read(path: str) -> PhasescopeError:
     return PhasescopeError(f"{path}: not written: no reader opened it before the stop signal")
 
 
+def cut_off(path: str) -> PhasescopeError:
+    """A pipe whose reader stopped reading, until a stop signal ended the write: exit code 1."""
+    return PhasescopeError(f"{path}: cut off: its reader stopped reading before the stop signal")
+
+
+def write_to_pipe(fd: int, data: bytes) -> None:
+    """All of ``data`` to ``fd`` (a pipe, a FIFO, a device). A reader that stopped reading would
+    block the write for good: while the run finishes a stop signal ends it
+    (:class:`phasescope.waits.WriteEnded`); unbuffered, so nothing is left to flush after."""
+    view = memoryview(data)
+    with waits.writing_to_a_pipe():
+        while view:
+            view = view[os.write(fd, view):]
+
+
+class LineFile:
+    """An output written as it goes and flushed each time (the log, ``.bb`` files). To a pipe (a
+    FIFO, ``>(consumer)``) straight to it (:func:`write_to_pipe`): if a stop signal while the run
+    finishes ends a write whose reader stopped reading, the rest is dropped and :meth:`close`
+    says so (exit 1) once the other outputs are written."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._f = open_write(path)
+        self._pipe = stat.S_ISFIFO(os.fstat(self._f.fileno()).st_mode)
+        self._cut: Optional[PhasescopeError] = None
+
+    def write(self, text: str) -> None:
+        try:
+            if not self._pipe:
+                self._f.write(text)
+                self._f.flush()
+            elif self._cut is None:
+                write_to_pipe(self._f.fileno(), text.encode("utf-8"))
+        except OSError as e:
+            raise write_failed(self.path, e) from None
+        except waits.WriteEnded:  # not a second signal during the run: that one stops the run's wait
+            self._cut = cut_off(self.path)
+
+    def close(self) -> None:
+        close_file(self._f, self.path)
+        if self._cut is not None:
+            raise self._cut
+
+
 def write_json_atomically(path: str, obj, prefix: str) -> None:
     """Replace ``path`` with ``obj`` as JSON: a temporary file in the same directory, then
     ``os.replace``, so readers never see half a file and a crash keeps the old one; an existing
@@ -183,13 +229,19 @@ def write_json_atomically(path: str, obj, prefix: str) -> None:
     if written_in_place(path):
         try:
             with waits.interruptible():  # a FIFO's open waits for a reader: a stop signal ends it
-                f = open(real, "w", encoding="utf-8")
-            with f:
-                dump(f)
+                fd = os.open(real, os.O_WRONLY)
         except OSError as e:
             raise write_failed(path, e) from None
         except KeyboardInterrupt:
             raise not_read(path) from None
+        try:
+            write_to_pipe(fd, (json.dumps(obj, indent=1) + "\n").encode("utf-8"))
+        except OSError as e:
+            raise write_failed(path, e) from None
+        except waits.WriteEnded:
+            raise cut_off(path) from None
+        finally:
+            os.close(fd)
         return
     try:
         fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(real))

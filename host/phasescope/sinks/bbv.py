@@ -5,20 +5,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from phasescope.formats.bbv import BbvEncoder, pc_map_line
-from phasescope.sinks.base import Sink, close_file, open_write, write_failed
+from phasescope.sinks.base import LineFile, Sink
 
 if TYPE_CHECKING:  # the engine loads after a live run's target has started (commands/monitor.py)
     from phasescope.engine import Interval, IntervalResult
 
 
 class BbvWriter(Sink):
-    """A ``.bb`` file (and optionally its pc map), flushed after every interval."""
+    """A ``.bb`` file (and optionally its pc map), flushed after every interval (to a pipe:
+    :class:`~phasescope.sinks.base.LineFile`)."""
 
     def __init__(self, path: str, pc_path: Optional[str] = None):
         self._encoder = BbvEncoder()
         self.path, self.pc_path = path, pc_path
-        self._f = open_write(path)
-        self._pc = open_write(pc_path) if pc_path else None
+        self._f = LineFile(path)
+        self._pc = LineFile(pc_path) if pc_path else None
         self.intervals = 0
 
     def write(self, iv: Interval) -> bool:
@@ -27,16 +28,8 @@ class BbvWriter(Sink):
             return False
         line, new = self._encoder.encode(iv.keys, iv.counts)
         if self._pc is not None and new:
-            try:
-                self._pc.write("".join(pc_map_line(i, key) for i, key in new))
-                self._pc.flush()
-            except OSError as e:
-                raise write_failed(self.pc_path, e) from None
-        try:
-            self._f.write(line)
-            self._f.flush()
-        except OSError as e:
-            raise write_failed(self.path, e) from None
+            self._pc.write("".join(pc_map_line(i, key) for i, key in new))
+        self._f.write(line)
         self.intervals += 1
         return True
 
@@ -50,7 +43,7 @@ class BbvWriter(Sink):
 
     def close(self) -> None:
         try:
-            close_file(self._f, self.path)
+            self._f.close()
         finally:
             if self._pc is not None:
-                close_file(self._pc, self.pc_path)
+                self._pc.close()

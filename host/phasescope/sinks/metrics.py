@@ -18,7 +18,9 @@ collector, so nothing is computed for a scrape that nobody makes. Series (``pid`
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
 from collections import OrderedDict
 from typing import Optional, Tuple
 
@@ -27,6 +29,8 @@ from phasescope.sinks.base import Sink
 from phasescope.sinks.events import parse_address
 
 MAX_SERIES = 1024  # threads and processes with series of their own (the most recently active)
+MAX_ANSWERING = 64  # scrapes answered at once (more wait for one to end)
+ANSWER_S = 1.0  # at close, how long the scrapes being answered get to be written
 
 
 class MetricsServer(Sink):
@@ -55,7 +59,29 @@ class MetricsServer(Sink):
             self._server, self._thread = start_http_server(port, addr=host, registry=registry)
         except OSError as e:
             raise InputError(f"--metrics {address}: cannot serve: {e.strerror or e}") from None
+        self._server.handle_error = self._client_error
+        self._answering = threading.Semaphore(MAX_ANSWERING)  # scrapes whose answer is being made or sent
+        self._server.set_app(self._counted(self._server.get_app()))
         self.address = f"[{host}]:{self._server.server_port}" if ":" in host else f"{host}:{self._server.server_port}"
+
+    def _client_error(self, request, client_address) -> None:
+        """A scraper that hung up while its request was read (a reset, a timeout) is no error of
+        the run's: the server would print its traceback on phasescope's stderr. Anything else is
+        printed, as the server does."""
+        if not isinstance(sys.exc_info()[1], OSError):
+            type(self._server).handle_error(self._server, request, client_address)
+
+    def _counted(self, app):
+        """``app`` (prometheus_client's WSGI app), holding one of :attr:`_answering` from a whole
+        request's arrival until its answer is written (the server calls the body's ``close``)."""
+        def counted(environ, start_response):
+            self._answering.acquire()
+            try:
+                return _Answer(app(environ, start_response), self._answering.release)
+            except BaseException:
+                self._answering.release()
+                raise
+        return counted
 
     def prepare(self, engine) -> None:
         self.engine = engine
@@ -138,5 +164,25 @@ class MetricsServer(Sink):
         yield accuracy
 
     def close(self) -> None:
+        """Stop serving; a scrape being answered gets up to :data:`ANSWER_S` to be written whole (the
+        server's threads are daemons: the process's end would cut it, and an empty or partial answer
+        reads as a run with no series). A client that never finished its request is not waited for."""
         self._server.shutdown()
+        deadline = time.monotonic() + ANSWER_S
+        for _ in range(MAX_ANSWERING):
+            if not self._answering.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                break
         self._server.server_close()
+
+
+class _Answer:
+    """A WSGI body that says when the server has written it (``close``, which WSGI servers call)."""
+
+    def __init__(self, body, done):
+        self.body, self.done = body, done
+
+    def __iter__(self):
+        return iter(self.body)
+
+    def close(self) -> None:
+        self.done()

@@ -26,6 +26,7 @@ PERF_SAMPLE_CALLCHAIN = 1 << 5
 PERF_SAMPLE_IDENTIFIER = 1 << 16
 PERF_FLAG_FD_CLOEXEC = 1 << 3
 PERF_EVENT_IOC_SET_OUTPUT = 0x2405  # _IO('$', 5)
+PERF_RECORD_MMAP = 1
 PERF_RECORD_LOST = 2
 PERF_RECORD_COMM = 3
 PERF_RECORD_EXIT = 4
@@ -53,6 +54,9 @@ RECORD_HEADER = struct.Struct("<IHH")
 LOST_RECORD = struct.Struct("<QQ")  # id, lost
 TASK_RECORD = struct.Struct("<IIIIQ")  # pid, ppid, tid, ptid, time
 COMM_IDS = struct.Struct("<II")  # pid, tid of a COMM record (the name follows)
+MMAP_RECORD = struct.Struct("<IIQQQ")  # pid, tid, addr, len, pgoff of an MMAP record (the file name follows)
+#: With ``sample_id_all``, a record other than a sample ends with SAMPLE_TYPE's fields but the IP.
+SAMPLE_ID = struct.Struct("<IIQQ")  # pid, tid, time, identifier
 _U64 = struct.Struct("<Q")
 
 
@@ -89,6 +93,15 @@ def comm_record(data: bytes, off: int, size: int):
     """``(pid, name)`` of the PERF_RECORD_COMM at ``off``."""
     pid, _ = COMM_IDS.unpack_from(data, off + 8)
     return pid, data[off + 16: off + size].split(b"\0", 1)[0].decode("utf-8", "replace")
+
+def mmap_record(data: bytes, off: int, size: int):
+    """``(pid, addr, length, pgoff, path, time)`` of the PERF_RECORD_MMAP at ``off`` (an executable
+    mapping; ``sample_id_all`` gives it its time)."""
+    pid, _, addr, length, pgoff = MMAP_RECORD.unpack_from(data, off + 8)
+    end = off + size - SAMPLE_ID.size
+    path = data[off + 8 + MMAP_RECORD.size: end].split(b"\0", 1)[0].decode("utf-8", "replace")
+    return pid, addr, length, pgoff, path, SAMPLE_ID.unpack_from(data, end)[2]
+
 
 class PerfEventAttr(ctypes.Structure):
     """``struct perf_event_attr`` (PERF_ATTR_SIZE_VER8, 136 bytes)."""
@@ -250,8 +263,8 @@ def wakeup_samples(window_samples: int, period_ns: int, wake_every: float = 0.0,
 def sampling_attr(period_ns: int, stacks: bool, children: bool, kernel: bool, wakeup: int,
                   clock: int = CLOCK_REALTIME) -> PerfEventAttr:
     """The CPU-clock sampling event of one process's threads (see :mod:`phasescope.sources.sampler`):
-    inherited by new threads (and by forked children with ``children``), FORK/EXIT records, a
-    wake-up every ``wakeup`` samples into a ring (:func:`wakeup_samples`)."""
+    inherited by new threads (and by forked children with ``children``), FORK/EXIT and executable
+    MMAP records, a wake-up every ``wakeup`` samples into a ring (:func:`wakeup_samples`)."""
     a = PerfEventAttr()
     a.type = PERF_TYPE_SOFTWARE
     a.size = ctypes.sizeof(PerfEventAttr)
@@ -267,6 +280,8 @@ def sampling_attr(period_ns: int, stacks: bool, children: bool, kernel: bool, wa
     a.exclude_kernel = 0 if kernel else 1
     a.exclude_hv = 1
     a.task = 1
+    a.mmap = 1  # executable mappings: a library mapped where another was (sample_code.py)
+    a.sample_id_all = 1  # ... and when, to key each sample with the modules of its time
     a.watermark = 0
     a.wakeup_watermark = wakeup  # the union's wakeup_events: samples, since watermark is 0
     a.use_clockid = 1

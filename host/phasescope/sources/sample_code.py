@@ -6,11 +6,12 @@ files on disk. :class:`SampleCode` is mixed into
 
 from __future__ import annotations
 
-from typing import List, Optional, Set
+import os
+from typing import List, Optional, Set, Tuple
 
 import numpy as np
 
-from phasescope.sources.modules import KERNEL_KEY, ModuleMap
+from phasescope.sources.modules import KERNEL_KEY, Module, ModuleMap, library_name
 from phasescope.sources.perf_map import PerfMap
 from phasescope.sources.procfs import module_map_from_proc
 
@@ -51,7 +52,49 @@ class SampleCode:
     """Keys and names of sampled code, for a sampler with ``pid``, ``modules`` (None: read from
     /proc), ``_own_modules``, ``_looked_up``, ``_kids`` (followed children: pid -> [comm, module
     map, pages looked up]), ``_perf_maps``, ``_hotspot`` (the target's :class:`HotSpotCode`) and
-    ``_names`` (an ElfSymbols), and ``_known``/``_known_of`` (remembered keys, and whose)."""
+    ``_names`` (an ElfSymbols), ``_known``/``_known_of`` (remembered keys, and whose), and
+    ``_before``/``_then`` (the target's earlier module maps, and the one a window's samples are
+    keyed with meanwhile, see :meth:`_mapped`)."""
+
+    def _mapped(self, pid: int, t: int, addr: int, length: int, pgoff: int, path: str) -> None:
+        """A PERF_RECORD_MMAP: file ``path`` mapped executable at ``addr`` at time ``t``. The
+        target's map gets it at once (a module not yet known is then not looked for in
+        /proc/PID/maps later, when /proc may show what replaced it). Where it covers a module the
+        map holds (a library unloaded and another loaded at the same address), the new one holds
+        from ``t`` on: samples taken before ``t`` are keyed with the map before (:meth:`eras`). A
+        followed child's maps are read again instead."""
+        old = self.modules_of(pid)
+        base = addr - pgoff  # the ELF header's mapping, as in /proc/PID/maps (a module's base)
+        if base < 0 or not os.path.isfile(path) or any(m.base == base and m.path == path for m in old.modules):
+            return  # no file (an injected agent's memfd), or known (loaded as the events started)
+        gone = [m for m in old.modules if m.base < addr + length and addr < m.base + m.size]
+        if any(m.base < addr + length and base < m.base + m.size for m in old.modules if m not in gone):
+            return  # not laid out as a library image: left to /proc/PID/maps
+        kid = self._kids.get(pid)
+        if kid is not None:
+            if gone:
+                kid[1], kid[2] = None, set()
+            return
+        new = Module(library_name(path, path), base, addr + length - base, path)
+        copies = [c for c in old.copies if not (c[0] < addr + length and addr < c[1])]
+        if gone:
+            self._before.append((t, old))
+        self.modules = ModuleMap([m for m in old.modules if m not in gone] + [new], copies)
+
+    def eras(self, pid: int, times: np.ndarray) -> List[Tuple[int, int, Optional[ModuleMap]]]:
+        """``(start, stop, map)`` of runs of a window's samples (``times`` ascending) by the module
+        map of their time: an earlier map of the target, or None for the current one."""
+        if pid != self.pid or not self._before:
+            return [(0, len(times), None)]
+        era = np.searchsorted(np.array([t for t, _ in self._before], dtype=np.uint64), times, side="right")
+        cuts = [0] + (np.flatnonzero(np.diff(era)) + 1).tolist() + [len(times)]
+        return [(a, b, self._before[era[a]][1] if era[a] < len(self._before) else None)
+                for a, b in zip(cuts, cuts[1:])]
+
+    def forget_eras(self, oldest: int) -> None:
+        """Forget the maps of before ``oldest``, the time of the oldest sample still to be keyed."""
+        while self._before and self._before[0][0] <= oldest:
+            self._before.pop(0)
 
     def perf_map(self, pid: int) -> PerfMap:
         """Process ``pid``'s perf map (JIT code's names), read when first needed."""
@@ -77,7 +120,7 @@ class SampleCode:
     def modules_of(self, pid: int) -> ModuleMap:
         """The module map of process ``pid`` (a followed child's own, else the target's)."""
         kid = self._kids.get(pid)
-        mm = kid[1] if kid is not None else self.modules
+        mm = kid[1] if kid is not None else self.modules if self._then is None else self._then
         return mm if mm is not None else ModuleMap()
 
     def keys_for(self, ips: np.ndarray, pid: Optional[int] = None) -> np.ndarray:
@@ -115,7 +158,7 @@ class SampleCode:
         return self._known
 
     def _target_keys(self, ips: np.ndarray) -> np.ndarray:
-        if self._own_modules:
+        if self._own_modules and self._then is None:  # an earlier map (:meth:`eras`) is as it was
             self.modules, self._looked_up = refreshed_modules(self.pid, ips, self.modules, self._looked_up)
-        keys = self.perf_map(self.pid).keys(ips, stable_keys(self.modules, ips))
+        keys = self.perf_map(self.pid).keys(ips, stable_keys(self.modules_of(self.pid), ips))
         return self._hotspot.keys(ips, keys, self.modules_of(self.pid))

@@ -1,6 +1,6 @@
 """What a :class:`~phasescope.sources.sampler.Sampler` keeps of the records it reads from its rings:
 the target's (and followed children's) samples, as a structured array in ring order, with
-LOST, FORK, EXIT and COMM records handled where they fall. :class:`SampleRecords` is mixed into
+LOST, FORK, EXIT, MMAP and COMM records handled where they fall. :class:`SampleRecords` is mixed into
 the Sampler, whose state it reads and counts in.
 
 Two ways, one result. With call chains (``stacks``) a sample record's size varies, so the records
@@ -20,8 +20,9 @@ import numpy as np
 from phasescope.sources.modules import KERNEL_KEY
 from phasescope.sources.perf_event import (CHAIN_AT, LOST_RECORD, PERF_RECORD_COMM, PERF_RECORD_EXIT,
                                           PERF_RECORD_FORK, PERF_RECORD_LOST, PERF_RECORD_MISC_COMM_EXEC,
-                                          PERF_RECORD_MISC_CPUMODE_MASK, PERF_RECORD_MISC_USER, PERF_RECORD_SAMPLE,
-                                          RECORD_HEADER, SAMPLE_RECORD, TASK_RECORD, comm_record)
+                                          PERF_RECORD_MISC_CPUMODE_MASK, PERF_RECORD_MISC_USER, PERF_RECORD_MMAP,
+                                          PERF_RECORD_SAMPLE, RECORD_HEADER, SAMPLE_RECORD, TASK_RECORD, comm_record,
+                                          mmap_record)
 from phasescope.sources.procfs import process_comm
 
 #: An accepted sample: its IP (or KERNEL_KEY), thread, time and raw user call chain (the record's
@@ -164,7 +165,7 @@ class SampleRecords:
             self._kids[pid] = [process_comm(pid), None, set()]
 
     def _record(self, data: bytes, rtype: int, misc: int, off: int, size: int, exits: List[int]) -> None:
-        """A LOST, FORK, EXIT or COMM record (the target's, or a followed child's)."""
+        """A LOST, FORK, EXIT, MMAP or COMM record (the target's, or a followed child's)."""
         if rtype == PERF_RECORD_LOST:
             self.lost += LOST_RECORD.unpack_from(data, off + 8)[1]
         elif rtype == PERF_RECORD_FORK:
@@ -177,6 +178,10 @@ class SampleRecords:
             rpid, _, tid, _, t = TASK_RECORD.unpack_from(data, off + 8)
             if self._is_followed(rpid):
                 exits.append((tid, t))
+        elif rtype == PERF_RECORD_MMAP:
+            pid, addr, length, pgoff, path, t = mmap_record(data, off, size)
+            if self._is_followed(pid) and path.startswith("/"):
+                self._mapped(pid, t, addr, length, pgoff, path)
         elif rtype == PERF_RECORD_COMM and misc & PERF_RECORD_MISC_COMM_EXEC:
             rpid, name = comm_record(data, off, size)
             kid = self._kids.get(rpid)

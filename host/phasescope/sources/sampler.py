@@ -147,6 +147,8 @@ class Sampler(SampleRecords, SampleCode):
         self._before_exec = before_exec
         self._looked_up: Set[int] = set()  # code pages already looked for in /proc/PID/maps
         self._known, self._known_of = {}, None  # keys of addresses in the target's modules (SampleCode)
+        self._before: List[tuple] = []  # (time, the target's module map until then): SampleCode.eras
+        self._then: Optional[ModuleMap] = None  # the earlier map a window's samples are keyed with now
         self.samples = self.lost = self.duplicates = self.foreign = self.kernel_samples = self.leaf_only = 0
         self.threads: Set[int] = set()
         self._t: Dict[int, _Thread] = {}
@@ -326,6 +328,10 @@ class Sampler(SampleRecords, SampleCode):
                 if not final:
                     out.extend(self._cut(th, final=True))
                 self._retire(th)
+        if self._before:  # the samples still to be keyed: those held back, and those of unfinished windows
+            pending = [int(th.recs[0]["time"][0]) for th in self._t.values() if th.recs and len(th.recs[0])]
+            held = [int(self._held["time"].min())] if len(self._held) else []
+            self.forget_eras(min(pending + held + [watermark]))
         return out
 
     def _vanished(self) -> List[int]:
@@ -351,8 +357,13 @@ class Sampler(SampleRecords, SampleCode):
 
     def _window(self, th: _Thread, recs: np.ndarray, partial: bool) -> Interval:
         ips, times = recs["ip"], recs["time"]
-        uniq, counts = unique_counts(ips)
-        keys = self.keys_for(uniq, th.pid)
+        parts = [self._keyed(th.pid, recs[a:b], then) for a, b, then in self.eras(th.pid, times)]
+        keys, counts, uniq = parts[0][:3]
+        if len(parts) > 1:  # a library replaced mid-window: one entry per key
+            keys, first, which = np.unique(np.concatenate([p[0] for p in parts]), return_index=True,
+                                           return_inverse=True)
+            counts = np.bincount(which, weights=np.concatenate([p[1] for p in parts])).astype(np.int64)
+            uniq = np.concatenate([p[2] for p in parts])[first]
         begin = th.last_end or int(times[0]) - self.period_ns
         end = int(times[-1])
         th.last_end = end
@@ -363,12 +374,27 @@ class Sampler(SampleRecords, SampleCode):
         if kid is not None:  # a child's window says whose it is; the target's carry no pid
             iv.pid, iv.comm = th.pid, kid[0]
         if self.stacks:
-            iv.stacks, iv.frames, leaf_only = window_stacks(
-                ips, recs["chain"], self.modules_of(th.pid), lambda a: self.keys_for(a, th.pid),
-                lambda pcs: self.names(pcs, th.pid), self.perf_map(th.pid), self._frames.setdefault(th.pid, {}))
-            self.leaf_only += leaf_only
+            iv.stacks, iv.frames = [s for p in parts for s in p[3]], {k: v for p in parts for k, v in p[4].items()}
         th.seq += 1
         return iv
+
+    def _keyed(self, pid: int, recs: np.ndarray, then: Optional[ModuleMap]) -> tuple:
+        """``(keys, counts, pcs, stacks, frames)`` of samples of process ``pid`` taken under one
+        module map (``then``: an earlier one of the target's, :meth:`SampleCode.eras`)."""
+        self._then = then
+        try:
+            ips = recs["ip"]
+            uniq, counts = unique_counts(ips)
+            keys = self.keys_for(uniq, pid)
+            stacks, frames = None, {}
+            if self.stacks:
+                stacks, frames, leaf_only = window_stacks(
+                    ips, recs["chain"], self.modules_of(pid), lambda a: self.keys_for(a, pid),
+                    lambda pcs: self.names(pcs, pid), self.perf_map(pid), self._frames.setdefault(pid, {}))
+                self.leaf_only += leaf_only
+            return keys, counts, uniq, stacks, frames
+        finally:
+            self._then = None
 
     # -- thread lifetimes and teardown ----------------------------------------------------
     def _retire(self, th: _Thread) -> None:

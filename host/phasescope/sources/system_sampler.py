@@ -142,6 +142,7 @@ class SystemSampler(Sampler):
     def _attr(self):
         a = super()._attr()
         a.inherit = a.inherit_thread = 0  # CPU-wide: every task on the CPU, nothing to inherit
+        a.mmap = 0  # a library replaced at the same address is followed for one process (Sampler), not here
         a.comm = a.comm_exec = 1
         return a
 
