@@ -24,8 +24,9 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "host"))
 sys.path.insert(0, HERE)
-from phasescope.commands.options import add_engine_options, engine_config_from_args  # noqa: E402
+from phasescope.errors import InputError  # noqa: E402
 from phasescope.formats.log import read_log  # noqa: E402
+from sample_keys import replay_config, split_argv  # noqa: E402
 
 
 def window_activity(iv, prefix: str):
@@ -45,32 +46,37 @@ def window_activity(iv, prefix: str):
     return top if n >= 0.6 * total else None
 
 
+def scored(rows: list, busiest: int) -> str:
+    """The ARI of (activity, phase, thread) rows, over every thread and over the ``busiest`` one."""
+    from sklearn.metrics import adjusted_rand_score
+    acts, ph, th = (np.array(x) for x in zip(*rows))
+    one = th == busiest
+    return (f"ARI every thread {adjusted_rand_score(acts, ph):.2f}, busiest thread "
+            f"{adjusted_rand_score(acts[one], ph[one]):.2f} ({int(one.sum())}); activities "
+            f"{len(set(acts.tolist()))}, phases {len(set(ph.tolist()))}")
+
+
 def main() -> int:
-    argv = sys.argv[1:]
-    replay = argv[argv.index("--") + 1:] if "--" in argv else []
-    argv = argv[:argv.index("--")] if "--" in argv else argv
+    argv, replay = split_argv(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("logs", nargs="+")
     ap.add_argument("--prefix", default="main.act", help="the activity functions' common name prefix")
     args = ap.parse_args(argv)
-    from sklearn.metrics import adjusted_rand_score
     from run import classify  # bench/truth/run.py (imported here: bench/quality has a run.py too)
-    rp = argparse.ArgumentParser(prog="replay options")
-    add_engine_options(rp)
-    config = engine_config_from_args(rp.parse_args(replay), interval_default=None, preset_default="sampled")
+    config = replay_config(replay)
     for path in args.logs:
-        ivs = list(read_log(path))
-        if not ivs or not any(iv.stacks for iv in ivs):
-            print(f"{path}: no call stacks in the log", file=sys.stderr)
+        try:
+            ivs = list(read_log(path))
+        except InputError as e:
+            print(f"stack_truth.py: {e}", file=sys.stderr)
             return 2
-        phases, _, _ = classify(ivs, config)
-        rows = [(a, p, iv.thread) for iv, p in zip(ivs, phases) if (a := window_activity(iv, args.prefix))]
-        acts, ph, th = (np.array(x) for x in zip(*rows))
-        busiest = Counter(iv.thread for iv in ivs).most_common(1)[0][0]
-        one = th == busiest
-        print(f"{os.path.basename(path)}: {len(ivs)} windows, {len(rows)} named; ARI every thread "
-              f"{adjusted_rand_score(acts, ph):.2f}, busiest thread {adjusted_rand_score(acts[one], ph[one]):.2f} "
-              f"({int(one.sum())}); activities {len(set(acts.tolist()))}, phases {len(set(ph.tolist()))}")
+        rows = [(a, p, iv.thread) for iv, p in zip(ivs, classify(ivs, config)[0])
+                if (a := window_activity(iv, args.prefix))]
+        if not rows:
+            print(f"{path}: no window's stacks name an activity (--prefix {args.prefix}; recorded with stacks?)")
+            continue
+        print(f"{os.path.basename(path)}: {len(ivs)} windows, {len(rows)} named; "
+              + scored(rows, Counter(iv.thread for iv in ivs).most_common(1)[0][0]))
     return 0
 
 
