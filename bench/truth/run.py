@@ -79,6 +79,14 @@ def classify(intervals, config):
     return phases, np.array([-1 if r.prediction is None else r.prediction for r in results]), live
 
 
+def classify_every(every, busiest, config):
+    """:func:`classify` with every thread's windows fed in order, as a live run feeds them to one
+    engine; the busiest thread's (``busiest``, from :func:`main_thread`) kept."""
+    phases, predictions, live = classify(every, config)
+    keep = np.array([iv.thread == busiest[0].thread for iv in every])
+    return phases[keep], predictions[keep], live[keep]
+
+
 def baseline(intervals, threshold: float = 1.0):
     """Issue 15's 20-line page leader-follower: the floor to beat."""
     reps, phases = [], []
@@ -122,9 +130,14 @@ def main() -> int:
     ap.add_argument("--own-clock", action="store_true",
                     help="score against each workload's own CPU reading, not its wall-clock stamps placed among the "
                          "windows (truth_score.place_truth)")
+    ap.add_argument("--every-thread", action="store_true",
+                    help="replay every thread's windows together, as a live run feeds them (default: the busiest "
+                         "thread's alone); scored on the busiest thread's")
     ap.add_argument("--no-short-builtin-calls", action="store_true",
                     help="run node with that flag (its builtins not copied next to its JIT code)")
     args = ap.parse_args(argv)
+    if args.every_thread and args.merge != 1:
+        ap.error("--every-thread replays the windows as recorded: no --merge")
     if args.no_short_builtin_calls:
         NODE_FLAGS.append("--no-short-builtin-calls")
     rp = argparse.ArgumentParser(prog="replay options")
@@ -146,13 +159,18 @@ def main() -> int:
         log = os.path.join(out_dir, w.name + ".jsonl")
         if not (args.reuse and os.path.exists(log) and os.path.exists(w.truth(out_dir))):
             record(w, out_dir, args.rate, args.window)
-        intervals = main_thread(list(read_log(log)))
+        every = list(read_log(log))
+        intervals = main_thread(every)
         intervals = [merge(intervals[i:i + args.merge], i // args.merge) for i in range(0, len(intervals), args.merge)]
         cpu = np.array([iv.cpu_ns for iv in intervals], dtype=np.float64)
         truth = read_truth(w.truth(out_dir), own=args.own_clock)
         name = w.name + ("*" if w.split == "held-out" else "")
         for who, run in (("phasescope", classify), ("baseline", baseline), ("simpoint", simpoint)):
-            phases, preds, live = run(intervals, config) if who == "phasescope" else run(intervals)
+            if who != "phasescope":
+                phases, preds, live = run(intervals)
+            else:
+                phases, preds, live = classify_every(every, intervals, config) if args.every_thread else \
+                    run(intervals, config)
             s = score_stream(cpu, phases, preds, truth, live)
             rows[who].append(s)
             if not args.markdown:
