@@ -12,10 +12,11 @@ from typing import Callable, List
 TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
-def user_ns(pid: int) -> int:
-    """User CPU time of ``pid``'s main thread, ns (10 ms ticks); -1 once it has gone."""
+def user_ns(pid: int, every_thread: bool = False) -> int:
+    """User CPU time of ``pid``'s main thread (``every_thread``: of all its threads), ns (10 ms
+    ticks); -1 once it has gone."""
     try:
-        with open(f"/proc/{pid}/task/{pid}/stat") as f:
+        with open(f"/proc/{pid}/stat" if every_thread else f"/proc/{pid}/task/{pid}/stat") as f:
             return int(f.read().rsplit(") ", 1)[1].split()[11]) * TICK_NS
     except (FileNotFoundError, ProcessLookupError):
         return -1

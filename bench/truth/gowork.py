@@ -22,7 +22,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attach import TICK_NS, attach, finish, run_activities  # noqa: E402
+from attach import attach, finish, run_activities, user_ns  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -37,12 +37,6 @@ class UnixHTTP(http.client.HTTPConnection):
     def connect(self) -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(self.path)
-
-
-def process_user_ns(pid: int) -> int:
-    """User CPU time of every thread of ``pid``, ns (10 ms ticks)."""
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(") ", 1)[1].split()[11]) * TICK_NS
 
 
 def main() -> int:
@@ -69,7 +63,7 @@ def main() -> int:
             get(name)
         tracer = attach(phasescope, server.pid)
         run_activities(a.truth, a.kinds.split(","), a.order, float(a.seconds), int(a.seed),
-                       lambda: process_user_ns(server.pid), get)
+                       lambda: user_ns(server.pid, every_thread=True), get)
         conn.close()
     finally:
         server.send_signal(signal.SIGTERM)

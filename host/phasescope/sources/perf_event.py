@@ -94,6 +94,7 @@ def comm_record(data: bytes, off: int, size: int):
     pid, _ = COMM_IDS.unpack_from(data, off + 8)
     return pid, data[off + 16: off + size].split(b"\0", 1)[0].decode("utf-8", "replace")
 
+
 def mmap_record(data: bytes, off: int, size: int):
     """``(pid, addr, length, pgoff, path, time)`` of the PERF_RECORD_MMAP at ``off`` (an executable
     mapping; ``sample_id_all`` gives it its time)."""
