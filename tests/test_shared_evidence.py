@@ -1,5 +1,5 @@
 """Sampled mode: the threads of one process count the evidence for a shown change together, and a
-change that has come as often as "no change" is not shown (issue 27, stop 45)."""
+change that has come as often as "no change" is shown only after three of each (issue 27, stop 45)."""
 
 from phasescope.engine import EngineConfig, PhaseEngine
 from phasescope.engine.config import PredictorConfig
@@ -44,10 +44,10 @@ def test_a_thread_that_takes_over_a_cycle_foretells_it_from_what_the_other_threa
     assert all(r.prediction == r.phase for r in one[len(serve) + 1:])
 
 
-def test_a_change_that_came_as_often_as_no_change_is_not_shown_on_sampled_streams():
+def test_a_tie_of_two_changes_and_two_stays_is_not_shown_on_sampled_streams():
     # A runs 3 or 2 windows in turn before B: at A's run 2 (B known to follow), a change and "no
-    # change" have come twice each. Sampled streams (the page tracker's) show no change there;
-    # exact streams keep showing the tie as before.
+    # change" have come twice each. Sampled streams (the page tracker's, whose threads count
+    # together) show no change there; exact streams keep showing the tie as before.
     stream = [0] * 2 + [1] * 4 + ([0] * 3 + [1] * 4 + [0] * 2 + [1] * 4) * 2 + [0] * 2
     shown = {}
     for leaving in (True, False):

@@ -2,8 +2,8 @@
 
 The phase table is shared by all threads of a process (the same code is the same phase ID);
 each thread has its own predictors, fed its own phase stream (in sampled mode they count the
-evidence for ``measured``'s changes together: :func:`phasescope.engine.predict.process_evidence`). ``feed`` (live) is ``feed_many``
-(replay) on one interval, so both give identical results. ``feed_many`` hashes the whole batch
+evidence for ``measured``'s changes together: :func:`phasescope.engine.predict.process_evidence`).
+``feed`` (live) is ``feed_many`` (replay) on one interval, so both give identical results. ``feed_many`` hashes the whole batch
 at once; only the table match, the predictors and the statistics run per interval, and its
 callbacks run after the batch is classified.
 """

@@ -14,7 +14,7 @@ own (``hybrid``, ``gated``, ``measured``, ``order_length``, ``cycle``, ``context
   right more often than "no change" at the same (phase, run length, held) context
   (:class:`phasescope.engine.predictors.Measured`). On the page tracker's streams the threads of
   one process count those contexts together (``evidence``, :func:`process_evidence`), and a tie
-  shows no change.
+  is shown only after ``SHARED_TIE`` of each.
 - ``order_length``: the phase order and the run lengths learned apart, a change claimed where both
   speak and shown once claims of its kind have been right more often than not
   (:class:`phasescope.engine.predictors.OrderLength`).
@@ -47,6 +47,7 @@ from phasescope.engine.contexts import RunContexts
 HYBRID_MEMBERS = ("gpht", "rle_markov_q", "duration", "rle_markov", "last_phase")  # ties: the first
 GATED_MEMBER = "rle_markov"  # whose change predictions ``gated`` passes on once confirmed
 EVIDENCE_ENTRIES = 4 * 4096  # contexts a process's threads count together (one thread's: 4096)
+SHARED_TIE = 3  # counted together, a tie is shown after 3 of each (one thread's: 2; tuned on go-*-A)
 
 
 def process_evidence() -> LruTable:
@@ -78,7 +79,7 @@ class ThreadPredictors:
 
     ``evidence``: the table of ``measured``'s counts, shared by the threads of a process
     (:func:`process_evidence`; None: the thread's own); the page tracker's streams show no change
-    where a change and "no change" have come equally often.
+    where a change and "no change" have come equally often, until each has come ``SHARED_TIE`` times.
     """
 
     def __init__(self, config: PredictorConfig, leaving: bool = False, evidence: Optional[LruTable] = None):
@@ -88,7 +89,7 @@ class ThreadPredictors:
         self.confidences = Confidence()
         self.hybrid = Hybrid(self.confidences, HYBRID_MEMBERS)
         self.gated = Gated(self.confidences)
-        self.measured = Measured(table=evidence, tie=None if leaving else Measured.TIE)
+        self.measured = Measured(table=evidence, tie=SHARED_TIE if leaving else Measured.TIE)
         self.order_length = OrderLength(config.rle_entries)
         self.periodic = Periodic()
         self.run_contexts = RunContexts()  # exact mode's ``context``: a third proposer

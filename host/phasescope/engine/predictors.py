@@ -253,18 +253,18 @@ class Measured:
     (``stays``: last-phase's accuracy there) and how often it was the candidate (``hits``: the
     change's accuracy there). Two contexts are counted: ``(phase, run_key(run), candidate)`` and
     the same with the tracker's held flag; the finer one decides once it has been seen ``FINE``
-    times. The candidate is shown when ``hits > stays`` (or they tie at ``tie`` or more; ``None``:
-    a tie shows no change); the confidence shown is the measured accuracy of what is shown
-    (``UNSEEN`` at a context not seen before). ``table``: the counts, which the threads of one
-    process may share (sampled mode: a thread that runs a share of a server's work has few runs of
-    its own, and one lucky change opened a context; docs/quality.md, stop 45).
+    times. The candidate is shown when ``hits > stays`` (or they tie at ``tie`` or more); the
+    confidence shown is the measured accuracy of what is shown (``UNSEEN`` at a context not seen
+    before). ``table``: the counts, which the threads of one process may share (sampled mode: a
+    thread that runs a share of a server's work has few runs of its own, and one lucky change
+    opened a context; docs/quality.md, stop 45).
     """
 
     UNSEEN = 0.5
     TIE = 2
     FINE = 2
 
-    def __init__(self, entries: int = 4096, table: Optional[LruTable] = None, tie: Optional[int] = TIE):
+    def __init__(self, entries: int = 4096, table: Optional[LruTable] = None, tie: int = TIE):
         self.table, self.tie = LruTable(entries) if table is None else table, tie
         self._open: Tuple[Hashable, ...] = ()  # contexts awaiting the next phase
         self._last: Optional[int] = None
@@ -294,7 +294,7 @@ class Measured:
             return phase, self.UNSEEN
         n, stays, hits = e
         self.stay_accuracy = stays / n
-        if candidate is not None and (hits > stays or self.tie is not None and hits == stays >= self.tie):
+        if candidate is not None and (hits > stays or hits == stays >= self.tie):
             return candidate, hits / n
         return phase, stays / n
 
