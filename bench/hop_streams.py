@@ -65,6 +65,14 @@ def scored(labels: list, own: bool) -> list:
     return out
 
 
+def summary(rows: list) -> str:
+    """One line over threads' :func:`scored` rows."""
+    points = np.array([100 * d / n for n, d, _, _ in rows])
+    foretold = sum(r[3] for r in rows) / max(1, sum(r[2] for r in rows))
+    return (f"{len(rows)} threads, shown - last-phase mean {points.mean():+.2f} points, worst {points.min():+.1f}, "
+            f"below by more than 1 point {int(np.sum(points < -1))}; changes foretold {foretold:.2f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--burst", default="5,30,100", help="comma-separated burst lengths, in samples")
@@ -76,13 +84,8 @@ def main() -> int:
     ap.add_argument("--own", action="store_true", help="each thread counts its own evidence")
     args = ap.parse_args()
     for burst in (int(b) for b in args.burst.split(",")):
-        rows = [r for seed in range(args.seeds)
-                for r in scored(streams(seed, args.kinds, args.threads, args.budget, burst, args.turns), args.own)
-                if r[0] >= 20]
-        points = np.array([100 * d / n for n, d, _, _ in rows])
-        print(f"burst {burst}: {len(rows)} threads, shown - last-phase mean {points.mean():+.2f} points, worst "
-              f"{points.min():+.1f}, below by more than 1 point {int(np.sum(points < -1))}; changes foretold "
-              f"{sum(r[3] for r in rows) / max(1, sum(r[2] for r in rows)):.2f}")
+        print(f"burst {burst}: " + summary([r for seed in range(args.seeds) for r in scored(
+            streams(seed, args.kinds, args.threads, args.budget, burst, args.turns), args.own) if r[0] >= 20]))
     return 0
 
 
