@@ -123,4 +123,8 @@ WORKLOADS = [
     Workload("go-random-B", "go", "held-out", "json,regex,sha,deflate,sort,bigint,template,strconv,map,crc",
              "random", 4, 40),
     Workload("go-cycle-B", "go", "held-out", "json,template,map,strconv", "cycle", 4, 40),
+    # issue 27, stop 45: a tuning half for the Go server (the shown prediction with every thread replayed)
+    Workload("go-cycle-A", "go", "tune", "regex,sha,sort,crc", "cycle", 1, 40),
+    Workload("go-random-A", "go", "tune", "json,regex,sha,deflate,sort,bigint,template,strconv,map,crc",
+             "random", 1, 40),
 ]

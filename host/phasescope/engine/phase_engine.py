@@ -1,8 +1,9 @@
 """The phase engine: tracker + per-thread predictors + statistics, fed one :class:`Interval` at a time.
 
 The phase table is shared by all threads of a process (the same code is the same phase ID);
-each thread has its own predictors, fed its own phase stream. ``feed`` (live) is ``feed_many``
-(replay) on one interval, so both give identical results. ``feed_many`` hashes the whole batch
+each thread has its own predictors, fed its own phase stream (in sampled mode they count the
+evidence for ``measured``'s changes together: :func:`phasescope.engine.predict.process_evidence`).
+``feed`` (live) is ``feed_many`` (replay) on one interval, so both give identical results. ``feed_many`` hashes the whole batch
 at once; only the table match, the predictors and the statistics run per interval, and its
 callbacks run after the batch is classified.
 """
@@ -19,7 +20,7 @@ from phasescope.engine.bursts import burst_summary
 from phasescope.engine.interval import Interval
 from phasescope.engine.config import EngineConfig, TrackerConfig  # noqa: F401
 from phasescope.engine.macro import MacroTracker
-from phasescope.engine.predict import PREDICTORS, Scoreboard, ThreadPredictors
+from phasescope.engine.predict import PREDICTORS, Scoreboard, ThreadPredictors, process_evidence
 from phasescope.engine.stats import Stats
 from phasescope.engine.page_tracker import PageTracker
 from phasescope.engine.phase_table import Match
@@ -105,6 +106,8 @@ class PhaseEngine:
         self.recent: deque = deque(maxlen=recent)  # latest IntervalResults (footprints for a heat map)
         self.skipped_empty = 0
         self._predictors: Dict[int, ThreadPredictors] = {}
+        #: sampled mode: the threads count ``measured``'s contexts together (predict.process_evidence)
+        self._evidence = process_evidence() if self.config.tracker.method == "pages" else None
         self._subscribers: List[Callable[[IntervalResult, Interval], None]] = []
         self._seq = 0
 
@@ -148,7 +151,7 @@ class PhaseEngine:
             predictors = self._predictors.get(iv.thread)
             if predictors is None:
                 predictors = self._predictors[iv.thread] = ThreadPredictors(
-                    self.config.predictors, leaving=self.config.tracker.method == "pages")
+                    self.config.predictors, leaving=self.config.tracker.method == "pages", evidence=self._evidence)
             predicted = self.scoreboard.score(iv.thread, m.phase)
             if m.merged is not None:
                 self.stats.merged(*m.merged)

@@ -12,7 +12,9 @@ own (``hybrid``, ``gated``, ``measured``, ``order_length``, ``cycle``, ``context
   only once confirmed at their (phase, run length) context.
 - ``measured``: the hybrid's (or the duration predictor's) change, shown only where it has been
   right more often than "no change" at the same (phase, run length, held) context
-  (:class:`phasescope.engine.predictors.Measured`).
+  (:class:`phasescope.engine.predictors.Measured`). On the page tracker's streams the threads of
+  one process count those contexts together (``evidence``, :func:`process_evidence`), and a tie
+  is shown only after ``SHARED_TIE`` of each.
 - ``order_length``: the phase order and the run lengths learned apart, a change claimed where both
   speak and shown once claims of its kind have been right more often than not
   (:class:`phasescope.engine.predictors.OrderLength`).
@@ -38,12 +40,23 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from phasescope.engine.config import PREDICTORS, PRIMARY, PredictorConfig  # noqa: F401
-from phasescope.engine.predictors import (STREAM_PREDICTORS, ChangeGate, Confidence, Gated, Hybrid, Measured,
-                                          OrderLength, Periodic, context_of)
+from phasescope.engine.predictors import (STREAM_PREDICTORS, ChangeGate, Confidence, Gated, Hybrid, LruTable,
+                                          Measured, OrderLength, Periodic, context_of)
 from phasescope.engine.contexts import RunContexts
 
 HYBRID_MEMBERS = ("gpht", "rle_markov_q", "duration", "rle_markov", "last_phase")  # ties: the first
 GATED_MEMBER = "rle_markov"  # whose change predictions ``gated`` passes on once confirmed
+EVIDENCE_ENTRIES = 4 * 4096  # contexts a process's threads count together (one thread's: 4096)
+SHARED_TIE = 3  # counted together, a tie is shown after 3 of each (one thread's: 2; tuned on go-*-A)
+
+
+def process_evidence() -> LruTable:
+    """The counts of ``measured``'s contexts that the threads of one process share on the page
+    tracker's streams (:class:`ThreadPredictors` ``evidence``). A thread that runs a share of a
+    server's work (Go moves its handler between 4-5 threads) sees each context a few times, and a
+    context opened by one lucky change lost to last-phase by up to 5 points; counted together,
+    the threads that run the same phases learn from each other (docs/quality.md, stop 45)."""
+    return LruTable(EVIDENCE_ENTRIES)
 
 
 class ThreadPredictors:
@@ -63,16 +76,20 @@ class ThreadPredictors:
     streams only. Sampled windows cut an activity of fixed CPU time into runs that
     vary by a window, which the confidence of an exact-length context never trusts
     (bench/truth/run.py: changes foretold on the fixed cycles 0-30% -> 74-82%).
+
+    ``evidence``: the table of ``measured``'s counts, shared by the threads of a process
+    (:func:`process_evidence`; None: the thread's own); the page tracker's streams show no change
+    where a change and "no change" have come equally often, until each has come ``SHARED_TIE`` times.
     """
 
-    def __init__(self, config: PredictorConfig, leaving: bool = False):
+    def __init__(self, config: PredictorConfig, leaving: bool = False, evidence: Optional[LruTable] = None):
         self.leaving = leaving  # the page tracker's: show the next phase when a change is due or held
         self.shown = config.shown
         self.predictors = {name: make(config) for name, make in STREAM_PREDICTORS.items()}
         self.confidences = Confidence()
         self.hybrid = Hybrid(self.confidences, HYBRID_MEMBERS)
         self.gated = Gated(self.confidences)
-        self.measured = Measured()
+        self.measured = Measured(table=evidence, tie=SHARED_TIE if leaving else Measured.TIE)
         self.order_length = OrderLength(config.rle_entries)
         self.periodic = Periodic()
         self.run_contexts = RunContexts()  # exact mode's ``context``: a third proposer

@@ -253,17 +253,19 @@ class Measured:
     (``stays``: last-phase's accuracy there) and how often it was the candidate (``hits``: the
     change's accuracy there). Two contexts are counted: ``(phase, run_key(run), candidate)`` and
     the same with the tracker's held flag; the finer one decides once it has been seen ``FINE``
-    times. The candidate is shown when ``hits > stays`` (or they tie at ``TIE`` or more); the
+    times. The candidate is shown when ``hits > stays`` (or they tie at ``tie`` or more); the
     confidence shown is the measured accuracy of what is shown (``UNSEEN`` at a context not seen
-    before).
+    before). ``table``: the counts, which the threads of one process may share (sampled mode: a
+    thread that runs a share of a server's work has few runs of its own, and one lucky change
+    opened a context; docs/quality.md, stop 45).
     """
 
     UNSEEN = 0.5
     TIE = 2
     FINE = 2
 
-    def __init__(self, entries: int = 4096):
-        self.table = LruTable(entries)
+    def __init__(self, entries: int = 4096, table: Optional[LruTable] = None, tie: int = TIE):
+        self.table, self.tie = LruTable(entries) if table is None else table, tie
         self._open: Tuple[Hashable, ...] = ()  # contexts awaiting the next phase
         self._last: Optional[int] = None
         self.stay_accuracy = self.UNSEEN  # "no change"'s measured accuracy at the latest context
@@ -292,7 +294,7 @@ class Measured:
             return phase, self.UNSEEN
         n, stays, hits = e
         self.stay_accuracy = stays / n
-        if candidate is not None and (hits > stays or hits == stays >= self.TIE):
+        if candidate is not None and (hits > stays or hits == stays >= self.tie):
             return candidate, hits / n
         return phase, stays / n
 
@@ -390,7 +392,6 @@ class OrderLength:
         if hits >= self.MIN_HITS and hits >= stays:
             return to, hits / n
         return phase, stays / n if n else self.UNSEEN
-
 
 
 class Periodic:
