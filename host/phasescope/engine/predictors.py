@@ -36,7 +36,7 @@ least-recently-used entry (:class:`LruTable`). A table miss predicts the last ph
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from typing import Dict, Hashable, Optional, Sequence, Tuple
+from typing import Dict, Hashable, List, Optional, Sequence, Tuple
 
 from phasescope.engine.markov import LastPhase, Markov, RleMarkov
 
@@ -429,6 +429,7 @@ class Periodic:
         self._claimed: Optional[int] = None  # the latest claim made in the current run, shown or not
         self._made: Optional[int] = None  # the claim made after the previous interval, shown or not
         self.margin = 0  # claims that came less claims the run outlived, per interval (-MAX..MAX)
+        self._seen: Optional[tuple] = None  # :meth:`_context` of the current run, once looked up
 
     @property
     def accuracy(self) -> float:
@@ -458,8 +459,26 @@ class Periodic:
             if self.last is not None:
                 self.runs.append((self.last, self.run))
             self.last, self.run = phase, 1
+            self._seen = None
         if not self.runs:
             return None
+        if self._seen is None:  # the run's context changed (a run ended): look it up again
+            self._seen = self._context(phase)
+        after, lengths = self._seen
+        if after is None:
+            return None
+        lo, hi = min(lengths), max(lengths)
+        if hi - lo <= 1 or held:  # lengths that vary by one (or the run is ending: it fitted no phase)
+            return after if lo - held <= self.run <= hi + 1 else None
+        # lengths that vary more: a change next is claimed only where it beats "no change": at
+        # least half the runs seen that lasted this long ended here, or the run is one past them all
+        alive = sum(n >= self.run for n in lengths)
+        ends = sum(n == self.run for n in lengths)
+        return after if 2 * ends >= alive > 0 or self.run == hi + 1 else None
+
+    def _context(self, phase: int) -> Tuple[Optional[int], List[int]]:
+        """(the one phase that followed the current run's context in the runs kept, or None, and the
+        lengths of those earlier runs): the same for every interval of a run, so looked up once."""
         runs, before = list(self.runs), self.runs[-1][0]
         after, lengths = set(), []
         for i in range(1, len(runs) - 1):
@@ -471,16 +490,7 @@ class Periodic:
                 if runs[i][0] == phase:
                     after.add(runs[i + 1][0])
                     lengths.append(runs[i][1])
-        if len(after) != 1:
-            return None
-        lo, hi = min(lengths), max(lengths)
-        if hi - lo <= 1 or held:  # lengths that vary by one (or the run is ending: it fitted no phase)
-            return after.pop() if lo - held <= self.run <= hi + 1 else None
-        # lengths that vary more: a change next is claimed only where it beats "no change": at
-        # least half the runs seen that lasted this long ended here, or the run is one past them all
-        alive = sum(n >= self.run for n in lengths)
-        ends = sum(n == self.run for n in lengths)
-        return after.pop() if 2 * ends >= alive > 0 or self.run == hi + 1 else None
+        return (after.pop() if len(after) == 1 else None), lengths
 
 
 #: name -> one thread's instance from the :class:`~phasescope.engine.config.PredictorConfig`: every
