@@ -4,7 +4,8 @@ are recorded once, then replayed through :class:`~phasescope.sources.sampler.Sam
 and window cutting (parse, windows, stacks, keys, names) and timed in CPU time. The windows'
 digest says whether two trees make the same windows of the same bytes.
 
-    python3 bench/sampler_replay.py capture OUT.pkl -- PROGRAM [ARGS]   (needs perf_event access)
+    python3 bench/sampler_replay.py capture OUT.pkl [--no-stacks --wake-every 1 --poll 1.5] -- PROGRAM [ARGS]
+                                         (needs perf_event access; those options: as a live run without --log)
     python3 bench/sampler_replay.py replay OUT.pkl [...] [--reps 6] [--no-stacks] [--engine] [--vs OTHER/host]
 
 ``replay`` prints, per recording, the samples, windows, the minimum CPU time over ``--reps``
@@ -39,11 +40,11 @@ class Recorded:
         pass
 
 
-def capture(out: str, argv: list) -> None:
+def capture(out: str, argv: list, stacks: bool = True, wake_every: float = 0.0, poll: float = 0.2) -> None:
     from phasescope.sources.procfs import module_map_from_proc
     from phasescope.sources.sampler import Sampler
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    s = Sampler(p.pid).start()
+    s = Sampler(p.pid, stacks=stacks, wake_every=wake_every).start()
     reads, modules = [], None  # (cpu, bytes) per ring read, None at each poll's end
     for cpu, ring in s._rings.items():
         def read(real=ring.read, cpu=cpu):
@@ -52,7 +53,7 @@ def capture(out: str, argv: list) -> None:
             return data
         ring.read = read
     while p.poll() is None:
-        s.poll(0.2)
+        s.poll(poll)
         reads.append(None)
         try:
             modules = module_map_from_proc(p.pid) or modules
@@ -129,6 +130,10 @@ def main() -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("capture")
     c.add_argument("out")
+    c.add_argument("--no-stacks", action="store_true", help="rings of leaf samples, as a run without --log")
+    c.add_argument("--wake-every", type=float, default=0.0, help="a ring's wake-up, in seconds of CPU "
+                   "(a run without the dashboard: 1.0)")
+    c.add_argument("--poll", type=float, default=0.2, help="the longest wait between reads (the live loop: 1.5)")
     c.add_argument("argv", nargs="+")
     r = sub.add_parser("replay")
     r.add_argument("paths", nargs="+")
@@ -139,7 +144,7 @@ def main() -> None:
     r.add_argument("--engine", action="store_true", help="also the engine's CPU a window and its results' digest")
     a = ap.parse_args()
     if a.cmd == "capture":
-        return capture(a.out, a.argv)
+        return capture(a.out, a.argv, not a.no_stacks, a.wake_every, a.poll)
     if not a.vs:
         return replay(a.paths, a.reps, not a.no_stacks, a.engine)
     flags = ["--no-stacks"] * a.no_stacks + ["--engine"] * a.engine

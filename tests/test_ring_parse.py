@@ -247,3 +247,20 @@ def test_an_executable_mapping_of_no_file_on_disk_leaves_the_modules_alone():
     windows = drain(s, 1)
     assert [dict(zip(w.keys.tolist(), w.counts.tolist())) for w in windows] == [{key(A): 2}]
     assert s.modules.modules == [MODULE] and s._before == []
+
+
+def test_an_event_opened_after_the_first_read_is_known_to_the_next():
+    """The event-id table is sorted once and kept until it grows: a thread whose events open
+    between two reads has them known (the main thread sampled through the new thread's event,
+    while it has its own, is a duplicate)."""
+    leaf = lambda ip, t, **kw: struct.pack("<IHHQQIIQ", 9, USER, 40, kw.get("ident", IDENT), ip, PID,  # noqa: E731
+                                           kw.get("tid", PID), t)
+    s = sampler([leaf(A, 10) + leaf(B, 11)], stacks=False)
+    s._last_scan = float("inf")  # PID is in no /proc: its thread must not look exited between the reads
+    windows = s.poll(0)
+    s._id_tid[IDENT + 10], s._own = TID2, {PID, TID2}  # as _open_thread leaves them
+    s._rings[0].chunks.append(leaf(C, 12, ident=IDENT + 10) + leaf(C, 13) + leaf(A, 14))
+    windows += drain(s, 1)
+    assert s.duplicates == 1 and s.samples == 4
+    [w] = windows
+    assert not w.partial and dict(zip(w.pcs.tolist(), w.counts.tolist())) == {A: 2, B: 1, C: 1}

@@ -68,7 +68,8 @@ class MacroConfig:
 
 def histogram_distance(a: Dict[int, float], b: Dict[int, float]) -> float:
     """Manhattan distance between two histograms (phase -> fraction)."""
-    return sum(abs(a.get(k, 0.0) - b.get(k, 0.0)) for k in a.keys() | b.keys())
+    ag, bg = a.get, b.get
+    return sum([abs(ag(k, 0.0) - bg(k, 0.0)) for k in a.keys() | b.keys()])  # a list: the same sum, sooner
 
 
 def fractions(counts: Counter) -> Dict[int, float]:

@@ -41,7 +41,7 @@ from typing import Dict, Optional, Tuple
 
 from phasescope.engine.config import PREDICTORS, PRIMARY, PredictorConfig  # noqa: F401
 from phasescope.engine.predictors import (STREAM_PREDICTORS, ChangeGate, Confidence, Gated, Hybrid, LruTable,
-                                          Measured, OrderLength, Periodic, context_of)
+                                          Measured, OrderLength, Periodic)
 from phasescope.engine.contexts import RunContexts
 
 HYBRID_MEMBERS = ("gpht", "rle_markov_q", "duration", "rle_markov", "last_phase")  # ties: the first
@@ -95,6 +95,9 @@ class ThreadPredictors:
         self.run_contexts = RunContexts()  # exact mode's ``context``: a third proposer
         self.gates = {"context": ChangeGate(), "measured": ChangeGate(), "hybrid": ChangeGate()}  # earned changes
         self._contexts: Dict[str, tuple] = {}
+        #: (name, its context now) of each stream predictor: :func:`context_of` without its look-ups
+        self._context_of = [(n, p.context if hasattr(p, "context") else (lambda p=p: getattr(p, "last", None)))
+                            for n, p in self.predictors.items()]
         self._leaving: Optional[tuple] = None  # (phase, the phase expected after it) of the current run
         self.prediction: Optional[int] = None
         self.confidence: Optional[float] = None
@@ -112,7 +115,7 @@ class ThreadPredictors:
         for name, p in self.predictors.items():
             p.observe(phase)
             out[name] = p.predict()
-        self._contexts = {n: context_of(n, p, out[n]) for n, p in self.predictors.items()}
+        self._contexts = {n: (n, context(), out[n]) for n, context in self._context_of}  # as context_of
         duration = self.predictors["duration"]
         after = duration.next_different() if self.leaving else None
         self._leaving = None if after is None else (phase, after)

@@ -13,7 +13,7 @@ same records).
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 
@@ -44,15 +44,23 @@ def leaves(samples: np.ndarray) -> np.ndarray:
     return out
 
 
-def _lookup(table: dict, values: np.ndarray):
+def _sorted(table: dict, cache: list):
+    """``table``'s keys and values as sorted arrays; ``cache`` ([table, its size, keys, values])
+    keeps them while ``table`` is the same dict of the same size (entries are only ever added)."""
+    if cache[0] is not table or cache[1] != len(table):
+        keys = np.fromiter(table, dtype=np.uint64, count=len(table))
+        vals = np.fromiter(table.values(), dtype=np.int64, count=len(table))
+        order = np.argsort(keys)
+        cache[:] = [table, len(table), keys[order], vals[order]]
+    return cache[2], cache[3]
+
+
+def _lookup(table: dict, values: np.ndarray, cache: Optional[list] = None):
     """``(found, value)`` of each of ``values`` in the int -> int ``table`` (sorted search: numpy's
-    ``isin`` costs more than the whole decode on a window's samples)."""
-    keys = np.fromiter(table, dtype=np.uint64, count=len(table))
-    vals = np.fromiter(table.values(), dtype=np.int64, count=len(table))
+    ``isin`` costs more than the whole decode on a window's samples); ``cache``: see :func:`_sorted`."""
+    keys, vals = _sorted(table, [None, 0, None, None] if cache is None else cache)
     if not len(keys):
         return np.zeros(len(values), dtype=bool), np.zeros(len(values), dtype=np.int64)
-    order = np.argsort(keys)
-    keys, vals = keys[order], vals[order]
     at = np.minimum(np.searchsorted(keys, values), len(keys) - 1)
     return keys[at] == values, vals[at]
 
@@ -135,7 +143,9 @@ class SampleRecords:
         keep = mine
         self.foreign += len(raw) - int(mine.sum())
         tid = raw["tid"]
-        known, owner = _lookup(self._id_tid, raw["ident"])
+        if not hasattr(self, "_id_tid_sorted"):
+            self._id_tid_sorted = [None, 0, None, None]
+        known, owner = _lookup(self._id_tid, raw["ident"], self._id_tid_sorted)
         other = known & (owner != tid) & mine  # sampled through another thread's event
         if other.any():
             dup = other & _lookup(dict.fromkeys(self._own, 0), tid)[0]  # ... and through its own too

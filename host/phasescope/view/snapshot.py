@@ -190,7 +190,7 @@ class LiveState:
     def status_line(self) -> str:
         """The periodic plain-output line."""
         s = self.engine.stats
-        board = self.engine.scoreboard.to_dict()[self.engine.config.predictors.shown]["overall"]["accuracy"]
+        board = self.engine.scoreboard.scores[self.engine.config.predictors.shown]["overall"].accuracy
         acc = "-" if board is None else f"{100 * board:.0f}%"
         work = f"{s.weight:,} instructions" if s.unit == "instructions" else f"{s.weight / 1e9:.2f} s CPU sampled"
         return (f"[{time.monotonic() - self.started:6.1f}s] {self.status}: {s.intervals} intervals, "
