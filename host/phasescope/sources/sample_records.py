@@ -67,8 +67,8 @@ def _lookup(table: dict, values: np.ndarray, cache: Optional[list] = None):
 
 class SampleRecords:
     """Record reading for a sampler with ``pid``, ``stacks``, ``kernel``, ``children``, ``_own``
-    (tids with their own events), ``_id_tid`` (event id -> its tid), ``_kids``, ``_t`` and
-    ``_thread``, and the counters ``samples``, ``lost``, ``foreign``, ``duplicates`` and
+    (tids with their own events), ``_id_tid`` (event id -> its tid), ``_id_tid_sorted`` (its sorted
+    cache), ``_kids``, ``_t`` and ``_thread``, and the counters ``samples``, ``lost``, ``foreign``, ``duplicates`` and
     ``kernel_samples``."""
 
     def _parse(self, data: bytes, exits: List[int]) -> np.ndarray:
@@ -143,8 +143,6 @@ class SampleRecords:
         keep = mine
         self.foreign += len(raw) - int(mine.sum())
         tid = raw["tid"]
-        if not hasattr(self, "_id_tid_sorted"):
-            self._id_tid_sorted = [None, 0, None, None]
         known, owner = _lookup(self._id_tid, raw["ident"], self._id_tid_sorted)
         other = known & (owner != tid) & mine  # sampled through another thread's event
         if other.any():

@@ -156,6 +156,7 @@ class Sampler(SampleRecords, SampleCode):
         self._opened: Dict[int, List[int]] = opened.fds if opened is not None else {}  # tid -> its events
         self._cpus: List[int] = opened.cpus if opened is not None else []
         self._id_tid: Dict[int, int] = {}  # event id -> tid that owns it
+        self._id_tid_sorted: list = [None, 0, None, None]  # its keys sorted (sample_records._sorted's cache)
         self._own: Set[int] = set()  # tids with their own events
         self._held = np.zeros(0, dtype=SAMPLE_DTYPE if stacks else LEAF_DTYPE)
         self._held_exits: List[tuple] = []  # (tid, time) of EXIT records newer than the watermark
