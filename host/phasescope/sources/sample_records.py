@@ -68,8 +68,8 @@ def _lookup(table: dict, values: np.ndarray, cache: Optional[list] = None):
 class SampleRecords:
     """Record reading for a sampler with ``pid``, ``stacks``, ``kernel``, ``children``, ``_own``
     (tids with their own events), ``_id_tid`` (event id -> its tid), ``_id_tid_sorted`` (its sorted
-    cache), ``_kids``, ``_t`` and ``_thread``, and the counters ``samples``, ``lost``, ``foreign``, ``duplicates`` and
-    ``kernel_samples``."""
+    cache), ``_kids``, ``_t`` and ``_thread``, and the counters ``samples``, ``lost``, ``foreign``,
+    ``duplicates`` and ``kernel_samples``."""
 
     def _parse(self, data: bytes, exits: List[int]) -> np.ndarray:
         """Samples of a chunk, accepted and in order (:data:`SAMPLE_DTYPE`, or :data:`LEAF_DTYPE`
