@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from phasescope.sources.events import unasked_end
+import struct
+
+from phasescope.sources.events import Ended, ended_of_status, unasked_end
+from phasescope.sources.exit_status import exit_events
 
 
 def test_a_terminated_process_is_killed_and_a_crash_report_is_a_crash():
@@ -18,3 +21,23 @@ def test_a_lost_connection_says_why_and_never_claims_a_kill():
     assert unasked_end("connection-terminated", None, True).signal.endswith("its pid was gone")
     remote = unasked_end("device-lost", None, None)
     assert remote.signal == "frida: device-lost" and "not known" in remote.describe()
+
+
+def test_a_known_wait_status_names_the_signal_or_the_code():
+    """Wait statuses built by hand: 2 (SIGINT), 11|0x80 (SIGSEGV, core dumped), 7 << 8 (exit 7)."""
+    killed = unasked_end("process-terminated", None, True, status=2)
+    assert (killed.how, killed.signal, killed.describe()) == ("killed", "SIGINT", "killed by SIGINT")
+    assert ended_of_status(11 | 0x80) == Ended("crashed", signal="SIGSEGV")
+    assert ended_of_status(7 << 8) == Ended("exited", code=7)
+    assert unasked_end("connection-terminated", None, True, status=2).how == "lost"  # only Frida's process end
+
+
+def test_exit_events_are_read_from_a_connector_datagram():
+    """A datagram as the kernel's process connector sends it: a fork event (ignored), then the exit
+    of thread 101 of process 100 with wait status 2, each in its own 4-byte aligned message."""
+    def message(what: int, data: bytes) -> bytes:
+        body = struct.pack("=IIIIHH", 1, 1, 0, 0, 16 + len(data), 0) + struct.pack("=IIQ", what, 0, 0) + data
+        return struct.pack("=IHHII", 16 + len(body), 3, 0, 0, 0) + body + b"\0" * (-len(body) % 4)
+    datagram = message(1, struct.pack("=IIII", 100, 100, 101, 101)) + message(0x80000000, struct.pack("=IIII", 101, 100, 2, 17))
+    assert list(exit_events(datagram)) == [(101, 100, 2)]
+    assert list(exit_events(datagram[:-4])) == []  # a cut one yields nothing
