@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 
 from phasescope.sources.events import Ended, ended_of_status, unasked_end
-from phasescope.sources.exit_status import exit_events
+from phasescope.sources.exit_status import exit_events, process_status
 
 
 def test_a_terminated_process_is_killed_and_a_crash_report_is_a_crash():
@@ -41,3 +41,13 @@ def test_exit_events_are_read_from_a_connector_datagram():
     datagram = message(1, struct.pack("=IIII", 100, 100, 101, 101)) + message(0x80000000, struct.pack("=IIII", 101, 100, 2, 17))
     assert list(exit_events(datagram)) == [(101, 100, 2)]
     assert list(exit_events(datagram[:-4])) == []  # a cut one yields nothing
+
+
+def test_only_the_main_thread_or_threads_after_it_tell_the_process_status():
+    """Frida's helper threads in the target end with status 0 long before it dies of SIGINT (2):
+    a status taken from them said "exited with code 0" when the main thread's event came late."""
+    helpers = [(105, 100, 0), (106, 100, 0), (7, 7, 0)]  # and another process's
+    assert process_status(100, helpers, None, False) == (None, False)
+    assert process_status(100, helpers + [(100, 100, 2), (101, 100, 2)], None, False) == (2, True)
+    # a main thread that ended first (pthread_exit: 0): the threads after it carry the group's code
+    assert process_status(100, [(100, 100, 0), (101, 100, 2 << 8)], None, False) == (2 << 8, True)

@@ -9,10 +9,12 @@ watch may reap the zombie first, and then the end is said without its signal."""
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import struct
 import threading
+import time
 from typing import Optional
 
 _NETLINK_CONNECTOR, _CN_IDX_PROC, _CN_VAL_PROC, _MCAST_LISTEN, _PROC_EVENT_EXIT = 11, 1, 1, 1, 0x80000000
@@ -33,7 +35,6 @@ def _connector() -> Optional[socket.socket]:
         return None
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-        sock.settimeout(0.5)  # the listener looks whether it was closed
         sock.bind((0, _CN_IDX_PROC))
         op = struct.pack("=I", _MCAST_LISTEN)
         cn = _CN_MSG.pack(_CN_IDX_PROC, _CN_VAL_PROC, 0, 0, len(op), 0) + op
@@ -58,37 +59,53 @@ def exit_events(data: bytes):
         at += (length + 3) & ~3
 
 
+def process_status(pid: int, events, status: Optional[int], leader_gone: bool):
+    """``(status, leader_gone)`` of process ``pid`` after exit ``events`` (``(tid, tgid, status)``):
+    its main thread's status is the process's (a group exit, by ``exit`` or a signal, gives every
+    thread its code), or the last one of a thread that ends after the main thread; the threads
+    that end before it (an injected agent's helpers: status 0) tell nothing of the process's end."""
+    for tid, tgid, code in events:
+        if tgid == pid and (tid == tgid or leader_gone):
+            status, leader_gone = code, True
+    return status, leader_gone
+
+
 class ExitStatus:
     """Watch child ``pid`` (spawned, not yet resumed) for its wait status; :meth:`get` reads it."""
 
     def __init__(self, pid: int):
         self.pid = pid
         self._status: Optional[int] = None
-        self._known = threading.Event()  # the status is known, or cannot be
-        self._closed = False
-        sock = _connector()
-        if sock is not None:
-            threading.Thread(target=self._listen, args=(sock,), name="phasescope-exit-events", daemon=True).start()
-        threading.Thread(target=self._peek, args=(sock is None,), name="phasescope-exit-peek", daemon=True).start()
+        self._leader_gone = False  # the main thread's exit was seen: a process's end has come
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._sock = _connector()
+        self._peeked = threading.Event()
+        if self._sock is not None:
+            threading.Thread(target=self._listen, name="phasescope-exit-events", daemon=True).start()
+        else:
+            threading.Thread(target=self._peek, name="phasescope-exit-peek", daemon=True).start()
 
-    def _listen(self, sock: socket.socket) -> None:
-        try:
-            while not self._closed:
+    def _listen(self) -> None:
+        """Keep the socket drained (the kernel drops what overflows its buffer) until closed."""
+        while not self._closed.wait(0.2):
+            self._drain()
+
+    def _drain(self) -> None:
+        with self._lock:
+            while self._sock is not None:
                 try:
-                    data = sock.recv(1 << 16)
-                except socket.timeout:
-                    continue
-                for tid, tgid, status in exit_events(data):
-                    if tgid == self.pid:  # each thread's exit; the last one's is the process's status
-                        self._status = status
-                        if tid == tgid:
-                            self._known.set()
-        except OSError:  # the buffer overran (ENOBUFS): the peek may still have it
-            pass
-        finally:
-            sock.close()
+                    data = self._sock.recv(1 << 16, socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    return
+                except OSError as e:
+                    if e.errno == errno.ENOBUFS:  # events were lost meanwhile; later ones still come
+                        continue
+                    return
+                self._status, self._leader_gone = process_status(self.pid, exit_events(data), self._status,
+                                                                 self._leader_gone)
 
-    def _peek(self, last: bool) -> None:
+    def _peek(self) -> None:
         try:
             info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
         except OSError:  # Frida reaped it first
@@ -96,13 +113,25 @@ class ExitStatus:
         if info is not None:
             self._status = (info.si_status << 8 if info.si_code == os.CLD_EXITED
                             else info.si_status | (0x80 if info.si_code == os.CLD_DUMPED else 0))
-        if info is not None or last:
-            self._known.set()
+        self._peeked.set()
 
     def get(self, timeout: float = 1.0) -> Optional[int]:
-        """The wait status of the ended process (None: not learnt within ``timeout`` s)."""
-        self._known.wait(timeout)
-        return self._status
+        """The wait status of the ended process, None if not learnt within ``timeout`` s. The
+        kernel queues the exit event before the parent (Frida) can see the end, so one read of the
+        socket finds it when the end is reported."""
+        if self._sock is None:
+            self._peeked.wait(timeout)
+            return self._status
+        end = time.monotonic() + timeout
+        while True:
+            self._drain()
+            if self._leader_gone or time.monotonic() >= end:
+                return self._status if self._leader_gone else None
+            time.sleep(0.02)
 
     def close(self) -> None:
-        self._closed = True
+        self._closed.set()
+        with self._lock:
+            sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()
