@@ -37,6 +37,15 @@ def check_log(records, summary):
     return by_thread
 
 
+def connector_allowed() -> bool:
+    """Whether this process may read the kernel's process connector (exact mode's exit status)."""
+    from phasescope.sources.exit_status import connector
+    sock = connector()
+    if sock is not None:
+        sock.close()
+    return sock is not None
+
+
 def one_line_end(stderr: str) -> str:
     lines = [ln for ln in stderr.splitlines() if ln.startswith("phasescope")]
     assert len(lines) == 1, stderr
@@ -119,7 +128,7 @@ def test_target_killed(build, tmp_path, how):
     assert "killed" in one_line_end(stderr)
     s = json.loads(summary.read_text())
     assert s["end"]["how"] == "killed"
-    if how == "spawn":  # phasescope's own child (Frida reaps it in exact mode): its wait status is known
+    if how == "spawn" and connector_allowed():  # Frida reaps it; the kernel's exit event has its status
         assert s["end"]["signal"] == "SIGKILL"
     check_log(read_records(log), s)
 
@@ -128,6 +137,8 @@ def test_target_killed(build, tmp_path, how):
 def test_a_spawned_target_killed_by_sigint_is_said_so_in_both_modes(build, tmp_path, mode):
     """kill -INT on the target itself (not Ctrl-C to phasescope): its wait status says SIGINT, and
     both modes' summaries and end lines say so (exact mode once said signal None)."""
+    if mode == "exact" and not connector_allowed():
+        pytest.skip("without CAP_NET_ADMIN exact mode learns the signal only if it wins a race with Frida")
     summary = tmp_path / "s.json"
     mon = subprocess.Popen(cli_command("--no-dashboard", "--mode", mode, "--summary", str(summary),
                                        "-f", build("robust.c", "-pthread"), "spin"),

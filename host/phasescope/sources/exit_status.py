@@ -22,7 +22,7 @@ _NLMSG, _CN_MSG, _EVENT = struct.Struct("=IHHII"), struct.Struct("=IIIIHH"), str
 _EXIT = struct.Struct("=IIII")  # pid, tgid, exit_code (a wait status), exit_signal
 
 
-def _connector() -> Optional[socket.socket]:
+def connector() -> Optional[socket.socket]:
     """A socket subscribed to the kernel's process events, None without the right to (``CAP_NET_ADMIN``,
     effective bit 12: without it the kernel ignores the subscription silently)."""
     try:
@@ -79,7 +79,7 @@ class ExitStatus:
         self._leader_gone = False  # the main thread's exit was seen: a process's end has come
         self._lock = threading.Lock()
         self._closed = threading.Event()
-        self._sock = _connector()
+        self._sock = connector()
         self._peeked = threading.Event()
         if self._sock is not None:
             threading.Thread(target=self._listen, name="phasescope-exit-events", daemon=True).start()
