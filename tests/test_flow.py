@@ -203,15 +203,17 @@ def a_reader_that_stopped_reading_and_ctrl_c_again_and_again(fifo, finishing=Tru
     presses = threading.Thread(target=signals)
     try:
         with StopRequest() as stop:
-            os.kill(os.getpid(), signal.SIGINT)  # the first: the run is asked to stop
-            if finishing:
-                stop.finishing()
-            presses.start()
-            yield stop
+            try:
+                os.kill(os.getpid(), signal.SIGINT)  # the first: the run is asked to stop
+                if finishing:
+                    stop.finishing()
+                presses.start()
+                yield stop
+            finally:  # the presses end while their handler is still in place: one sent after
+                done.set()  # it was restored was a KeyboardInterrupt that took the xdist worker down
+                if presses.is_alive():
+                    presses.join()
     finally:
-        done.set()
-        if presses.is_alive():
-            presses.join()
         os.close(reader)
 
 

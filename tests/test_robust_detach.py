@@ -13,7 +13,7 @@ import pytest
 import subprocess
 import sys
 
-from conftest import cli_command, end_process
+from conftest import cli_command, end_process, wait_for
 
 pytestmark = pytest.mark.slow  # every test here starts a real process
 
@@ -106,31 +106,62 @@ print(s.unload_stuck, flush=True)
 """
 
 
+def _read_site(pid: int):
+    """Where thread ``pid`` sleeps in read(2): ``"copies"`` (its return address in no file's
+    mapping: Stalker's copy of the code), ``"native"`` (in a file's), None while it is elsewhere."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/syscall") as f:
+            fields = f.read().split()
+        with open(f"/proc/{pid}/maps") as f:
+            maps = f.read().splitlines()
+    except OSError:
+        return None
+    if len(fields) < 3 or fields[0] != "0":  # "running", or in another system call
+        return None
+    pc = int(fields[-1], 16)
+    for line in maps:
+        lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+        if lo <= pc < hi:
+            return "native" if len(line.split()) > 5 and line.split()[5].startswith("/") else "copies"
+    return "copies"
+
+
 def test_a_bursting_thread_asleep_in_a_read_is_named_once(build):
     # In sampled mode every thread of the program is in the agent's `threads` and a bursting one in
     # `bursts` too: the stop RPC names it once (it said "threads P, P"), and the target runs on.
     exe = build("robust.c", "-pthread")
-    target = subprocess.Popen([exe, "churn", "2", "20", "20000", "wait"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    probe = None
-    try:
-        pid = int(target.stdout.readline().split()[1])
-        probe = subprocess.Popen([sys.executable, "-c", BURST_THEN_DETACH, str(pid)], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert probe.stdout.readline() == "bursting\n", probe.communicate(timeout=60)
-        # the churn is far less than one interval of the main thread, and over well within the
-        # burst's 2 s (BURST_MAX_MS): it sleeps in its next read inside the burst's copies
-        target.stdin.write("go\n")
-        target.stdin.flush()
-        lines = [target.stdout.readline() for _ in range(4)]
-        assert lines[-1] == "done\n", lines
-        said, err = probe.communicate("\n", timeout=60)
-        assert probe.returncode == 0, err
-        assert f"until thread {pid} returns from the system call it sleeps in" in said, said
-        target.stdin.write("quit\n")  # it returns through the copies the agent could not free
-        target.stdin.flush()
-        assert target.wait(timeout=60) == 0
-    finally:
-        if probe is not None:
-            end_process(probe)
-        end_process(target)
+    for attempt in range(3):
+        target = subprocess.Popen([exe, "churn", "2", "20", "20000", "wait"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        probe = None
+        try:
+            pid = int(target.stdout.readline().split()[1])
+            probe = subprocess.Popen([sys.executable, "-c", BURST_THEN_DETACH, str(pid)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            assert probe.stdout.readline() == "bursting\n", probe.communicate(timeout=60)
+            # the churn is far less than one interval of the main thread: the read after it is made
+            # from the burst's copies. "done" comes before that read: the stop waits until the
+            # thread sleeps in it (a stop while it still ran found it not asleep, and rightly did not
+            # name it: 3 of 7 runs at a load of 7-14)
+            target.stdin.write("go\n")
+            target.stdin.flush()
+            lines = [target.stdout.readline() for _ in range(4)]
+            assert lines[-1] == "done\n", lines
+            site = wait_for(lambda: _read_site(pid), 30, "the main thread asleep in its next read")
+            said, err = probe.communicate("\n", timeout=60)
+            assert probe.returncode == 0, err
+            if site == "copies":
+                assert f"until thread {pid} returns from the system call it sleeps in" in said, said
+            target.stdin.write("quit\n")  # it returns through the copies the agent could not free
+            target.stdin.flush()
+            assert target.wait(timeout=60) == 0
+        finally:
+            if probe is not None:
+                end_process(probe)
+            end_process(target)
+        if site == "copies":
+            return
+        # the burst gave up before the read (BURST_MAX_MS, 2 s of wall clock, on a loaded machine):
+        # the thread sleeps in the program's own code, and nothing is to be named
+        assert "until thread" not in said, said
+    raise AssertionError("3 bursts in a row were given up before the thread slept in its read")

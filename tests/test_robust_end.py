@@ -1,4 +1,4 @@
-"""How the target ends: exits 0, exits non-zero, is killed (SIGKILL), crashes (SIGSEGV) mid-interval.
+"""How the target ends: exits 0, exits non-zero, is killed (SIGKILL, SIGINT), crashes (SIGSEGV) mid-interval.
 
 Each run goes through the real CLI against a real process: phasescope must say how the target
 ended in one line, log every interval it shipped with contiguous per-thread sequence numbers,
@@ -35,6 +35,15 @@ def check_log(records, summary):
     assert summary["whole"]["intervals"] == len(records)
     assert summary["whole"]["instructions"] == sum(r["instructions"] for r in records)
     return by_thread
+
+
+def connector_allowed() -> bool:
+    """Whether this process may read the kernel's process connector (exact mode's exit status)."""
+    from phasescope.sources.exit_status import connector
+    sock = connector()
+    if sock is not None:
+        sock.close()
+    return sock is not None
 
 
 def one_line_end(stderr: str) -> str:
@@ -119,7 +128,32 @@ def test_target_killed(build, tmp_path, how):
     assert "killed" in one_line_end(stderr)
     s = json.loads(summary.read_text())
     assert s["end"]["how"] == "killed"
+    if how == "spawn" and connector_allowed():  # Frida reaps it; the kernel's exit event has its status
+        assert s["end"]["signal"] == "SIGKILL"
     check_log(read_records(log), s)
+
+
+@pytest.mark.parametrize("mode", ["exact", "sampled"])
+def test_a_spawned_target_killed_by_sigint_is_said_so_in_both_modes(build, tmp_path, mode):
+    """kill -INT on the target itself (not Ctrl-C to phasescope): its wait status says SIGINT, and
+    both modes' summaries and end lines say so (exact mode once said signal None)."""
+    if mode == "exact" and not connector_allowed():
+        pytest.skip("without CAP_NET_ADMIN exact mode learns the signal only if it wins a race with Frida")
+    summary = tmp_path / "s.json"
+    mon = subprocess.Popen(cli_command("--no-dashboard", "--mode", mode, "--summary", str(summary),
+                                       "-f", build("robust.c", "-pthread"), "spin"),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = mon.stdout.readline()
+        assert line.startswith("ready"), line
+        os.kill(int(line.split()[1]), signal.SIGINT)
+        stdout, stderr = mon.communicate(timeout=60)
+    finally:
+        end_process(mon)
+    assert mon.returncode == 3, stderr
+    assert one_line_end(stderr).endswith("killed by SIGINT"), stderr
+    end = json.loads(summary.read_text())["end"]
+    assert (end["how"], end["signal"], end["code"]) == ("killed", "SIGINT", None)
 
 
 def test_a_slow_final_ack_leaves_the_exiting_thread_its_counters(build):

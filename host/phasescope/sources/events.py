@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -104,15 +106,27 @@ class Ended:
         return "detached; target left running"
 
 
-def unasked_end(reason: str, crash: Optional[str], gone: Optional[bool]) -> Ended:
+#: the signals whose death is a crash (the others kill)
+CRASH_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT")
+
+
+def ended_of_status(status: int) -> Ended:
+    """The end a wait status tells: exited with its code, or killed or crashed by its signal."""
+    if os.WIFEXITED(status):
+        return Ended("exited", code=os.WEXITSTATUS(status))
+    sig = signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else None
+    return Ended("crashed" if sig in CRASH_SIGNALS else "killed", signal=sig)
+
+
+def unasked_end(reason: str, crash: Optional[str], gone: Optional[bool], status: Optional[int] = None) -> Ended:
     """The end a Frida detach that phasescope did not ask for reports: ``reason`` is Frida's
     (``process-terminated``, ``connection-terminated``, ``device-lost``, ...), ``crash`` its crash
-    summary if any, ``gone`` whether a local target's pid was gone then (None: remote). Only a
+    summary if any, ``gone`` whether a local target's pid was gone then (None: remote), ``status``
+    a spawned target's wait status if known (:mod:`phasescope.sources.exit_status`). Only a
     terminated process is a killed one; a lost connection says nothing of how the target ended."""
     if crash:
         return Ended("crashed", signal=crash.splitlines()[0])
     if reason == "process-terminated":
-        return Ended("killed")
+        return Ended("killed") if status is None else ended_of_status(status)
     why = f"frida: {reason}" + ("" if gone is None else "; its pid was gone" if gone else "; its pid still ran")
     return Ended("lost", signal=why)
-

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, List, Optional
 from phasescope.engine.interval import Interval
 from phasescope.errors import InputError, PhasescopeError
 from phasescope.sources.device import Target, process_state
-from phasescope.sources.events import ChildEnded, Ended, IntervalEvent, Output, ThreadExited, ThreadStarted
+from phasescope.sources.events import ChildEnded, Ended, IntervalEvent, ended_of_status, Output, ThreadExited, ThreadStarted
 from phasescope.sources.protocol import Wakes
 from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, SampledSource, check_sampling
 from phasescope.sources.perf_event import OpenedEvents, open_events
@@ -186,12 +186,7 @@ class KernelSession(SampledSource):
     def _watch_child(self) -> None:
         _, status = os.waitpid(self.pid, 0)
         self._reaped = True
-        if os.WIFEXITED(status):
-            self._put(Ended("exited", code=os.WEXITSTATUS(status)))
-        else:
-            sig = signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else None
-            crashed = sig in ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT")
-            self._put(Ended("crashed" if crashed else "killed", signal=sig))
+        self._put(ended_of_status(status))
 
     def _watch_attached(self) -> None:
         """An attached process is not our child: its status is read from /proc while it is a zombie
@@ -202,10 +197,7 @@ class KernelSession(SampledSource):
                 break
             time.sleep(0.05)
         status = _exit_status(self.pid) if state == "Z" else None
-        if status is None or os.WIFEXITED(status):
-            self._put(Ended("exited", code=None if status is None else os.WEXITSTATUS(status)))
-        else:
-            self._put(Ended("killed", signal=signal.Signals(os.WTERMSIG(status)).name))
+        self._put(Ended("exited") if status is None else ended_of_status(status))
 
     def stop(self) -> None:
         """Stop sampling; the target runs on (the last windows come before Ended("detached"))."""

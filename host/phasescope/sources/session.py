@@ -1,18 +1,13 @@
 """Live tracing session: attach to or spawn a process, load the agent, stream typed events.
 
-Usage (the live monitor is built on this)::
-
-    device = resolve_device(device_id=None, usb=False, host=None)
-    target = resolve_target(device, pid=None, name=None, argv=["./prog", "arg"])
-    with TraceSession(device, target, interval=10_000_000, stdio="inherit") as s:
-        for event in s.events(timeout=0.1):   # yields None on timeout, stops after Ended
-            ...
+Usage (the live monitor is built on this): ``with TraceSession(device, resolve_target(device,
+argv=["./prog"]), interval=10_000_000) as s:``, then ``for event in s.events(timeout=0.1)``
+(None on a timeout; the last event is :class:`Ended`).
 
 Events, in the order the agent produced them:
 
 * :class:`IntervalEvent` -- ``.interval`` is an :class:`~phasescope.engine.interval.Interval`
-* :class:`ModulesChanged` -- ``.added`` (Modules), ``.removed`` (bases); ``session.modules`` is
-  already updated
+* :class:`ModulesChanged` -- ``.added`` (Modules), ``.removed`` (bases), in ``session.modules`` already
 * :class:`ThreadStarted` / :class:`ThreadExited` -- ``.tid``
 * :class:`Forked` -- ``.pid`` of a child the target forked; children are not traced
 * :class:`Dropped` -- running totals ``.records``/``.instructions`` of intervals the agent had to
@@ -20,10 +15,10 @@ Events, in the order the agent produced them:
 * :class:`Output` -- ``.fd``, ``.data`` written by a target spawned with ``stdio="pipe"``
 * :class:`AgentError` -- ``.message``: the agent hit an error after loading (first line)
 * :class:`Unfollowable` -- ``.reason``: exact mode cannot follow part of the program (a runtime)
-* :class:`Ended` -- ``.how`` is ``"exited"`` (``.code``), ``"crashed"`` (``.signal``),
-  ``"killed"`` (terminated without calling exit), ``"exec"`` (``.program`` replaced it; the new
-  program is not traced), ``"detached"`` (``stop()``; target left running) or ``"lost"`` (the
-  connection to the agent ended: how the target ended is not known)
+* :class:`Ended` -- ``.how`` is ``"exited"`` (``.code``), ``"crashed"`` (``.signal``), ``"killed"``
+  (no exit call; ``.signal`` when known), ``"exec"`` (``.program`` replaced it, untraced),
+  ``"detached"`` (``stop()``; target left running) or ``"lost"`` (the connection to the agent
+  ended: how the target ended is not known)
 
 Flow control: the agent keeps at most ``window`` bytes of interval data in flight; the host acks
 messages once :meth:`TraceSession.events` has handed out their intervals (a slow consumer makes the
@@ -52,6 +47,7 @@ from phasescope.sources.calls import (BLOCKED_WAIT, DETACH_TIMEOUT, GONE, STOP_T
 from phasescope.sources.device import Target, is_local, resolve_target
 from phasescope.sources.events import (SAMPLED_INSTEAD, unasked_end, AgentError, Dropped, Ended, Forked, IntervalEvent,
                                       ModulesChanged, Output, ThreadExited, ThreadStarted, Unfollowable)
+from phasescope.sources.exit_status import ExitStatus
 from phasescope.sources.modules import Module, ModuleMap, library_name
 from phasescope.sources.procfs import main_thread_cpu, process_cpu
 from phasescope.sources.protocol import Agent, Locality
@@ -159,6 +155,7 @@ class TraceSession(AgentQueries):
         self._open_fds: set = {1, 2} if (stdio == "pipe" and target.spawn) else set()
         self._errors: list = []
         self._stdio: Optional[PipedStdio] = None  # pipe mode: the spawned target's pipes
+        self._exit_status: Optional[ExitStatus] = None  # a spawned target's wait status (Frida reaps it)
         self._final_pending = False  # the agent holds the ending thread until the final ack
         #: time.perf_counter() just before a spawned target was resumed (None: attached)
         self.resumed_at: Optional[float] = None
@@ -199,6 +196,7 @@ class TraceSession(AgentQueries):
             if self.target.spawn:
                 spawned = self._spawn()
                 self.pid = spawned
+                self._exit_status = ExitStatus(spawned) if is_local(self.device) else None
                 if self._stdio is not None:
                     self._stdio.start(self._on_output)
             else:
@@ -333,6 +331,8 @@ class TraceSession(AgentQueries):
             end_stuck_helpers(self.pid)  # the target died while the agent changed a thread
         if self._stdio is not None:
             self._stdio.close()
+        if self._exit_status is not None:
+            self._exit_status.close()
 
     # -- events ----------------------------------------------------------------------------------
 
@@ -391,6 +391,7 @@ class TraceSession(AgentQueries):
                 self._release_end_locked()
 
     def _on_detached(self, reason, crash) -> None:
+        status = self._exit_status.get() if self._exit_status and reason == "process-terminated" else None
         with self._lock:
             if self._ended is not None:
                 return
@@ -399,7 +400,7 @@ class TraceSession(AgentQueries):
                 # (its exit hook already gone) must not be reported as killed
                 return
             gone = None if not is_local(self.device) or self.pid is None else not os.path.exists(f"/proc/{self.pid}")
-            ended = self._final or unasked_end(reason, crash and crash.summary, gone)
+            ended = self._final or unasked_end(reason, crash and crash.summary, gone, status)
             self._ended = ended
             self._pending_end = ended
             if not self._open_fds:
