@@ -97,6 +97,8 @@ def short_title(target: Target, width: int = 40) -> str:
 class MonitorCommand(Command):
     """Trace one process live."""
 
+    ends_itself = True  # a stop signal detaches (or passes it on) and the run finishes its outputs
+
     description = ("Live program-phase monitor: follows every thread of a native process with Frida's Stalker "
                    "and tracks and predicts its phases (Sherwood, Sair & Calder, ISCA 2003).")
     #: the options ``--help`` shows, with a shorter help text where one is given; the others are in
