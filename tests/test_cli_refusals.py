@@ -218,3 +218,21 @@ def test_help_names_every_subcommand_and_exit_code_130():
     for name in SUBCOMMANDS:
         assert name in epilog, name
     assert "130" in epilog
+
+
+@pytest.mark.parametrize("option", ["-o", "--log", "--summary", "--bbv", "--events", "--phase-db", "--profile",
+                                    "--metrics"])
+def test_an_empty_output_is_refused_not_dropped(build, tmp_path, option):
+    """``--log "$UNSET"``: before stop 45 an empty value was taken as no option, and the run went on
+    without the log the user asked for (exit 0, not a word)."""
+    r = run_cli("--no-dashboard", option, "", "-f", build("counted.c"), "1", timeout=60, cwd=tmp_path)
+    one_line_refusal(r, option)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, word", [(["replay", "{log}", "--summary", ""], "--summary"),
+                                        (["export-bbv", "{log}", ""], "OUT.bb"), (["replay", ""], "FILE")])
+def test_an_empty_file_argument_of_a_subcommand_is_refused(tmp_path, argv, word):
+    log = tmp_path / "run.jsonl"
+    log.write_text("")
+    one_line_refusal(run_cli(*[a.format(log=log) for a in argv], timeout=60), f"{word}: an empty value")
