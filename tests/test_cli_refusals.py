@@ -59,6 +59,19 @@ def test_an_output_naming_the_program_found_on_path_is_refused(victim):
     assert digest(victim) == before
 
 
+@pytest.mark.parametrize("mode", ["exact", "sampled"])
+def test_an_output_naming_a_file_the_spawned_program_is_given_is_refused(tmp_path, mode):
+    """``--summary data -f sort data``: before stop 45 sort sorted its data and the summary then
+    replaced it."""
+    data = tmp_path / "data.txt"
+    data.write_text("".join(f"{(i * 7919) % 1000}\n" for i in range(1000)))
+    before = digest(data)
+    r = run_cli("--no-dashboard", "--mode", mode, "--summary", "data.txt", "-f", "sort", "--", "-n", str(data),
+                timeout=60, cwd=tmp_path)
+    one_line_refusal(r, "data.txt", "-f PROGRAM's argument", "never writes over")
+    assert digest(data) == before
+
+
 def test_an_output_naming_an_attached_process_executable_is_refused(build, tmp_path):
     exe = tmp_path / "ticker"
     shutil.copy(build("robust.c", "-pthread"), exe)
