@@ -72,6 +72,23 @@ def test_an_output_naming_a_file_the_spawned_program_is_given_is_refused(tmp_pat
     assert digest(data) == before
 
 
+@pytest.mark.parametrize("mode", ["exact", "sampled"])
+def test_phasescope_refuses_to_trace_itself(mode):
+    """``-p`` of phasescope's own pid: before stop 45 exact mode followed its own threads and hung,
+    deaf to SIGTERM (only SIGKILL ended it)."""
+    r = subprocess.run(["sh", "-c", 'exec "$@" -p $$', "sh",
+                        *cli_command("--no-dashboard", "--mode", mode, "--duration", "1")],
+                       capture_output=True, text=True, timeout=60)
+    one_line_refusal(r, "is this phasescope itself")
+
+
+def test_a_name_matches_other_processes_than_phasescope_itself(monkeypatch):
+    """``-n python3.11`` named phasescope's own interpreter among the matches (pgrep leaves itself out)."""
+    from phasescope.sources import device
+    monkeypatch.setattr(device, "local_processes", lambda: [(os.getpid(), "twin"), (os.getpid() + 1, "twin")])
+    assert device.resolve_target(None, name="twin").pid == os.getpid() + 1
+
+
 def test_an_output_naming_an_attached_process_executable_is_refused(build, tmp_path):
     exe = tmp_path / "ticker"
     shutil.copy(build("robust.c", "-pthread"), exe)
