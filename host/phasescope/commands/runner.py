@@ -159,6 +159,14 @@ class Command:
         except BrokenPipeError:  # `phasescope replay log | head -1`: the reader has all it wanted
             _quiet_stdout()
             return EXIT_OK
+        except OSError as e:  # `phasescope replay log > /dev/full` was a traceback; one line, as cat says it
+            try:
+                sys.stdout.flush()
+            except OSError:
+                _quiet_stdout()  # else the interpreter's last flush fails again, on stderr
+            where = f"{e.filename}: " if e.filename else ""
+            print(f"{self.prog}: error: {where}{e.strerror or e}", file=sys.stderr)
+            return EXIT_FAILED
 
 
 def _quiet_stdout() -> None:
