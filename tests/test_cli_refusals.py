@@ -59,6 +59,36 @@ def test_an_output_naming_the_program_found_on_path_is_refused(victim):
     assert digest(victim) == before
 
 
+@pytest.mark.parametrize("mode", ["exact", "sampled"])
+def test_an_output_naming_a_file_the_spawned_program_is_given_is_refused(tmp_path, mode):
+    """``--summary data -f sort data``: before stop 45 sort sorted its data and the summary then
+    replaced it."""
+    data = tmp_path / "data.txt"
+    data.write_text("".join(f"{(i * 7919) % 1000}\n" for i in range(1000)))
+    before = digest(data)
+    r = run_cli("--no-dashboard", "--mode", mode, "--summary", "data.txt", "-f", "sort", "--", "-n", str(data),
+                timeout=60, cwd=tmp_path)
+    one_line_refusal(r, "data.txt", "-f PROGRAM's argument", "never writes over")
+    assert digest(data) == before
+
+
+@pytest.mark.parametrize("mode", ["exact", "sampled"])
+def test_phasescope_refuses_to_trace_itself(mode):
+    """``-p`` of phasescope's own pid: before stop 45 exact mode followed its own threads and hung,
+    deaf to SIGTERM (only SIGKILL ended it)."""
+    r = subprocess.run(["sh", "-c", 'exec "$@" -p $$', "sh",
+                        *cli_command("--no-dashboard", "--mode", mode, "--duration", "1")],
+                       capture_output=True, text=True, timeout=60)
+    one_line_refusal(r, "is this phasescope itself")
+
+
+def test_a_name_matches_other_processes_than_phasescope_itself(monkeypatch):
+    """``-n python3.11`` named phasescope's own interpreter among the matches (pgrep leaves itself out)."""
+    from phasescope.sources import device
+    monkeypatch.setattr(device, "local_processes", lambda: [(os.getpid(), "twin"), (os.getpid() + 1, "twin")])
+    assert device.resolve_target(None, name="twin").pid == os.getpid() + 1
+
+
 def test_an_output_naming_an_attached_process_executable_is_refused(build, tmp_path):
     exe = tmp_path / "ticker"
     shutil.copy(build("robust.c", "-pthread"), exe)
@@ -218,3 +248,21 @@ def test_help_names_every_subcommand_and_exit_code_130():
     for name in SUBCOMMANDS:
         assert name in epilog, name
     assert "130" in epilog
+
+
+@pytest.mark.parametrize("option", ["-o", "--log", "--summary", "--bbv", "--events", "--phase-db", "--profile",
+                                    "--metrics"])
+def test_an_empty_output_is_refused_not_dropped(build, tmp_path, option):
+    """``--log "$UNSET"``: before stop 45 an empty value was taken as no option, and the run went on
+    without the log the user asked for (exit 0, not a word)."""
+    r = run_cli("--no-dashboard", option, "", "-f", build("counted.c"), "1", timeout=60, cwd=tmp_path)
+    one_line_refusal(r, option)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, word", [(["replay", "{log}", "--summary", ""], "--summary"),
+                                        (["export-bbv", "{log}", ""], "OUT.bb"), (["replay", ""], "FILE")])
+def test_an_empty_file_argument_of_a_subcommand_is_refused(tmp_path, argv, word):
+    log = tmp_path / "run.jsonl"
+    log.write_text("")
+    one_line_refusal(run_cli(*[a.format(log=log) for a in argv], timeout=60), f"{word}: an empty value")

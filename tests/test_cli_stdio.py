@@ -4,6 +4,7 @@ frida-tools does (the target's arguments are positionals, after -- when they sta
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -95,3 +96,19 @@ def test_pipe_mode_gives_the_target_our_stdin_to_the_end_and_keeps_stderr_apart(
         assert r.stdout == native.stdout
         if native.stderr:
             assert native.stderr in r.stderr and native.stderr not in r.stdout
+
+
+@pytest.mark.parametrize("mode", ["exact", "sampled"])
+def test_a_closed_pipe_on_phasescope_own_lines_does_not_end_the_run(build, tmp_path, mode):
+    """``phasescope ... 2>&1 >out | head -1``: phasescope's lines have lost their reader, but the
+    run goes on: before stop 45 it detached at the next line (exit 0, the log cut short)."""
+    summary, log = tmp_path / "s.json", tmp_path / "run.jsonl"
+    proc = subprocess.Popen(cli_command("--no-dashboard", "--mode", mode, "--status-every", "0.05", "--summary",
+                                        str(summary), "--log", str(log), "-f", build("phased.c"), "12", "2"),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc.stderr.readline()  # the first line: tracing has started
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 0
+    end = json.loads(summary.read_text())["end"]
+    assert end["how"] == "exited" and end["code"] == 0, end
+    assert len(read_records(log)) > 0

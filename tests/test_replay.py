@@ -1,6 +1,7 @@
 """Replay and export-bbv through the real command line."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -129,6 +130,19 @@ def test_live_log_replays_unchanged(tmp_path):
     s = json.loads(summary.read_text())
     assert s["phases"] == json.loads(json.dumps(engine.summary()))["phases"]
     assert s["predictors"]["rle_markov"]["overall"]["accuracy"] > s["predictors"]["last_phase"]["overall"]["accuracy"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("argv", [["replay", "{log}"], ["score", "{log}", "--reference", "auto"]])
+def test_a_full_standard_output_is_one_line_and_exit_1(tmp_path, argv):
+    """``phasescope replay run.jsonl > /dev/full`` was rich's traceback; now one line, as cat says it."""
+    live = tmp_path / "live.jsonl"
+    write_live_log(live)
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "phasescope.cli", *(a.format(log=live) for a in argv)],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"phasescope {argv[0]}: error: No space left on device"]
 
 
 def test_replay_settings_change_the_result(tmp_path):

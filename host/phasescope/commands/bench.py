@@ -50,7 +50,6 @@ from phasescope.sources.device import resolve_device, resolve_target
 class BenchCommand(Command):
     """Overhead against native, on the user's program."""
 
-    ends_itself = False  # Ctrl-C ends the measurement at once (exit 130), its runs' targets with it
     description = ("Measure phasescope's overhead on a program: exact mode against bare Stalker and valgrind "
                    "exp-bbv, or sampled mode (--bursts: with and without exact bursts).")
     usage = "phasescope bench [options] -- PROGRAM [ARGS...]"

@@ -51,7 +51,11 @@ def _inode(st: os.stat_result) -> Tuple[int, int]:
 def check_files(args, inputs: Dict[str, str], outputs: Dict[str, str],
                 more_inputs: Sequence[Tuple[str, str]] = ()) -> None:
     """InputError when an output is an input or another output (``label: dest`` maps, and the
-    ``(label, path)`` pairs of ``more_inputs``)."""
+    ``(label, path)`` pairs of ``more_inputs``), or is empty (``--log "$UNSET"`` had asked for
+    nothing and lost the log without a word)."""
+    for label, dest in {**inputs, **outputs}.items():
+        if getattr(args, dest, None) == "":
+            raise InputError(f"{label}: an empty value names no file" + (" or address" if dest == "events" else ""))
     ins: List[Tuple[str, str]] = [(label, p) for label, dest in inputs.items() if (p := _path(args, dest))]
     ins += [(label, p) for label, p in more_inputs if p]
     outs: List[Tuple[str, str]] = [(label, p) for label, dest in outputs.items() if (p := _path(args, dest))]

@@ -97,6 +97,8 @@ def short_title(target: Target, width: int = 40) -> str:
 class MonitorCommand(Command):
     """Trace one process live."""
 
+    ends_itself = True  # a stop signal detaches (or passes it on) and the run finishes its outputs
+
     description = ("Live program-phase monitor: follows every thread of a native process with Frida's Stalker "
                    "and tracks and predicts its phases (Sherwood, Sair & Calder, ISCA 2003).")
     #: the options ``--help`` shows, with a shorter help text where one is given; the others are in
@@ -176,11 +178,13 @@ class MonitorCommand(Command):
         return args
 
     def more_inputs(self, args) -> List[Tuple[str, str]]:
-        """The executable to spawn, or the attached process's: no output may write over the
-        program being traced."""
+        """The executable to spawn and the files its arguments name (``--summary data -f sort
+        data`` had replaced sort's input with the summary), or the attached process's executable:
+        no output may write over the program being traced or what it reads."""
         argv = self.target_argv(args)
         if argv:
-            return [("-f PROGRAM", argv[0] if os.sep in argv[0] else shutil.which(argv[0]))]
+            return ([("-f PROGRAM", argv[0] if os.sep in argv[0] else shutil.which(argv[0]))]
+                    + [("-f PROGRAM's argument", a) for a in argv[1:] if os.path.isfile(a)])
         if args.pid is not None and args.pid > 0:
             return [("-p PID's executable", process_exe(args.pid))]
         return []

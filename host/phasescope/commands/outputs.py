@@ -68,7 +68,7 @@ def open_sinks(args: argparse.Namespace, config: EngineConfig) -> List:
             sinks.append(server)
             if server.address != args.events:  # tcp:HOST:0: say which port clients should use
                 print(f"phasescope: serving events on {server.address}", file=sys.stderr, flush=True)
-        if args.metrics:
+        if args.metrics is not None:  # --metrics '' is refused there, not taken as no --metrics
             from phasescope.sinks.metrics import MetricsServer
             metrics = MetricsServer(args.metrics, allow_remote=args.metrics_allow_remote)
             sinks.append(metrics)

@@ -106,9 +106,11 @@ class Command:
     #: input or another output is refused before anything runs (:mod:`phasescope.commands.files`)
     inputs: Dict[str, str] = {}
     outputs: Dict[str, str] = {}
-    #: stop signals set :attr:`stop` for the run to end itself; False: Ctrl-C is a KeyboardInterrupt
-    #: at once (exit 130), for a command with nothing to finish (bench)
-    ends_itself = True
+    #: True: stop signals set :attr:`stop` for the run to end itself (the live monitor); False: any
+    #: stop signal is a KeyboardInterrupt at once (exit 130), for a command with nothing to finish
+    #: (bench, and the offline ones, which never look at :attr:`stop`: a first Ctrl-C or SIGTERM
+    #: was only a flag, and a replay ran on to its end with exit 0)
+    ends_itself = False
     #: True: :meth:`run` calls :func:`phasescope.startup.settled` itself, once it has loaded what
     #: it needs (the live monitor's target starts first); else the runner does, before :meth:`run`
     settles_itself = False
@@ -145,7 +147,7 @@ class Command:
             check_files(args, self.inputs, self.outputs, self.more_inputs(args))
             if not self.settles_itself:
                 settled()
-            with self.stop if self.ends_itself else contextlib.nullcontext():
+            with self.stop, contextlib.nullcontext() if self.ends_itself else waits.interruptible():
                 code = int(self.run(args) or EXIT_OK)
             return EXIT_INTERRUPTED if self.stop.again else code
         except PhasescopeError as e:
@@ -157,6 +159,14 @@ class Command:
         except BrokenPipeError:  # `phasescope replay log | head -1`: the reader has all it wanted
             _quiet_stdout()
             return EXIT_OK
+        except OSError as e:  # `phasescope replay log > /dev/full` was a traceback; one line, as cat says it
+            try:
+                sys.stdout.flush()
+            except OSError:
+                _quiet_stdout()  # else the interpreter's last flush fails again, on stderr
+            where = f"{e.filename}: " if e.filename else ""
+            print(f"{self.prog}: error: {where}{e.strerror or e}", file=sys.stderr)
+            return EXIT_FAILED
 
 
 def _quiet_stdout() -> None:

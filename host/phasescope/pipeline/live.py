@@ -30,7 +30,7 @@ from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME
 from phasescope.sources.output import OutputRelay
 from phasescope.sources.stopped import is_stopped, wait_while_stopped
 from phasescope.sources.symbols import Symbolizer
-from phasescope.view.plain import PlainView
+from phasescope.view.plain import PlainView, said as _said
 from phasescope.view.report import print_hot_code, print_report
 from phasescope.view.snapshot import LiveState
 
@@ -141,7 +141,7 @@ class LiveRun:
         pid = self.target.pid
         if self.target.spawn or pid is None or not is_stopped(pid):
             return False
-        print(f"phasescope: pid {pid} is stopped; tracing starts when it continues (kill -CONT {pid})",
+        _said(print, f"phasescope: pid {pid} is stopped; tracing starts when it continues (kill -CONT {pid})",
               file=self.out, flush=True)
         began = time.monotonic()
 
@@ -461,12 +461,3 @@ def _in_foreground(pid: int) -> bool:
         return False
     finally:
         os.close(fd)
-
-
-def _said(write, *args, **kwargs) -> None:
-    """Write to the terminal or ``-o``, unless it has gone away (SIGHUP: EIO): the run's files
-    are what must not be lost, and they are written first."""
-    try:
-        write(*args, **kwargs)
-    except OSError:
-        pass

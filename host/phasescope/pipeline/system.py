@@ -21,7 +21,7 @@ from phasescope.sinks.base import Sink
 from phasescope.sources.elf_symbols import ElfSymbols
 from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME
 from phasescope.sources.system_sampler import SystemSampler
-from phasescope.view.plain import PlainView
+from phasescope.view.plain import PlainView, said
 from phasescope.view.screen import DashboardScreen
 from phasescope.view.snapshot import transition
 from phasescope.view.system_view import print_system_report, render
@@ -142,9 +142,9 @@ class SystemRun:
             stop.finishing()
             self._finish()
         for note in view.notes + self.notes:
-            print(note, file=self.out)
-        print_system_report(self.final, file=self.out)
-        print(f"phasescope: system-wide sampling stopped ({self.stop_reason})", file=self.out, flush=True)
+            said(print, note, file=self.out)
+        said(print_system_report, self.final, file=self.out)
+        said(print, f"phasescope: system-wide sampling stopped ({self.stop_reason})", file=self.out, flush=True)
         return EXIT_OK
 
     def _feed(self, windows) -> None:

@@ -106,6 +106,8 @@ def resolve_target(device, pid=None, name=None, argv=None) -> Target:
         if is_local(device) and process_state(pid) == "Z":
             raise InputError(f"pid {pid} is a zombie: it has exited and waits for its parent to reap it; "
                              "nothing runs there to trace")
+        if is_local(device) and pid == os.getpid():  # Stalker following its own host hung, deaf to SIGTERM
+            raise InputError(f"pid {pid} is this phasescope itself: it cannot trace itself")
         if is_local(device) and is_kernel_thread(pid):
             raise InputError(f"pid {pid} is a kernel thread ({process_comm(pid)}): it runs no user code, "
                              "so there is nothing to trace in either mode")
@@ -115,7 +117,7 @@ def resolve_target(device, pid=None, name=None, argv=None) -> Target:
             raise InputError(f"no such process: pid {pid}")
         shown = next((n for p, n in processes if p == pid), None) or (process_comm(pid) if is_local(device) else None)
         return Target(pid=int(pid), shown=shown or None)
-    matches = sorted(p for p, n in processes if n == name)
+    matches = sorted(p for p, n in processes if n == name and not (is_local(device) and p == os.getpid()))
     if not matches:
         raise InputError(f"no process named {name!r}")
     if len(matches) > 1:

@@ -3,9 +3,27 @@ every few seconds, on phasescope's own stream (stderr, or ``-o FILE``), never on
 
 from __future__ import annotations
 
-from typing import List, TextIO
+import os
+from typing import List, Optional, TextIO
 
 from phasescope.engine import Interval, IntervalResult
+
+
+def said(write, *args, file: Optional[TextIO] = None, **kwargs) -> None:
+    """``write(*args, file=file, **kwargs)`` to the terminal or ``-o``, unless it has gone away
+    (SIGHUP: EIO; a reader that closed its pipe, ``2>&1 | head -1``: EPIPE): the run's files are
+    what must not be lost, so the run goes on, and the stream is pointed at /dev/null for the
+    lines still to come (before stop 45 a closed pipe ended the run at its first status line:
+    detached, exit 0, the ``--log`` cut short)."""
+    try:
+        write(*args, **kwargs) if file is None else write(*args, file=file, **kwargs)
+    except OSError:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, file.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # no descriptor (a StringIO): nothing more to do
+            pass
 
 
 class PlainView:
@@ -28,7 +46,7 @@ class PlainView:
 
     def _on_interval(self, r: IntervalResult, iv: Interval) -> None:
         if r.phase_changed or r.new_phase:
-            print(self.state.change_line(r, iv), file=self.out, flush=True)
+            said(print, self.state.change_line(r, iv), file=self.out, flush=True)
 
     @property
     def due(self) -> float:
@@ -38,12 +56,12 @@ class PlainView:
     def tick(self, now: float) -> None:
         """A status line at the first tick (tracing has started), then every ``every`` seconds."""
         if now >= self._next:
-            print(self.state.status_line(), file=self.out, flush=True)
+            said(print, self.state.status_line(), file=self.out, flush=True)
             self._next = now + self.every
 
     def note(self, text: str) -> None:
         """A line to tell the user now (agent errors, forks)."""
-        print(text, file=self.out, flush=True)
+        said(print, text, file=self.out, flush=True)
 
     @property
     def notes(self) -> List[str]:
