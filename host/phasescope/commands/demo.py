@@ -15,9 +15,10 @@ from phasescope.errors import InputError
 from phasescope.workloads import phased
 
 
-#: work per step in sampled mode: each step then lasts about 5 windows of 100 samples at 1 kHz
-#: (0.3-0.8 s of CPU), so that each activity is a phase of its own, recurring every round
-SAMPLED_SCALE = 10
+#: work per step in sampled mode: each step then lasts 3-10 windows of 100 samples at 1 kHz
+#: (0.3-1 s of CPU on a 2026 x86 core; the shortest, regex, 0.15 s at 10), so that each activity is
+#: a phase of its own, recurring every round
+SAMPLED_SCALE = 20
 
 
 def workload_argv(rounds: int, thread: bool = True, scale: int = 1) -> list:
