@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import sys
 
 import pytest
 
@@ -44,6 +46,35 @@ def connector_allowed() -> bool:
     if sock is not None:
         sock.close()
     return sock is not None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare(1)")
+def test_no_connector_outside_the_initial_pid_namespace():
+    """In a pid namespace of its own (a container sharing the host's network, ``unshare -pf``) the
+    kernel ignores a process-connector subscription silently, and its pids are not ours: exact
+    mode once waited 1 s at each end for events that never came, and never peeked at the zombie."""
+    probe = ("from phasescope.sources.exit_status import connector; s = connector(); "
+             "print('none' if s is None else 'socket')")
+    out = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", probe],
+                         capture_output=True, text=True, timeout=60)
+    if out.returncode != 0 and "unshare" in out.stderr:
+        pytest.skip(f"no pid namespace here: {out.stderr.strip()}")
+    assert out.stdout.strip() == "none", out.stdout + out.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shutil.which("setpriv"), reason="needs setpriv(1)")
+def test_without_the_connector_a_kill_is_never_called_a_crash(tmp_path):
+    """Without CAP_NET_ADMIN (dropped here; any user but root) exact mode peeks at the zombie. Frida's
+    injector ptraces the target from a thread of phasescope's process, so the peek (waitid) was
+    answered by the injector's SIGSEGV trap stop at spawn: a target killed later was 'crashed (SIGSEGV)'."""
+    summary = tmp_path / "s.json"
+    out = subprocess.run(["setpriv", "--bounding-set", "-net_admin", "--inh-caps", "-net_admin",
+                          *cli_command("--no-dashboard", "--summary", str(summary), "-f", "/bin/sh", "--", "-c", "kill -KILL $$")],
+                         capture_output=True, text=True, timeout=120)
+    end = json.loads(summary.read_text())["end"]
+    assert out.returncode == 3 and end["how"] == "killed" and end["signal"] in ("SIGKILL", None), (end, out.stderr)
 
 
 def one_line_end(stderr: str) -> str:

@@ -3,9 +3,10 @@
 Frida spawns the target and reaps it itself, keeping the status: its detach says only
 ``process-terminated``. phasescope reads the status from the kernel's process connector (an exit
 event for every process, with its wait status; needs ``CAP_NET_ADMIN``), subscribed before the
-target runs, so the event is queued before Frida can see the end. Without that right it peeks at
-the zombie (``waitid(WNOWAIT)``, which leaves the reaping to Frida): best effort, as Frida's own
-watch may reap the zombie first, and then the end is said without its signal."""
+target runs (the kernel sends it just after it tells the parent, so :meth:`ExitStatus.get` waits
+for it, briefly). Without that right, or in a container, it peeks at the zombie
+(``waitid(WNOWAIT)``, which leaves the reaping to Frida): best effort, as Frida's own watch may
+reap the zombie first, and then the end is said without its signal."""
 
 from __future__ import annotations
 
@@ -20,12 +21,17 @@ from typing import Optional
 _NETLINK_CONNECTOR, _CN_IDX_PROC, _CN_VAL_PROC, _MCAST_LISTEN, _PROC_EVENT_EXIT = 11, 1, 1, 1, 0x80000000
 _NLMSG, _CN_MSG, _EVENT = struct.Struct("=IHHII"), struct.Struct("=IIIIHH"), struct.Struct("=IIQ")
 _EXIT = struct.Struct("=IIII")  # pid, tgid, exit_code (a wait status), exit_signal
+#: the inodes of the initial pid and user namespaces (the kernel's PROC_PID_INIT_INO, PROC_USER_INIT_INO)
+_INIT_NAMESPACES = (("pid", 0xEFFFFFFC), ("user", 0xEFFFFFFD))
 
 
 def connector() -> Optional[socket.socket]:
     """A socket subscribed to the kernel's process events, None without the right to (``CAP_NET_ADMIN``,
-    effective bit 12: without it the kernel ignores the subscription silently)."""
+    effective bit 12) or outside the initial pid and user namespaces (a container): in either case
+    the kernel ignores the subscription silently (and its events name the initial namespace's pids)."""
     try:
+        if any(os.stat(f"/proc/self/ns/{ns}").st_ino != ino for ns, ino in _INIT_NAMESPACES):
+            return None
         with open("/proc/self/status") as f:
             caps = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff:"))
         if not caps & (1 << 12):
@@ -106,10 +112,16 @@ class ExitStatus:
                                                                  self._leader_gone)
 
     def _peek(self) -> None:
-        try:
-            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
-        except OSError:  # Frida reaped it first
-            info = None
+        """Frida's injector ptraces the target from a thread of this process, so waitid also reports
+        its trap stops (a SIGSEGV at injection), WEXITED or not: those are skipped, not an end."""
+        while True:
+            try:
+                info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+            except OSError:  # Frida reaped it first
+                info = None
+            if info is None or info.si_code in (os.CLD_EXITED, os.CLD_KILLED, os.CLD_DUMPED):
+                break
+            time.sleep(0.01)  # reported until the tracer takes it (WNOWAIT leaves it)
         if info is not None:
             self._status = (info.si_status << 8 if info.si_code == os.CLD_EXITED
                             else info.si_status | (0x80 if info.si_code == os.CLD_DUMPED else 0))
@@ -117,8 +129,8 @@ class ExitStatus:
 
     def get(self, timeout: float = 1.0) -> Optional[int]:
         """The wait status of the ended process, None if not learnt within ``timeout`` s. The
-        kernel queues the exit event before the parent (Frida) can see the end, so one read of the
-        socket finds it when the end is reported."""
+        kernel sends the exit event just after it tells the parent (Frida; do_exit: exit_notify,
+        then proc_exit_connector), so the event can trail the end Frida reports by a moment."""
         if self._sock is None:
             self._peeked.wait(timeout)
             return self._status
