@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, TypedDict
 
 from phasescope import waits
 from phasescope.errors import InputError, PhasescopeError
@@ -213,17 +213,40 @@ class LineFile:
             raise self._cut
 
 
-def write_json_atomically(path: str, obj, prefix: str) -> None:
-    """Replace ``path`` with ``obj`` as JSON: a temporary file in the same directory, then
-    ``os.replace``, so readers never see half a file and a crash keeps the old one; an existing
-    file keeps its mode. Anything but a regular file (``/dev/null``, a FIFO) is written in place:
-    replaced, as root, ``/dev/null`` became a regular file for the whole machine. A symbolic link's
-    file is replaced, not the link (a phase database shared through a link stays shared)."""
-    import json  # here: a run without --summary or a phase database needs neither (~7 ms)
+def replace_atomically(path: str, write: Callable[[str], None], prefix: str) -> None:
+    """``write(tmp)`` to a temporary file in ``path``'s directory, then ``os.replace`` it over
+    ``path``: a stop signal or a failure midway leaves the old file whole (or none), never half of
+    one; an existing file keeps its mode; a symbolic link's file is replaced, not the link (a phase
+    database shared through a link stays shared). OSError as the steps raise it."""
     import tempfile
-    def dump(f) -> None:
-        json.dump(obj, f, indent=1)
-        f.write("\n")
+    real = os.path.realpath(path)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(real))
+    os.close(fd)
+    try:
+        write(tmp)
+        try:
+            mode = os.stat(real).st_mode & 0o7777  # a file replaced keeps its mode
+        except OSError:
+            mask = os.umask(0o022)
+            os.umask(mask)
+            mode = 0o666 & ~mask  # mkstemp makes it 0600; these are ordinary files
+        os.chmod(tmp, mode)
+        os.replace(tmp, real)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_json_atomically(path: str, obj, prefix: str) -> None:
+    """Replace ``path`` with ``obj`` as JSON (:func:`replace_atomically`), so readers never see
+    half a file and a crash keeps the old one. Anything but a regular file (``/dev/null``, a FIFO)
+    is written in place: replaced, as root, ``/dev/null`` became a regular file for the whole
+    machine."""
+    import json  # here: a run without --summary or a phase database needs neither (~7 ms)
+    def dump(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=1)
+            f.write("\n")
 
     real = os.path.realpath(path)
     if written_in_place(path):
@@ -244,22 +267,6 @@ def write_json_atomically(path: str, obj, prefix: str) -> None:
             os.close(fd)
         return
     try:
-        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(real))
+        replace_atomically(path, dump, prefix)
     except OSError as e:
         raise write_failed(path, e) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            dump(f)
-        try:
-            mode = os.stat(real).st_mode & 0o7777  # a file replaced keeps its mode
-        except OSError:
-            mask = os.umask(0o022)
-            os.umask(mask)
-            mode = 0o666 & ~mask  # mkstemp makes it 0600; these are ordinary files
-        os.chmod(tmp, mode)
-        os.replace(tmp, real)
-    except OSError as e:
-        raise write_failed(path, e) from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from phasescope import waits
 from phasescope.errors import InputError
 from phasescope.profiles.model import Profile
-from phasescope.profiles.writers import WRITERS, format_of
+from phasescope.profiles.writers import format_of, write_profile
 from phasescope.sinks.base import Sink, close_file, not_read, open_write, write_failed, written_in_place
 
 if TYPE_CHECKING:  # the engine loads after a live run's target has started (commands/monitor.py)
@@ -24,7 +24,7 @@ class ProfileWriter(Sink):
 
     def __init__(self, path: str):
         self.path = path
-        self.write = WRITERS[format_of(path)]
+        self.format = format_of(path)
         self._in_place = written_in_place(path)
         if self._in_place:  # opening a FIFO here would hand its first reader an empty file
             if not os.access(path, os.W_OK):
@@ -39,7 +39,7 @@ class ProfileWriter(Sink):
     def close(self) -> None:
         try:
             with waits.interruptible() if self._in_place else contextlib.nullcontext():  # a reader may never come
-                self.write(self.profile, self.path)
+                write_profile(self.format, self.profile, self.path)
         except OSError as e:
             raise write_failed(self.path, e) from None
         except KeyboardInterrupt:
