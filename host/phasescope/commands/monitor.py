@@ -184,7 +184,7 @@ class MonitorCommand(Command):
         argv = self.target_argv(args)
         if argv:
             return ([("-f PROGRAM", argv[0] if os.sep in argv[0] else shutil.which(argv[0]))]
-                    + [("-f PROGRAM's argument", a) for a in argv[1:] if os.path.isfile(a)])
+                    + [(f"-f PROGRAM's argument {a}", a) for a in argv[1:] if os.path.isfile(a)])
         if args.pid is not None and args.pid > 0:
             return [("-p PID's executable", process_exe(args.pid))]
         return []
