@@ -76,6 +76,10 @@ class Sink:
     def on_end(self, summary: Summary) -> None:
         """The final summary, with ``summary["end"]`` saying how the target ended; read only."""
 
+    def abandon(self) -> None:
+        """The run was cut short before its end (a stop signal ends an offline replay at once):
+        what is written only at the end is not written, since part of the input would look whole."""
+
     def close(self) -> None:
         """Release files and sockets; called once, on every exit path."""
 
@@ -116,6 +120,10 @@ class Sinks(Sink):
 
     def on_end(self, summary: Summary) -> None:
         self._each(lambda s: s.on_end(summary))
+
+    def abandon(self) -> None:
+        for s in self.sinks:
+            s.abandon()
 
     def close(self) -> None:
         self._each(lambda s: s.close())
@@ -235,6 +243,20 @@ def replace_atomically(path: str, write: Callable[[str], None], prefix: str) -> 
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def check_replaceable(path: str, prefix: str) -> None:
+    """InputError (exit 2) now, before the work, unless :func:`replace_atomically` can replace
+    ``path`` at the end (a temporary file can be made beside it); ``path`` itself is untouched."""
+    import tempfile
+    if os.path.isdir(path):
+        raise InputError(f"{path}: cannot write: is a directory")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(os.path.realpath(path)))
+    except OSError as e:
+        raise InputError(f"{path}: cannot write: {e.strerror}") from None
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def write_json_atomically(path: str, obj, prefix: str) -> None:
