@@ -28,7 +28,10 @@ PYTHON_IGNORES = (signal.SIGPIPE, signal.SIGXFSZ)
 def default_signals() -> None:
     """In a forked child, before exec: :data:`PYTHON_IGNORES` back at their defaults."""
     for sig in PYTHON_IGNORES:
-        signal.signal(sig, signal.SIG_DFL)
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError):  # never keep the program from running
+            pass
 
 
 def with_default_signals(spawn: Callable[..., int], *args, **kwargs) -> int:
