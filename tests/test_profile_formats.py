@@ -211,3 +211,12 @@ def test_a_stop_signal_during_the_write_leaves_the_old_profile_whole(log, tmp_pa
     assert ProfileCommand("phasescope profile").main([log, "-o", str(out)]) == 130
     assert out.read_bytes() == b"the old profile"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["run.log", name])  # no temporary file left
+
+
+@pytest.mark.slow  # runs the CLI
+def test_a_profile_to_standard_output_through_a_pipe(log):
+    """``-o /dev/stdout | ...``: its link names a pipe (``pipe:[N]``), written in place, not
+    replaced through a temporary file beside it (which failed: no such directory)."""
+    r = run_cli("profile", log, "-o", "/dev/stdout", "--format", "folded", timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("phase ") and r.stdout.endswith("\n"), r.stdout

@@ -283,3 +283,13 @@ def test_unwritable_output_fails_before_work(tmp_path):
     f.write_text("T:1:5\n")
     assert_input_error(cli("replay", f, "--summary", tmp_path / "no" / "s.json"), "cannot write")
     assert_input_error(cli("replay", f, "--log", tmp_path), "cannot write")
+
+
+def test_a_summary_to_standard_output_through_a_pipe(tmp_path):
+    """``--summary /dev/stdout | ...``: its link names a pipe (``pipe:[N]``), which has no path to
+    open or to put a temporary file beside: written in place, as to a FIFO."""
+    live = tmp_path / "live.jsonl"
+    write_live_log(live)
+    proc = cli("replay", live, "--summary", "/dev/stdout")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout[:proc.stdout.index("\n}\n") + 2])["end"]["how"] == "replayed"

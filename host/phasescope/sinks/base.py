@@ -167,8 +167,11 @@ def close_file(f, path: str) -> None:
 def written_in_place(path: str) -> bool:
     """Whether ``path`` (through any link) is an existing file that is not a regular one: a FIFO or
     a device, written in place and once, at the end (a FIFO's open waits for a reader)."""
-    real = os.path.realpath(path)
-    return os.path.exists(real) and not os.path.isfile(real)
+    try:
+        st = os.stat(path)  # /dev/stdout's link to a pipe resolves here, not by its path (pipe:[N])
+    except OSError:
+        return False
+    return not stat.S_ISREG(st.st_mode)
 
 
 def not_read(path: str) -> PhasescopeError:
@@ -247,10 +250,13 @@ def replace_atomically(path: str, write: Callable[[str], None], prefix: str) -> 
 
 def check_replaceable(path: str, prefix: str) -> None:
     """InputError (exit 2) now, before the work, unless :func:`replace_atomically` can replace
-    ``path`` at the end (a temporary file can be made beside it); ``path`` itself is untouched."""
+    ``path`` at the end (a temporary file can be made beside it); ``path`` itself is untouched.
+    A FIFO or a device (``/dev/stdout`` to a pipe) is written in place, not replaced."""
     import tempfile
     if os.path.isdir(path):
         raise InputError(f"{path}: cannot write: is a directory")
+    if written_in_place(path):
+        return
     try:
         fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(os.path.realpath(path)))
     except OSError as e:
@@ -270,11 +276,10 @@ def write_json_atomically(path: str, obj, prefix: str) -> None:
             json.dump(obj, f, indent=1)
             f.write("\n")
 
-    real = os.path.realpath(path)
     if written_in_place(path):
         try:
             with waits.interruptible():  # a FIFO's open waits for a reader: a stop signal ends it
-                fd = os.open(real, os.O_WRONLY)
+                fd = os.open(path, os.O_WRONLY)  # /dev/stdout's link resolves here, not as a path
         except OSError as e:
             raise write_failed(path, e) from None
         except KeyboardInterrupt:
