@@ -68,7 +68,7 @@ def test_an_output_naming_a_file_the_spawned_program_is_given_is_refused(tmp_pat
     before = digest(data)
     r = run_cli("--no-dashboard", "--mode", mode, "--summary", "data.txt", "-f", "sort", "--", "-n", str(data),
                 timeout=60, cwd=tmp_path)
-    one_line_refusal(r, "data.txt", "-f PROGRAM's argument", "never writes over")
+    one_line_refusal(r, "data.txt", f"-f PROGRAM's argument {data}", "never writes over")  # as the user spelled it
     assert digest(data) == before
 
 

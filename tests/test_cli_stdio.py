@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 
 import pytest
@@ -112,3 +113,23 @@ def test_a_closed_pipe_on_phasescope_own_lines_does_not_end_the_run(build, tmp_p
     end = json.loads(summary.read_text())["end"]
     assert end["how"] == "exited" and end["code"] == 0, end
     assert len(read_records(log)) > 0
+
+
+def _ignored(status: bytes) -> int:
+    """The SigIgn mask of a ``grep SigIgn /proc/self/status`` run's output."""
+    return int(status.split()[1], 16)
+
+
+@pytest.mark.parametrize("mode", ["exact", "sampled"])
+def test_the_spawned_program_does_not_inherit_python_s_ignored_sigpipe(mode):
+    """A spawned program gets SIGPIPE and SIGXFSZ at their defaults, as a shell gives them:
+    sampled mode forked it from python3, which ignores both, so ``phasescope --mode sampled -f
+    seq 1 1e9 | head -1`` ran seq to its end (EPIPE on every write, no SIGPIPE), where natively
+    the first write after head left killed it."""
+    argv = ["grep", "SigIgn", "/proc/self/status"]
+    native = subprocess.run(argv, capture_output=True, check=True, timeout=60).stdout
+    r = _traced("--mode", mode, "-f", *argv)
+    assert r.returncode == 0, r.stderr
+    dropped = (1 << (signal.SIGPIPE - 1)) | (1 << (signal.SIGXFSZ - 1))
+    assert not _ignored(native) & dropped  # subprocess restores both, as a shell has them
+    assert _ignored(r.stdout) & dropped == _ignored(native) & dropped, r.stdout

@@ -192,3 +192,31 @@ def test_merged_sampled_intervals_keep_their_stacks():
     r = IntervalResult(seq=0, thread=1, thread_seq=0, instructions=0, phase=0, distance=None, new_phase=True,
                        evicted=None, previous_phase=None, predictions={}, footprint=np.zeros(0), predicted=None)
     assert interval_of(json.loads(dumps(to_record(iv, r))), "x:1").stacks == iv.stacks
+
+
+@pytest.mark.parametrize("name, module, step", [("p.pb.gz", pprof, "encode"), ("p.json", speedscope, "document"),
+                                                ("p.folded", folded, "lines"), ("p.perfetto-trace", perfetto, "encode")])
+def test_a_stop_signal_during_the_write_leaves_the_old_profile_whole(log, tmp_path, monkeypatch, name, module, step):
+    """A stop signal ends ``phasescope profile`` at once (stop 45), also while it writes (a third
+    of a large log's time for a Perfetto trace): the output had been opened, so emptied, first, and
+    the old profile was lost for an empty or half-written one."""
+    from phasescope.commands.profile import ProfileCommand
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt  # what the stop signal's handler raises there
+
+    out = tmp_path / name
+    out.write_bytes(b"the old profile")
+    monkeypatch.setattr(module, step, stopped)
+    assert ProfileCommand("phasescope profile").main([log, "-o", str(out)]) == 130
+    assert out.read_bytes() == b"the old profile"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["run.log", name])  # no temporary file left
+
+
+@pytest.mark.slow  # runs the CLI
+def test_a_profile_to_standard_output_through_a_pipe(log):
+    """``-o /dev/stdout | ...``: its link names a pipe (``pipe:[N]``), written in place, not
+    replaced through a temporary file beside it (which failed: no such directory)."""
+    r = run_cli("profile", log, "-o", "/dev/stdout", "--format", "folded", timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("phase ") and r.stdout.endswith("\n"), r.stdout

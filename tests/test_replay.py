@@ -132,6 +132,25 @@ def test_live_log_replays_unchanged(tmp_path):
     assert s["predictors"]["rle_markov"]["overall"]["accuracy"] > s["predictors"]["last_phase"]["overall"]["accuracy"]
 
 
+def test_a_stopped_replay_leaves_the_old_profile_and_writes_no_summary(tmp_path, monkeypatch):
+    """A stop signal ends a replay at once (stop 45): its --profile had been emptied at the start
+    and was then written from the part replayed, a whole-looking profile of part of the log."""
+    from phasescope.commands.replay import ReplayCommand
+    from phasescope.pipeline.flow import Flow
+
+    def stopped(self, batch):
+        raise KeyboardInterrupt  # what the stop signal's handler raises there
+
+    live, profile, summary = tmp_path / "live.jsonl", tmp_path / "p.folded", tmp_path / "s.json"
+    write_live_log(live)
+    profile.write_text("the old profile\n")
+    monkeypatch.setattr(Flow, "feed_many", stopped)
+    argv = [str(live), "--profile", str(profile), "--summary", str(summary)]
+    assert ReplayCommand("phasescope replay").main(argv) == 130
+    assert profile.read_text() == "the old profile\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["live.jsonl", "p.folded"]  # no summary, no temporary file
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 @pytest.mark.parametrize("argv", [["replay", "{log}"], ["score", "{log}", "--reference", "auto"]])
 def test_a_full_standard_output_is_one_line_and_exit_1(tmp_path, argv):
@@ -264,3 +283,13 @@ def test_unwritable_output_fails_before_work(tmp_path):
     f.write_text("T:1:5\n")
     assert_input_error(cli("replay", f, "--summary", tmp_path / "no" / "s.json"), "cannot write")
     assert_input_error(cli("replay", f, "--log", tmp_path), "cannot write")
+
+
+def test_a_summary_to_standard_output_through_a_pipe(tmp_path):
+    """``--summary /dev/stdout | ...``: its link names a pipe (``pipe:[N]``), which has no path to
+    open or to put a temporary file beside: written in place, as to a FIFO."""
+    live = tmp_path / "live.jsonl"
+    write_live_log(live)
+    proc = cli("replay", live, "--summary", "/dev/stdout")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout[:proc.stdout.index("\n}\n") + 2])["end"]["how"] == "replayed"

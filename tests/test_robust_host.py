@@ -104,3 +104,15 @@ def test_whole_disk_fills_summary_never_half_written(build, tiny_fs, tmp_path):
     records = text.split("\n")
     for line in records[:-1]:
         json.loads(line)
+
+
+@pytest.mark.parametrize("mode", ["exact", "sampled"])
+def test_report_disk_full_is_said_at_the_end(build, tmp_path, mode):
+    """``-o`` on a full disk: the run goes on and its outputs are whole, then one line and exit 1,
+    as for the other outputs (stop 45 had made it nothing at all and exit 0; a traceback before)."""
+    summary = tmp_path / "s.json"
+    r = run_cli("--no-dashboard", "--mode", mode, "--summary", str(summary), "-o", "/dev/full",
+                "-f", build("robust.c", "-pthread"), "exit", "20", "0")
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.strip().splitlines() == ["phasescope: error: /dev/full: cannot write: No space left on device"]
+    assert json.loads(summary.read_text())["end"]["how"] == "exited"

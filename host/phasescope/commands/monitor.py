@@ -26,7 +26,7 @@ from phasescope.commands.outputs import OUTPUT_FILES, open_sinks
 from phasescope.commands.runner import Command, usage_error
 from phasescope.commands.sources import SOURCES, mode_help, shows_dashboard, wants_stacks
 from phasescope.errors import InputError
-from phasescope.sinks.base import Sinks, open_write
+from phasescope.sinks.base import Sinks, close_file, open_write, write_failed
 from phasescope.startup import settled
 from phasescope.sources.device import Target, is_local, require_local, resolve_device, resolve_target
 from phasescope.sources.executable import exact_mode_refusal
@@ -184,7 +184,7 @@ class MonitorCommand(Command):
         argv = self.target_argv(args)
         if argv:
             return ([("-f PROGRAM", argv[0] if os.sep in argv[0] else shutil.which(argv[0]))]
-                    + [("-f PROGRAM's argument", a) for a in argv[1:] if os.path.isfile(a)])
+                    + [(f"-f PROGRAM's argument {a}", a) for a in argv[1:] if os.path.isfile(a)])
         if args.pid is not None and args.pid > 0:
             return [("-p PID's executable", process_exe(args.pid))]
         return []
@@ -238,8 +238,7 @@ class MonitorCommand(Command):
             settled()
             return run.run(self.stop)
         finally:
-            if out is not sys.stderr:
-                out.close()
+            _close_output(out, args.output)
 
     def run_system(self, args) -> int:
         """``-a``: every process on every CPU, one engine each (:mod:`phasescope.pipeline.system`)."""
@@ -281,8 +280,7 @@ class MonitorCommand(Command):
             settled()
             return run.run(self.stop)
         finally:
-            if out is not sys.stderr:
-                out.close()
+            _close_output(out, args.output)
 
 
 def _check_injectable(target: Target) -> None:
@@ -298,3 +296,14 @@ def _check_injectable(target: Target) -> None:
 def _open_output(path: Optional[str]):
     """``-o``: the report's file (stderr without one); a FIFO's wait for a reader ends at a stop signal."""
     return sys.stderr if path is None else open_write(path)
+
+
+def _close_output(out, path: Optional[str]) -> None:
+    """Close ``-o``; a write to it that failed (a full disk: the run went on) is said as the other
+    outputs' are, one line and exit 1 (it had been nothing and exit 0, or a traceback before)."""
+    if out is not sys.stderr:
+        from phasescope.view.plain import write_failure  # loads the engine: not before the target starts
+        failed = write_failure(out)
+        close_file(out, path)
+        if failed is not None:
+            raise write_failed(path, failed)

@@ -12,9 +12,9 @@ import sys
 
 from phasescope.commands.runner import Command
 from phasescope.errors import InputError
-from phasescope.profiles import diff, pprof
+from phasescope.profiles import diff
 from phasescope.profiles.model import read_profile
-from phasescope.profiles.writers import WRITERS, format_of
+from phasescope.profiles.writers import WRITERS, format_of, write_profile
 
 
 def base_path(path: str) -> str:
@@ -56,7 +56,7 @@ class ProfileCommand(Command):
         prof = read_profile(args.log, args.binary)
         if args.phase is not None and args.phase not in prof.phases:
             raise InputError(f"{args.log}: no phase {args.phase} (its phases: {', '.join(map(str, prof.phases))})")
-        WRITERS[fmt](prof, args.output, args.phase)
+        write_profile(fmt, prof, args.output, args.phase)
         if prof.unit == "samples" and prof.with_stacks < len(prof.spans):
             print(f"{args.log}: {len(prof.spans) - prof.with_stacks} of {len(prof.spans)} intervals have no stacks "
                   "(recorded before stacks, or not sampled): their samples keep their leaf only", file=sys.stderr)
@@ -77,8 +77,8 @@ class ProfileCommand(Command):
                 raise InputError("--diff writes pprof (-o FILE.pb.gz)")
             if os.path.abspath(base_path(args.output)) in {os.path.abspath(p) for p in (log_a, log_b)}:
                 raise InputError(f"--diff would write its base over an input: {base_path(args.output)}")
-            pprof.write(b, args.output, phase_b)
-            pprof.write(a, base_path(args.output), phase_a)
+            write_profile("pprof", b, args.output, phase_b)
+            write_profile("pprof", a, base_path(args.output), phase_a)
             print(f"{args.output}: phase {sb}; {base_path(args.output)}: phase {sa} "
                   f"(go tool pprof -diff_base {base_path(args.output)} {args.output})", file=sys.stderr)
         return 0

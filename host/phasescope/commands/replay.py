@@ -102,6 +102,9 @@ class ReplayCommand(Command):
             summary["input"] = {"path": args.file, "pc_out_file": args.pc_out_file}
             summary["end"] = {"how": "replayed", "code": None, "signal": None, "reason": None}
             flow.end(summary)
+        except KeyboardInterrupt:  # a stop signal: the old --profile stays, not one of part of FILE
+            Sinks(sinks).abandon()
+            raise
         finally:
             Sinks(sinks).close()
         print_report(summary, args.top)

@@ -7,6 +7,8 @@ from typing import Optional
 
 from phasescope.errors import InputError
 from phasescope.profiles import folded, perfetto, pprof, speedscope
+from phasescope.profiles.model import Profile
+from phasescope.sinks.base import replace_atomically, written_in_place
 
 WRITERS = {"pprof": pprof.write, "speedscope": speedscope.write, "folded": folded.write, "perfetto": perfetto.write}
 EXTENSIONS = ((".pb.gz", "pprof"), (".pprof", "pprof"), (".json", "speedscope"), (".folded", "folded"),
@@ -23,3 +25,14 @@ def format_of(path: str, given: Optional[str] = None, hint: str = "") -> str:
             return fmt
     raise InputError(f"cannot tell the profile format of {path} from its name: use one of "
                      f"{', '.join(e for e, _ in EXTENSIONS)}{hint}")
+
+
+def write_profile(fmt: str, prof: Profile, path: str, phase: Optional[int] = None) -> None:
+    """``prof`` to ``path`` in format ``fmt``: a regular file is replaced whole
+    (:func:`~phasescope.sinks.base.replace_atomically`), so a stop signal during the write (which
+    ends ``phasescope profile`` and ``replay`` at once) leaves the old file, not an empty or half
+    one; a FIFO or a device is written in place. OSError as the write raises it."""
+    if written_in_place(path):
+        WRITERS[fmt](prof, path, phase)
+    else:
+        replace_atomically(path, lambda tmp: WRITERS[fmt](prof, tmp, phase), ".phasescope-profile-")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, TypedDict
 
 from phasescope import waits
 from phasescope.errors import InputError, PhasescopeError
@@ -76,6 +76,10 @@ class Sink:
     def on_end(self, summary: Summary) -> None:
         """The final summary, with ``summary["end"]`` saying how the target ended; read only."""
 
+    def abandon(self) -> None:
+        """The run was cut short before its end (a stop signal ends an offline replay at once):
+        what is written only at the end is not written, since part of the input would look whole."""
+
     def close(self) -> None:
         """Release files and sockets; called once, on every exit path."""
 
@@ -116,6 +120,10 @@ class Sinks(Sink):
 
     def on_end(self, summary: Summary) -> None:
         self._each(lambda s: s.on_end(summary))
+
+    def abandon(self) -> None:
+        for s in self.sinks:
+            s.abandon()
 
     def close(self) -> None:
         self._each(lambda s: s.close())
@@ -159,8 +167,11 @@ def close_file(f, path: str) -> None:
 def written_in_place(path: str) -> bool:
     """Whether ``path`` (through any link) is an existing file that is not a regular one: a FIFO or
     a device, written in place and once, at the end (a FIFO's open waits for a reader)."""
-    real = os.path.realpath(path)
-    return os.path.exists(real) and not os.path.isfile(real)
+    try:
+        st = os.stat(path)  # /dev/stdout's link to a pipe resolves here, not by its path (pipe:[N])
+    except OSError:
+        return False
+    return not stat.S_ISREG(st.st_mode)
 
 
 def not_read(path: str) -> PhasescopeError:
@@ -213,23 +224,62 @@ class LineFile:
             raise self._cut
 
 
-def write_json_atomically(path: str, obj, prefix: str) -> None:
-    """Replace ``path`` with ``obj`` as JSON: a temporary file in the same directory, then
-    ``os.replace``, so readers never see half a file and a crash keeps the old one; an existing
-    file keeps its mode. Anything but a regular file (``/dev/null``, a FIFO) is written in place:
-    replaced, as root, ``/dev/null`` became a regular file for the whole machine. A symbolic link's
-    file is replaced, not the link (a phase database shared through a link stays shared)."""
-    import json  # here: a run without --summary or a phase database needs neither (~7 ms)
+def replace_atomically(path: str, write: Callable[[str], None], prefix: str) -> None:
+    """``write(tmp)`` to a temporary file in ``path``'s directory, then ``os.replace`` it over
+    ``path``: a stop signal or a failure midway leaves the old file whole (or none), never half of
+    one; an existing file keeps its mode; a symbolic link's file is replaced, not the link (a phase
+    database shared through a link stays shared). OSError as the steps raise it."""
     import tempfile
-    def dump(f) -> None:
-        json.dump(obj, f, indent=1)
-        f.write("\n")
-
     real = os.path.realpath(path)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(real))
+    os.close(fd)
+    try:
+        write(tmp)
+        try:
+            mode = os.stat(real).st_mode & 0o7777  # a file replaced keeps its mode
+        except OSError:
+            mask = os.umask(0o022)
+            os.umask(mask)
+            mode = 0o666 & ~mask  # mkstemp makes it 0600; these are ordinary files
+        os.chmod(tmp, mode)
+        os.replace(tmp, real)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def check_replaceable(path: str, prefix: str) -> None:
+    """InputError (exit 2) now, before the work, unless :func:`replace_atomically` can replace
+    ``path`` at the end (a temporary file can be made beside it); ``path`` itself is untouched.
+    A FIFO or a device (``/dev/stdout`` to a pipe) is written in place, not replaced."""
+    import tempfile
+    if os.path.isdir(path):
+        raise InputError(f"{path}: cannot write: is a directory")
+    if written_in_place(path):
+        return
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(os.path.realpath(path)))
+    except OSError as e:
+        raise InputError(f"{path}: cannot write: {e.strerror}") from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
+def write_json_atomically(path: str, obj, prefix: str) -> None:
+    """Replace ``path`` with ``obj`` as JSON (:func:`replace_atomically`), so readers never see
+    half a file and a crash keeps the old one. Anything but a regular file (``/dev/null``, a FIFO)
+    is written in place: replaced, as root, ``/dev/null`` became a regular file for the whole
+    machine."""
+    import json  # here: a run without --summary or a phase database needs neither (~7 ms)
+    def dump(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=1)
+            f.write("\n")
+
     if written_in_place(path):
         try:
             with waits.interruptible():  # a FIFO's open waits for a reader: a stop signal ends it
-                fd = os.open(real, os.O_WRONLY)
+                fd = os.open(path, os.O_WRONLY)  # /dev/stdout's link resolves here, not as a path
         except OSError as e:
             raise write_failed(path, e) from None
         except KeyboardInterrupt:
@@ -244,22 +294,6 @@ def write_json_atomically(path: str, obj, prefix: str) -> None:
             os.close(fd)
         return
     try:
-        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(real))
+        replace_atomically(path, dump, prefix)
     except OSError as e:
         raise write_failed(path, e) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            dump(f)
-        try:
-            mode = os.stat(real).st_mode & 0o7777  # a file replaced keeps its mode
-        except OSError:
-            mask = os.umask(0o022)
-            os.umask(mask)
-            mode = 0o666 & ~mask  # mkstemp makes it 0600; these are ordinary files
-        os.chmod(tmp, mode)
-        os.replace(tmp, real)
-    except OSError as e:
-        raise write_failed(path, e) from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

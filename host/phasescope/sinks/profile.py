@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from phasescope import waits
 from phasescope.errors import InputError
 from phasescope.profiles.model import Profile
-from phasescope.profiles.writers import WRITERS, format_of
-from phasescope.sinks.base import Sink, close_file, not_read, open_write, write_failed, written_in_place
+from phasescope.profiles.writers import format_of, write_profile
+from phasescope.sinks.base import Sink, check_replaceable, not_read, write_failed, written_in_place
 
 if TYPE_CHECKING:  # the engine loads after a live run's target has started (commands/monitor.py)
     from phasescope.engine import Interval, IntervalResult
@@ -20,26 +20,33 @@ if TYPE_CHECKING:  # the engine loads after a live run's target has started (com
 
 
 class ProfileWriter(Sink):
-    """Collects every classified interval; writes FILE once, at :meth:`close`."""
+    """Collects every classified interval; writes FILE once, at :meth:`close` (not after
+    :meth:`abandon`)."""
 
     def __init__(self, path: str):
         self.path = path
-        self.write = WRITERS[format_of(path)]
+        self.format = format_of(path)
         self._in_place = written_in_place(path)
         if self._in_place:  # opening a FIFO here would hand its first reader an empty file
             if not os.access(path, os.W_OK):
                 raise InputError(f"{path}: cannot write: Permission denied")
-        else:
-            close_file(open_write(path), path)  # an unwritable path fails now, before the target is touched
+        else:  # an unwritable path fails now, before the target is touched; an old profile stays until the end
+            check_replaceable(path, ".phasescope-profile-")
         self.profile = Profile()
+        self._abandoned = False
 
     def on_interval(self, result: IntervalResult, iv: Interval) -> None:
         self.profile.add(iv, result.phase, result.prediction, result.confidence)
 
+    def abandon(self) -> None:
+        self._abandoned = True
+
     def close(self) -> None:
+        if self._abandoned:
+            return
         try:
             with waits.interruptible() if self._in_place else contextlib.nullcontext():  # a reader may never come
-                self.write(self.profile, self.path)
+                write_profile(self.format, self.profile, self.path)
         except OSError as e:
             raise write_failed(self.path, e) from None
         except KeyboardInterrupt:

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
-
-from phasescope.errors import InputError
-from phasescope.sinks.base import Sink, write_json_atomically, written_in_place
+from phasescope.sinks.base import Sink, check_replaceable, write_json_atomically, written_in_place
 
 
 class SummaryWriter(Sink):
@@ -17,19 +13,8 @@ class SummaryWriter(Sink):
 
     def __init__(self, path: str):
         self.path = path
-        self._dir = os.path.dirname(os.path.abspath(path))
-        if os.path.isdir(path):
-            raise InputError(f"{path}: cannot write: is a directory")
-        os.unlink(self._mkstemp())  # fail now, not after the work
+        check_replaceable(path, ".phasescope-summary-")
         self._checkpoints = not written_in_place(path)
-
-    def _mkstemp(self) -> str:
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=".phasescope-summary-", suffix=".tmp", dir=self._dir)
-        except OSError as e:
-            raise InputError(f"{self.path}: cannot write: {e.strerror}") from None
-        os.close(fd)
-        return tmp
 
     def write(self, summary: dict) -> None:
         """Write the whole summary; each call replaces the file."""

@@ -33,7 +33,7 @@ from phasescope.sources.protocol import Wakes
 from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, SampledSource, check_sampling
 from phasescope.sources.perf_event import OpenedEvents, open_events
 from phasescope.sources.procfs import stat_fields
-from phasescope.sources.stdio import PipedStdio
+from phasescope.sources.stdio import PipedStdio, default_signals
 
 if TYPE_CHECKING:  # both load numpy: a spawned target starts before they do
     from phasescope.sources.modules import ModuleMap
@@ -140,6 +140,7 @@ class KernelSession(SampledSource):
                     os.close(err_r)
                     os.read(gate_r, 1)
                     os.set_inheritable(err_w, False)
+                    default_signals()  # python3's ignored SIGPIPE kept `... | head -1` from ending it
                     os.execv(argv[0], argv)
                 except OSError as e:
                     os.write(err_w, str(e.errno).encode())

@@ -51,7 +51,7 @@ from phasescope.sources.exit_status import ExitStatus
 from phasescope.sources.modules import Module, ModuleMap, library_name
 from phasescope.sources.procfs import main_thread_cpu, process_cpu
 from phasescope.sources.protocol import Agent, Locality
-from phasescope.sources.stdio import PipedStdio
+from phasescope.sources.stdio import PipedStdio, with_default_signals
 from phasescope.sources.stopped import Continued, end_stuck_helpers, session_of
 
 
@@ -237,8 +237,8 @@ class TraceSession(AgentQueries):
         try:
             if self.stdio == "pipe":
                 self._stdio = PipedStdio()
-                return self._stdio.spawn(lambda: self.device.spawn(argv, stdio="inherit"))
-            return self.device.spawn(argv, stdio=self.stdio)
+                return self._stdio.spawn(lambda: with_default_signals(self.device.spawn, argv, stdio="inherit"))
+            return with_default_signals(self.device.spawn, argv, stdio=self.stdio)
         except frida.ExecutableNotFoundError:
             raise InputError(f"no such program: {argv[0]}") from None
         except frida.PermissionDeniedError as e:

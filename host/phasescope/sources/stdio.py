@@ -12,12 +12,39 @@ its stdout and stderr come back separately through the others, as ``on_output(fd
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 from typing import Callable, Optional
 
 CHUNK = 1 << 16
 _SPAWN_LOCK = threading.Lock()  # fds 0-2 are swapped process-wide while a spawn runs
+#: python3 ignores these for itself (a closed pipe, a file-size limit: exceptions, not deaths); a
+#: shell leaves them at their defaults, and so must a spawn (subprocess's ``restore_signals``):
+#: ``seq 1 1e9 | head -1`` ends at head's end only by SIGPIPE
+PYTHON_IGNORES = (signal.SIGPIPE, signal.SIGXFSZ)
+
+
+def default_signals() -> None:
+    """In a forked child, before exec: :data:`PYTHON_IGNORES` back at their defaults."""
+    for sig in PYTHON_IGNORES:
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError):  # never keep the program from running
+            pass
+
+
+def with_default_signals(spawn: Callable[..., int], *args, **kwargs) -> int:
+    """``spawn(*args, **kwargs)`` (Frida's, which forks from here) with SIGXFSZ at its default
+    meanwhile, for the child to inherit (Frida resets SIGPIPE itself; phasescope's own writes
+    need SIGPIPE ignored at every moment). Only the main thread may set a disposition."""
+    if threading.current_thread() is not threading.main_thread():
+        return spawn(*args, **kwargs)
+    old = signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    try:
+        return spawn(*args, **kwargs)
+    finally:
+        signal.signal(signal.SIGXFSZ, old)
 
 
 class PipedStdio:

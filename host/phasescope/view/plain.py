@@ -3,10 +3,16 @@ every few seconds, on phasescope's own stream (stderr, or ``-o FILE``), never on
 
 from __future__ import annotations
 
+import errno
 import os
-from typing import List, Optional, TextIO
+from typing import Dict, List, Optional, TextIO
 
 from phasescope.engine import Interval, IntervalResult
+
+
+#: the first failure of a :func:`said` write, by the stream's id, that was no reader or terminal
+#: gone (a full disk under ``-o``): the run says it at its end (:func:`write_failure`)
+_failed: Dict[int, OSError] = {}
 
 
 def said(write, *args, file: Optional[TextIO] = None, **kwargs) -> None:
@@ -17,13 +23,21 @@ def said(write, *args, file: Optional[TextIO] = None, **kwargs) -> None:
     detached, exit 0, the ``--log`` cut short)."""
     try:
         write(*args, **kwargs) if file is None else write(*args, file=file, **kwargs)
-    except OSError:
+    except OSError as e:
+        if e.errno not in (errno.EPIPE, errno.EIO):
+            _failed.setdefault(id(file), e)
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, file.fileno())
             os.close(devnull)
         except (OSError, ValueError, AttributeError):  # no descriptor (a StringIO): nothing more to do
             pass
+
+
+
+def write_failure(file: TextIO) -> Optional[OSError]:
+    """The failure :func:`said` kept for ``file`` (then forgotten), or None."""
+    return _failed.pop(id(file), None)
 
 
 class PlainView:
