@@ -266,3 +266,11 @@ def test_an_empty_file_argument_of_a_subcommand_is_refused(tmp_path, argv, word)
     log = tmp_path / "run.jsonl"
     log.write_text("")
     one_line_refusal(run_cli(*[a.format(log=log) for a in argv], timeout=60), f"{word}: an empty value")
+
+
+@pytest.mark.parametrize("argv, word", [(["-H", "", "-f", "/bin/true"], "-H/--host"),
+                                        (["-D", "", "-f", "/bin/true"], "-D/--device"),
+                                        (["-a", "--comm", "", "--duration", "1"], "--comm")])
+def test_an_empty_device_or_filter_is_refused(argv, word):
+    """``-H "$UNSET"`` traced this machine instead, without a word; ``-a --comm ''`` matched nothing."""
+    one_line_refusal(run_cli("--no-dashboard", *argv, timeout=60), f"{word}: an empty value")

@@ -239,6 +239,9 @@ def add_source_options(p: argparse.ArgumentParser):
 def validate_source_options(args: argparse.Namespace) -> None:
     """Settle --mode (sampled with -a, else exact); one-line InputErrors for source options that
     the chosen --mode has no use for."""
+    for dest, label in (("device", "-D/--device"), ("host", "-H/--host")):
+        if getattr(args, dest, None) == "":  # an unset shell variable: not taken as no option
+            raise InputError(f"{label}: an empty value names no device")
     if args.mode is None:
         args.mode = "sampled" if getattr(args, "system_wide", False) else DEFAULT_MODE
     if args.bursts and args.mode != "sampled":
@@ -347,6 +350,8 @@ def validate_system_options(args: argparse.Namespace) -> None:
 def process_filter(args: argparse.Namespace):
     """The :class:`~phasescope.sources.system_sampler.ProcessFilter` of --comm, --pids and --cgroup."""
     from phasescope.sources.system_sampler import ProcessFilter
+    if "" in args.comm:
+        raise InputError("--comm: an empty value names no command (it would match no process)")
     pids = set()
     for part in ([] if args.pids is None else args.pids.split(",")):
         try:
