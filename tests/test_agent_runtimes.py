@@ -91,12 +91,16 @@ def _attached_far_maps(exe: str, *mode: str, tmp_path) -> tuple:
             wait_for(lambda: tracer.poll() is not None or (lines.exists() and "tracing:" in lines.read_text()),
                      timeout=60, what="phasescope to follow the program")
             running = program.poll() is None
-            program.stdin.write(b"go\n")
-            program.stdin.close()
+            try:
+                program.stdin.write(b"go\n")
+                program.stdin.close()
+            except BrokenPipeError:  # it ended before phasescope let go: said below, with how it ended
+                pass
             out = program.stdout.read()
             program.wait(timeout=60)
             tracer.wait(timeout=60)
-            return tracer.returncode, tracer.stderr.read(), out, running
+            err = tracer.stderr.read() + ("" if running else f"\n(the program had ended: status {program.returncode})")
+            return tracer.returncode, err, out, running
         finally:
             end_process(tracer)
     finally:
