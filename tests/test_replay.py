@@ -293,3 +293,16 @@ def test_a_summary_to_standard_output_through_a_pipe(tmp_path):
     proc = cli("replay", live, "--summary", "/dev/stdout")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout[:proc.stdout.index("\n}\n") + 2])["end"]["how"] == "replayed"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("argv", [["--help"], ["help", "all"], ["help", "tracker"], ["replay", "--help"]])
+def test_a_help_that_cannot_be_written_is_one_line_and_exit_1(argv):
+    """``phasescope help all > /dev/full`` ended 0 with nothing written and nothing said: argparse
+    drops the write's error."""
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "phasescope.cli", *argv], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    prog = "phasescope replay" if argv[0] == "replay" else "phasescope"
+    assert proc.stderr.strip().splitlines() == [f"{prog}: error: standard output: No space left on device"]

@@ -65,7 +65,8 @@ def help_topic(argv) -> int:
                                        f"subcommand ({', '.join(SUBCOMMANDS)})")
     if topic == "tracker":
         from phasescope.commands.options import add_engine_options
-        p = argparse.ArgumentParser(
+        from phasescope.commands.runner import _Parser
+        p = _Parser(
             prog="phasescope", add_help=False,
             usage="phasescope [options] ... (live runs, demo), phasescope {replay,plot} [options] ...",
             description="The phase tracker's, segments' and predictors' options. Defaults: --tracker default "

@@ -84,10 +84,25 @@ def usage_error(prog: str, message: str):
 
 
 class _Parser(argparse.ArgumentParser):
+    unknown_hint: Optional[str] = None
+
     def error(self, message: str):
         if message.startswith("unrecognized arguments") and self.unknown_hint:
             message += f"; {self.unknown_hint}"
         usage_error(self.prog, message)
+
+    def print_help(self, file=None):
+        """As argparse's, but a help that cannot be written is said: argparse drops the error, and
+        ``phasescope --help > /dev/full`` ended 0 with nothing written."""
+        try:
+            (file or sys.stdout).write(self.format_help())
+            (file or sys.stdout).flush()
+        except BrokenPipeError:  # `phasescope --help | head -1`: the reader has all it wanted
+            _quiet_stdout()
+        except OSError as e:
+            _quiet_stdout()
+            print(f"{self.prog}: error: standard output: {e.strerror or e}", file=sys.stderr)
+            sys.exit(EXIT_FAILED)
 
 
 class Command:
