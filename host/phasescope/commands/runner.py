@@ -100,9 +100,8 @@ class _Parser(argparse.ArgumentParser):
         except BrokenPipeError:  # `phasescope --help | head -1`: the reader has all it wanted
             _quiet_stdout()
         except OSError as e:
-            _quiet_stdout()
-            print(f"{self.prog}: error: standard output: {e.strerror or e}", file=sys.stderr)
-            sys.exit(EXIT_FAILED)
+            e.filename = e.filename or "standard output"
+            sys.exit(unwritten(self.prog, e))
 
 
 class Command:
@@ -175,13 +174,20 @@ class Command:
             _quiet_stdout()
             return EXIT_OK
         except OSError as e:  # `phasescope replay log > /dev/full` was a traceback; one line, as cat says it
-            try:
-                sys.stdout.flush()
-            except OSError:
-                _quiet_stdout()  # else the interpreter's last flush fails again, on stderr
-            where = f"{e.filename}: " if e.filename else ""
-            print(f"{self.prog}: error: {where}{e.strerror or e}", file=sys.stderr)
-            return EXIT_FAILED
+            return unwritten(self.prog, e)
+
+
+def unwritten(prog: str, e: OSError) -> int:
+    """One line, as cat says it, for an output that could not be written (``e``: a full disk under
+    stdout); the exit code (EXIT_FAILED). Stdout goes to /dev/null if it cannot be flushed, else
+    the interpreter's last flush fails again, on stderr."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        _quiet_stdout()
+    where = f"{e.filename}: " if e.filename else ""
+    print(f"{prog}: error: {where}{e.strerror or e}", file=sys.stderr)
+    return EXIT_FAILED
 
 
 def _quiet_stdout() -> None:

@@ -34,7 +34,6 @@ def said(write, *args, file: Optional[TextIO] = None, **kwargs) -> None:
             pass
 
 
-
 def write_failure(file: TextIO) -> Optional[OSError]:
     """The failure :func:`said` kept for ``file`` (then forgotten), or None."""
     return _failed.pop(id(file), None)
