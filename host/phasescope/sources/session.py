@@ -391,7 +391,8 @@ class TraceSession(AgentQueries):
                 self._release_end_locked()
 
     def _on_detached(self, reason, crash) -> None:
-        status = self._exit_status.get() if self._exit_status and reason == "process-terminated" else None
+        asked = reason == "process-terminated" and self._final is None and self._ended is None  # the agent said nothing
+        status = self._exit_status.get() if asked and self._exit_status else None
         with self._lock:
             if self._ended is not None:
                 return
@@ -406,8 +407,7 @@ class TraceSession(AgentQueries):
             if not self._open_fds:
                 self._release_end_locked()
                 return
-        # Piped output can trail the process's end: report the end after the last output (end
-        # of file on stdout and stderr), or after OUTPUT_GRACE when children keep the pipes open.
+        # Piped output can trail the end: reported after EOF on stdout and stderr, or OUTPUT_GRACE
         timer = threading.Timer(OUTPUT_GRACE, self._release_end)
         timer.daemon = True
         timer.start()
