@@ -9,21 +9,41 @@ from typing import Optional
 
 import frida
 
+from phasescope.sources.device import is_local
+from phasescope.sources.hotspot import HotSpotCode
+from phasescope.sources.modules import JIT_MODULE, KERNEL_KEY, METHOD_KEY
+
 
 class AgentQueries:
     """The agent's queries (see the module docstring)."""
 
+    _hotspot: Optional[HotSpotCode] = None  # the JVM's own tables, read once a method key is named
+
     def symbolize(self, pcs) -> list:
-        """``(module, symbol)`` or None per address, from the target's debug symbols; all None once
-        the session is gone."""
+        """``(module, symbol)`` or None per address, from the target's debug symbols; a Java
+        method key (:data:`~phasescope.sources.modules.METHOD_KEY`) as ``("[jit]", "java
+        Holder.name")``, read from the JVM's memory as sampled mode names it (local targets only);
+        all None once the session is gone."""
+        pcs = list(pcs)
+        out: list = [None] * len(pcs)
+        java = [i for i, pc in enumerate(pcs) if METHOD_KEY <= pc < KERNEL_KEY]
+        if java and self.pid is not None and is_local(self.device):
+            if self._hotspot is None:
+                self._hotspot = HotSpotCode(self.pid)
+            methods = [(pcs[i] - METHOD_KEY) << 3 for i in java]
+            for i, name in zip(java, self._hotspot.method_names(methods, self.modules)):
+                out[i] = (JIT_MODULE, name) if name else None
+        native = [i for i, pc in enumerate(pcs) if not METHOD_KEY <= pc < KERNEL_KEY]
         script = self._script
-        if script is None or not pcs:
-            return [None] * len(pcs)
+        if script is None or not native:
+            return out
         try:
-            found = self._query(script.exports_sync.symbolize, [hex(p) for p in pcs])
-            return [None if s is None else tuple(s) for s in found]
+            found = self._query(script.exports_sync.symbolize, [hex(pcs[i]) for i in native])
         except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException, TimeoutError):
-            return [None] * len(pcs)
+            return out
+        for i, s in zip(native, found):
+            out[i] = None if s is None else tuple(s)
+        return out
 
     def burst(self, tid: int) -> bool:
         """Watch mode: have the agent follow thread ``tid`` for one exact interval (its record arrives

@@ -425,6 +425,16 @@ class HotSpotCode:
             out.append(self._key(got[2])[1] if got is not None else None)
         return out
 
+    def method_names(self, methods: List[int], modules: ModuleMap) -> List[Optional[str]]:
+        """``java Holder.name`` of each ``Method*`` (exact mode's method keys), None where
+        unreadable: not a JVM, its tables not read yet, or the process gone."""
+        if self._state == "unseen":
+            self._start(modules)
+        if self._state != "on":
+            return [None] * len(methods)
+        named = [self._key(m)[1] for m in methods]
+        return [name if not name.startswith("java method ") else None for name in named]
+
     def close(self) -> None:
         if self._mem is not None:
             os.close(self._mem)

@@ -27,6 +27,8 @@ KERNEL_NAME = "[kernel]"
 #: record's ``pc``, :data:`phasescope.sources.wire.METHOD_KEY`). No module holds it, so
 #: :meth:`ModuleMap.keys` keeps it as its key.
 METHOD_KEY = 1 << 63
+#: The module name of JIT code named from a perf map or HotSpot's own tables (both modes).
+JIT_MODULE = "[jit]"
 
 
 def fnv1a32(text: str) -> int:

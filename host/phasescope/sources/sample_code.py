@@ -11,12 +11,10 @@ from typing import List, Optional, Set, Tuple
 
 import numpy as np
 
-from phasescope.sources.modules import KERNEL_KEY, Module, ModuleMap, library_name
+from phasescope.sources.modules import JIT_MODULE, KERNEL_KEY, Module, ModuleMap, library_name
 from phasescope.sources.perf_map import PerfMap
 from phasescope.sources.procfs import module_map_from_proc
 
-#: The module name of code a perf map names (JIT code in anonymous memory).
-JIT_MODULE = "[jit]"
 #: Addresses whose keys :meth:`SampleCode.keys_for` remembers at most (then it starts again).
 KNOWN_KEYS = 1 << 16
 

@@ -329,10 +329,9 @@ class TraceSession(AgentQueries):
             detach_session(session, detach_timeout)
         if self.pid is not None:
             end_stuck_helpers(self.pid)  # the target died while the agent changed a thread
-        if self._stdio is not None:
-            self._stdio.close()
-        if self._exit_status is not None:
-            self._exit_status.close()
+        for held in (self._stdio, self._exit_status, self._hotspot):  # the JVM's memory: agent_queries
+            if held is not None:
+                held.close()
 
     # -- events ----------------------------------------------------------------------------------
 
