@@ -121,13 +121,15 @@ def test_exact_mode_names_a_jvms_compiled_methods_as_sampled_mode_does(tmp_path)
     # names that key from the JVM's own tables while it runs, not "java method 0x..." (issue 32)
     (tmp_path / "Hot.java").write_text(JAVA)
     subprocess.run(["javac", "-d", str(tmp_path), str(tmp_path / "Hot.java")], check=True, timeout=120)
-    summary = tmp_path / "hot.json"
-    r = run_cli("--no-dashboard", "--summary", str(summary), "-f", shutil.which("java"), "--",
-                "-cp", str(tmp_path), "Hot", timeout=180)
+    summary, profile = tmp_path / "hot.json", tmp_path / "hot.folded"
+    r = run_cli("--no-dashboard", "--summary", str(summary), "--profile", str(profile), "-f", shutil.which("java"),
+                "--", "-cp", str(tmp_path), "Hot", timeout=180)
     assert r.returncode == 0 and r.stdout.count("done") == 1, r.stderr[-2000:]
     hot = [c.get("symbol") or "" for p in json.loads(summary.read_text())["phases"] for c in p.get("top_code", [])]
     assert any(s in ("[jit]!java Hot.spin", "[jit]!java Hot.mix") for s in hot), hot
     assert not any(s.startswith("java method 0x") for s in hot), hot
+    leaves = {line.rsplit(" ", 1)[0].split(";")[-1] for line in profile.read_text().splitlines()}
+    assert leaves & {"java Hot.spin", "java Hot.mix"}, sorted(leaves)[:20]  # the live profile names them too
 
 
 def test_a_pc_seen_before_takes_the_method_of_the_nmethod_now_at_its_address():

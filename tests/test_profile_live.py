@@ -167,25 +167,34 @@ def test_code_without_frame_pointers_keeps_its_leaf(build, tmp_path):
 
 def test_exact_mode_profile_weighs_functions_by_instructions(build, tmp_path):
     exe = build("profiled.c", "-fno-omit-frame-pointer")
-    log, fold = tmp_path / "exact.log", tmp_path / "exact.folded"
-    r = run_cli("--no-dashboard", "--log", str(log), "-f", exe, "200000", "60", timeout=300)
+    log, fold, live = tmp_path / "exact.log", tmp_path / "exact.folded", tmp_path / "live.folded"
+    r = run_cli("--no-dashboard", "--log", str(log), "--profile", str(live), "-f", exe, "200000", "60", timeout=300)
     assert r.returncode == 0, r.stderr
     truth = defaultdict(int)
     for rec in read_records(log):
         truth[rec["phase"]] += sum(n for _, n in rec["blocks"])
     r = run_cli("profile", str(log), "--binary", exe, "-o", str(fold))
     assert r.returncode == 0, r.stderr
-    by_phase, by_function = defaultdict(int), defaultdict(int)
-    for line in fold.read_text().splitlines():
-        stack, n = line.rsplit(" ", 1)
-        frames = stack.split(";")
-        by_phase[int(frames[0].split()[1])] += int(n)
-        by_function[frames[-1]] += int(n)
+    by_phase, by_function = _folded(fold)
     assert dict(by_phase) == dict(truth)  # every instruction of the log, in its phase
     work = sum(by_function[f] for f in ("work_x", "work_y", "work_z"))
     assert work > 0.95 * sum(by_function.values()), dict(by_function)
     # by construction work_z runs 2n iterations per round, work_x and work_y n each
     assert by_function["work_z"] > max(by_function["work_x"], by_function["work_y"])
+    # the live profile names the functions itself, from the files of the run's modules (no --binary)
+    live_phase, live_function = _folded(live)
+    assert live_phase == by_phase and all(live_function[f] == by_function[f] for f in ("work_x", "work_y", "work_z"))
+
+
+def _folded(path) -> tuple:
+    """Counts of a collapsed-stacks file by phase and by leaf function."""
+    by_phase, by_function = defaultdict(int), defaultdict(int)
+    for line in path.read_text().splitlines():
+        stack, n = line.rsplit(" ", 1)
+        frames = stack.split(";")
+        by_phase[int(frames[0].split()[1])] += int(n)
+        by_function[frames[-1]] += int(n)
+    return by_phase, by_function
 
 
 def test_live_profile_output_equals_the_profile_of_its_log(build, tmp_path):

@@ -307,6 +307,12 @@ class LiveRun:
         return {"target": self.target.describe(), "pid": self.session.pid, "mode": self.session.mode,
                 "comm": process_comm(self.session.pid) if local else None, "config": self.config.to_dict()}
 
+    def _module_files(self) -> list:
+        """The files of the code the target ran; none for a remote target (another machine's paths)."""
+        if not is_local(getattr(self.session, "device", None)):
+            return []
+        return sorted({m.path for m in self.session.modules.modules if m.path.startswith("/")})
+
     def _summary(self, final: bool = False) -> dict:
         """The run's summary; before the end (a checkpoint), ``end.how`` is ``running``."""
         s = self.engine.summary()
@@ -324,6 +330,7 @@ class LiveRun:
             "agent_errors": self.agent_errors,
             "not_followed": self.not_followed,
             "not_followed_more": self.not_followed_more,
+            "modules": self._module_files(),
         }
         for p in s["phases"]:
             for block in p["top_code"] + (p["burst"]["top_code"] if p["burst"] else []):

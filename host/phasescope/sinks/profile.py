@@ -13,6 +13,7 @@ from phasescope.errors import InputError
 from phasescope.profiles.model import Profile
 from phasescope.profiles.writers import format_of, write_profile
 from phasescope.sinks.base import Sink, check_replaceable, not_read, write_failed, written_in_place
+from phasescope.sources.modules import JIT_MODULE
 
 if TYPE_CHECKING:  # the engine loads after a live run's target has started (commands/monitor.py)
     from phasescope.engine import Interval, IntervalResult
@@ -37,6 +38,16 @@ class ProfileWriter(Sink):
 
     def on_interval(self, result: IntervalResult, iv: Interval) -> None:
         self.profile.add(iv, result.phase, result.prediction, result.confidence)
+
+    def on_end(self, summary: dict) -> None:
+        """Names for what no frame names (exact mode's branch keys): the functions of the run's
+        module files on disk, and compiled Java methods as the run named its phases' hot code."""
+        files = [f for f in summary.get("session", {}).get("modules", ()) if os.path.isfile(f)]
+        self.profile.name_from(files)
+        for p in summary.get("phases", ()):
+            for block in p.get("top_code", ()):
+                if (block.get("symbol") or "").startswith(JIT_MODULE + "!"):
+                    self.profile.frames.setdefault(block["key"], tuple(block["symbol"].split("!", 1)))
 
     def abandon(self) -> None:
         self._abandoned = True
