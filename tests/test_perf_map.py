@@ -79,10 +79,8 @@ def test_newer_code_drops_the_older_entries_it_overlaps(tmp_path):
     assert set(pm.names([0x7F0000000E00, 0x7F0000001010, 0x7F0000001210])) == {"JS:*big a.js:4"}
 
 
-@pytest.mark.slow
-def test_node_hot_jit_functions_and_copied_builtins_are_named(tmp_path):
-    """node with its defaults: JIT code named by the perf map, and the builtins it copied next to
-    that code (short builtin calls) keyed and named as the binary's (27% raw addresses before)."""
+def _node_sieve(tmp_path, rounds: int, more: str = "") -> tuple:
+    """(node, hot.js): ``rounds`` sieves in the hot function ``sieveHot``, then ``more``; prints s."""
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed")
@@ -91,10 +89,17 @@ def test_node_hot_jit_functions_and_copied_builtins_are_named(tmp_path):
         "function sieveHot(n) { const a = new Uint8Array(n); let c = 0;\n"
         "  for (let i = 2; i < n; i++) { if (!a[i]) { c++; for (let j = i * 2; j < n; j += i) a[j] = 1; } }\n"
         "  return c; }\n"
-        "let s = 0; for (let r = 0; r < 20; r++) s += sieveHot(2000000);\n"
-        "const doc = JSON.stringify(Array.from({length: 3000}, (_, i) => ({id: i, tags: ['a' + i, i % 7]})));\n"
-        "for (let r = 0; r < 150; r++) s += JSON.parse(doc).map(x => x.tags.join('-')).length;\n"
-        "console.log(s);\n")
+        f"let s = 0; for (let r = 0; r < {rounds}; r++) s += sieveHot(2000000);\n" + more + "console.log(s);\n")
+    return node, script
+
+
+@pytest.mark.slow
+def test_node_hot_jit_functions_and_copied_builtins_are_named(tmp_path):
+    """node with its defaults: JIT code named by the perf map, and the builtins it copied next to
+    that code (short builtin calls) keyed and named as the binary's (27% raw addresses before)."""
+    node, script = _node_sieve(tmp_path, 20,
+                               "const doc = JSON.stringify(Array.from({length: 3000}, (_, i) => ({id: i, tags: ['a' + i, i % 7]})));\n"
+                               "for (let r = 0; r < 150; r++) s += JSON.parse(doc).map(x => x.tags.join('-')).length;\n")
     log, summary = tmp_path / "node.log", tmp_path / "node.json"
     r = run_cli("--mode", "sampled", "--no-dashboard", "--log", str(log), "--summary", str(summary), "-f", node,
                 "--", "--perf-basic-prof", str(script), timeout=240, cwd=tmp_path)  # node writes isolate-*-v8.log here
@@ -102,6 +107,29 @@ def test_node_hot_jit_functions_and_copied_builtins_are_named(tmp_path):
     pid = json.loads(summary.read_text())["target"]["pid"]
     try:
         check_named(log, summary)
+    finally:
+        os.unlink(f"/tmp/perf-{pid}.map")  # node leaves its map behind
+
+
+@pytest.mark.slow
+def test_exact_mode_names_node_jit_code_from_its_perf_map(tmp_path):
+    """Exact mode names JIT code no symbol names from the runtime's perf map, as sampled mode does:
+    a phase's hot code in the summary and the leaves of the live --profile (raw addresses before)."""
+    node, script = _node_sieve(tmp_path, 8)
+    summary, profile = tmp_path / "node.json", tmp_path / "node.folded"
+    r = run_cli("--no-dashboard", "--summary", str(summary), "--profile", str(profile), "-f", node,
+                "--", "--perf-basic-prof", str(script), timeout=240, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout == "1191464\n", r.stderr[-2000:]
+    pid = json.loads(summary.read_text())["target"]["pid"]
+    try:
+        hot = [c.get("symbol") or "" for p in json.loads(summary.read_text())["phases"] for c in p.get("top_code", [])]
+        assert any(s.startswith("[jit]!JS:") and "sieveHot" in s for s in hot), hot
+        leaves = {}
+        for line in profile.read_text().splitlines():
+            stack, n = line.rsplit(" ", 1)
+            leaves[stack.split(";")[-1]] = leaves.get(stack.split(";")[-1], 0) + int(n)
+        top = sorted(leaves, key=leaves.get, reverse=True)[:3]  # with the store builtin its loop calls
+        assert any(f.startswith("JS:") and "sieveHot" in f for f in top), [(f, leaves[f]) for f in top]
     finally:
         os.unlink(f"/tmp/perf-{pid}.map")  # node leaves its map behind
 

@@ -71,13 +71,16 @@ class Profile:
             if not os.path.isfile(b):
                 raise InputError(f"--binary {b}: no such file")
         by_tag = {fnv1a32(os.path.basename(b)): b for b in binaries}
-        keys = sorted({k for stacks in self.weights.values() for stack in stacks for k in stack
-                       if k not in self.frames and (k >> 32) in by_tag})
+        keys = [k for k in self.unnamed() if (k >> 32) in by_tag]
         mods = [Module(os.path.basename(b), (i + 1) << 36, 1 << 32, b) for i, b in enumerate(by_tag.values())]
         base = {fnv1a32(m.name): m.base for m in mods}
         names = ElfSymbols().names(ModuleMap(mods), [base[k >> 32] + (k & 0xFFFFFFFF) for k in keys])
         for k, named in zip(keys, names):
             self.frames[k] = named if named is not None else (os.path.basename(by_tag[k >> 32]), None)
+
+    def unnamed(self) -> List[int]:
+        """The keys of the profile's stacks that no frame names yet, sorted."""
+        return sorted({k for stacks in self.weights.values() for stack in stacks for k in stack if k not in self.frames})
 
     def add(self, iv: Interval, phase: int, prediction: Optional[int], confidence: Optional[float]) -> None:
         """One classified interval (its ``prediction``: of its thread's next phase)."""

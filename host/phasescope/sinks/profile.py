@@ -13,7 +13,8 @@ from phasescope.errors import InputError
 from phasescope.profiles.model import Profile
 from phasescope.profiles.writers import format_of, write_profile
 from phasescope.sinks.base import Sink, check_replaceable, not_read, write_failed, written_in_place
-from phasescope.sources.modules import JIT_MODULE
+from phasescope.sources.modules import JIT_MODULE, METHOD_KEY
+from phasescope.sources.perf_map import PerfMap
 
 if TYPE_CHECKING:  # the engine loads after a live run's target has started (commands/monitor.py)
     from phasescope.engine import Interval, IntervalResult
@@ -41,9 +42,16 @@ class ProfileWriter(Sink):
 
     def on_end(self, summary: dict) -> None:
         """Names for what no frame names (exact mode's branch keys): the functions of the run's
-        module files on disk, and compiled Java methods as the run named its phases' hot code."""
+        module files on disk, JIT code from the runtime's perf map, and compiled Java methods as
+        the run named its phases' hot code."""
         files = [f for f in summary.get("session", {}).get("modules", ()) if os.path.isfile(f)]
         self.profile.name_from(files)
+        pid = summary.get("target", {}).get("pid")
+        if files and pid:  # a local target's (its modules are listed): its runtime's perf map names JIT code
+            jit = [k for k in self.profile.unnamed() if k < METHOD_KEY]
+            for k, name in zip(jit, PerfMap(pid).names(jit)):
+                if name is not None:
+                    self.profile.frames[k] = (JIT_MODULE, name)
         for p in summary.get("phases", ()):
             for block in p.get("top_code", ()):
                 if (block.get("symbol") or "").startswith(JIT_MODULE + "!"):

@@ -12,38 +12,49 @@ import frida
 from phasescope.sources.device import is_local
 from phasescope.sources.hotspot import HotSpotCode
 from phasescope.sources.modules import JIT_MODULE, KERNEL_KEY, METHOD_KEY
+from phasescope.sources.perf_map import PerfMap
 
 
 class AgentQueries:
     """The agent's queries (see the module docstring)."""
 
-    _hotspot: Optional[HotSpotCode] = None  # the JVM's own tables, read once a method key is named
+    _hotspot: Optional[HotSpotCode] = None  # the JVM's own tables, read once JIT code is named
+    _perf_map: Optional[PerfMap] = None  # the runtime's /tmp/perf-PID.map
 
     def symbolize(self, pcs) -> list:
-        """``(module, symbol)`` or None per address, from the target's debug symbols; a Java
-        method key (:data:`~phasescope.sources.modules.METHOD_KEY`) as ``("[jit]", "java
-        Holder.name")``, read from the JVM's memory as sampled mode names it (local targets only);
-        all None once the session is gone."""
+        """``(module, symbol)`` or None per address, from the target's debug symbols; JIT code
+        as sampled mode names it, ``("[jit]", name)`` (local targets only): a Java method key
+        (:data:`~phasescope.sources.modules.METHOD_KEY`) from the JVM's tables (``java
+        Holder.name``), code no symbol names from the runtime's perf map."""
         pcs = list(pcs)
         out: list = [None] * len(pcs)
+        native = [i for i, pc in enumerate(pcs) if not METHOD_KEY <= pc < KERNEL_KEY]
+        script = self._script
+        if script is not None and native:
+            try:
+                found = self._query(script.exports_sync.symbolize, [hex(pcs[i]) for i in native])
+            except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException, TimeoutError):
+                found = [None] * len(native)
+            for i, s in zip(native, found):
+                out[i] = None if s is None else tuple(s)
+        if self.pid is not None and is_local(self.device):
+            self._name_jit(pcs, out)
+        return out
+
+    def _name_jit(self, pcs: list, out: list) -> None:
+        """Fills ``out`` where the symbols named nothing: Java method keys, then the perf map."""
+        if self._hotspot is None:
+            self._hotspot, self._perf_map = HotSpotCode(self.pid), PerfMap(self.pid)
         java = [i for i, pc in enumerate(pcs) if METHOD_KEY <= pc < KERNEL_KEY]
-        if java and self.pid is not None and is_local(self.device):
-            if self._hotspot is None:
-                self._hotspot = HotSpotCode(self.pid)
+        if java:
             methods = [(pcs[i] - METHOD_KEY) << 3 for i in java]
             for i, name in zip(java, self._hotspot.method_names(methods, self.modules)):
                 out[i] = (JIT_MODULE, name) if name else None
-        native = [i for i, pc in enumerate(pcs) if not METHOD_KEY <= pc < KERNEL_KEY]
-        script = self._script
-        if script is None or not native:
-            return out
-        try:
-            found = self._query(script.exports_sync.symbolize, [hex(pcs[i]) for i in native])
-        except (frida.InvalidOperationError, frida.TransportError, frida.core.RPCException, TimeoutError):
-            return out
-        for i, s in zip(native, found):
-            out[i] = None if s is None else tuple(s)
-        return out
+        unnamed = [i for i, s in enumerate(out)
+                   if pcs[i] < METHOD_KEY and (s is None or not s[1] or s[1].startswith("0x"))]
+        for i, name in zip(unnamed, self._perf_map.names([pcs[i] for i in unnamed])):
+            if name is not None:
+                out[i] = (JIT_MODULE, name)
 
     def burst(self, tid: int) -> bool:
         """Watch mode: have the agent follow thread ``tid`` for one exact interval (its record arrives
