@@ -95,16 +95,19 @@ def test_ctrl_c_on_an_attached_program_detaches_and_leaves_it_running(tmux, tmp_
         proc.wait()
 
 
+ROUNDS = "99999999999999999999"  # this test's own demo: no other test's demo runs with these rounds
+
+
 def _workloads() -> list:
     from phasescope.workloads import phased
-    r = subprocess.run(["pgrep", "-f", phased.__file__], capture_output=True, text=True)
+    r = subprocess.run(["pgrep", "-f", f"{phased.__file__} --rounds {ROUNDS} "], capture_output=True, text=True)
     return [int(p) for p in r.stdout.split()]
 
 
 def test_demo_with_a_duration_ends_its_workload():
     before = set(_workloads())
     started = time.monotonic()
-    r = run_cli("demo", "--no-dashboard", "--rounds", "99999999999999999999", "--duration", "1", timeout=120)
+    r = run_cli("demo", "--no-dashboard", "--rounds", ROUNDS, "--duration", "1", timeout=120)
     assert r.returncode == 0, r.stderr
     last = r.stderr.strip().splitlines()[-1]
     assert "--duration 1s reached" in last and "terminated" in last and "left running" not in last, last
