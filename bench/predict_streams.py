@@ -45,9 +45,17 @@ def random_order(seed, phases, shortest, longest, runs):
     return stream
 
 
-def jittered_cycle(seed, lengths, turns):
+def jittered_cycle(seed, lengths, turns, jitter=(0, 1)):
     rng = random.Random(seed)
-    return [p for _ in range(turns) for p, n in enumerate(lengths) for _ in range(n + rng.choice((0, 1)))]
+    return [p for _ in range(turns) for p, n in enumerate(lengths) for _ in range(max(1, n + rng.choice(jitter)))]
+
+
+def held_ends(stream, seed, end=1.0, inside=0.0):
+    """``stream`` as (phase, held) pairs: the last window of a run held with probability ``end`` (the
+    window where one activity gives way to the next fits no phase), any other with ``inside``."""
+    rng = random.Random(seed)
+    return [(p, rng.random() < (end if i + 1 < len(stream) and stream[i + 1] != p else inside))
+            for i, p in enumerate(stream)]
 
 
 STREAMS = [("random, runs 2-12, 8 phases, 600 runs", random_order(11, 8, 2, 12, 600)),
