@@ -7,27 +7,8 @@ import sys
 
 import pytest
 
-from phasescope.engine.predict import PredictorConfig, ThreadPredictors
-
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
-from predict_streams import held_ends, jittered_cycle, random_order  # noqa: E402
-
-
-def shown(stream):
-    """The prediction shown after each (phase, held) window of one thread of sampled mode."""
-    tp = ThreadPredictors(PredictorConfig(), leaving=True)
-    out = []
-    for phase, held in stream:
-        tp.observe(phase, held)
-        out.append(tp.prediction)
-    return out
-
-
-def points_over_last_phase(stream, predictions):
-    phases = [p for p, _ in stream]
-    right = sum(predictions[i - 1] == phases[i] for i in range(1, len(phases)))
-    stays = sum(phases[i - 1] == phases[i] for i in range(1, len(phases)))
-    return 100 * (right - stays) / (len(phases) - 1)
+from predict_streams import held_ends, jittered_cycle, random_order, shown_on_held  # noqa: E402
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -37,13 +18,12 @@ def test_a_cycle_whose_runs_sometimes_run_long_is_foretold_at_its_held_windows(s
     # run outlived (the margin falls below 0), which hid the claims at the next changes' held
     # windows too: main foretold 5-17 of 31 changes, and 5-18 of the 23 from the third turn on.
     phases = jittered_cycle(seed, (8, 5, 7, 4), 8, jitter=(-2, 0, 1, 3))
-    stream = held_ends(phases, seed)
-    predictions = shown(stream)
+    predictions, points = shown_on_held(held_ends(phases, seed))
     changes = [i for i in range(1, len(phases)) if phases[i] != phases[i - 1]]
     assert len(changes) == 31
     later = changes[8:]
     assert sum(predictions[i - 1] == phases[i] for i in later) >= 0.7 * len(later)
-    assert points_over_last_phase(stream, predictions) > 0
+    assert points > 0
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -53,4 +33,4 @@ def test_a_random_order_whose_runs_end_in_held_windows_does_not_lose_to_last_pha
     # candidate, held) open by chance; main's shown prediction lost 1.2-2.2 points to last-phase
     # on six of these ten streams. Now measured's changes pass the thread's record (Referee).
     stream = held_ends(random_order(seed, 6, 2, 6, 60), seed * 7 + 1, end=0.6, inside=0.03)
-    assert points_over_last_phase(stream, shown(stream)) >= -1.0
+    assert shown_on_held(stream)[1] >= -1.0
