@@ -2,6 +2,10 @@
 """The shown prediction of several predictors on recorded truth logs (bench/truth/run.py's): for
 each workload, last-phase's next-window accuracy, and each predictor's changes foretold and
 accuracy when it is the one shown (``--shown-prediction NAME``), scored as run.py scores them.
+Changes foretold are scored on the live phases (as run.py scores them: the prediction shown after
+the window before a live change names its phase) and, in brackets, on the phases as the log settles
+them (every relabel applied: a held window at a change joins the new phase, so the change comes a
+window earlier and a claim made at the held window is late; stricter, issue 27, stop 46).
 Then the bound on the changes foretold (issue 27, stop 42): of the live changes near a true change,
 the share into a phase never seen before, and the share whose next phase had followed the current
 phase before, which bounds what any predictor that names a known successor foretells
@@ -47,7 +51,9 @@ def main() -> int:
             phases, predictions, live = run.classify(intervals, config)
             s = run.score_stream(cpu, phases, predictions, truth, live)
             foretold = "-" if s["foretold"] is None else f"{s['foretold']:.2f}"
-            cells.append(f"{name}: foretold {foretold}, accuracy {s['shown_acc']:.3f}")
+            settled = changes_near_truth(cpu, phases, truth)  # the log's phases, every relabel applied
+            late = sum(predictions[i - 1] == phases[i] for i in settled)
+            cells.append(f"{name}: foretold {foretold} (settled {late}/{len(settled)}), accuracy {s['shown_acc']:.3f}")
         near = changes_near_truth(cpu, live, truth)
         f = stream_figures(live.tolist(), set(near))
         bound = (f"; of {f['changes']} changes near a true change, {f['new']} into new phases, "

@@ -127,4 +127,8 @@ WORKLOADS = [
     Workload("go-cycle-A", "go", "tune", "regex,sha,sort,crc", "cycle", 1, 40),
     Workload("go-random-A", "go", "tune", "json,regex,sha,deflate,sort,bigint,template,strconv,map,crc",
              "random", 1, 40),
+    # issue 27, stop 46: tuning twins of the held-out sqlite and PostgreSQL cycles (other activities and seed), for
+    # the shown prediction's claims on a database engine's cycle
+    Workload("sql-cycle-A", "sqlite", "tune", "strings,groupby,like,math", "cycle", 1),
+    Workload("pg-cycle-A", "pg", "tune", "sort,join,regex,json", "cycle", 1, 30),
 ]

@@ -20,7 +20,8 @@ own (``hybrid``, ``gated``, ``measured``, ``order_length``, ``cycle``, ``context
   (:class:`phasescope.engine.predictors.OrderLength`).
 - ``cycle``: on the page tracker's streams (sampled mode), the next phase of a
   recurring order, claimed within the lengths seen once such claims have held
-  (:class:`phasescope.engine.predictors.Periodic`), else ``measured``'s. In exact mode (on
+  (:class:`phasescope.engine.predictors.Periodic`), else ``measured``'s while its changes over the
+  thread have held (:class:`phasescope.engine.predictors.Referee`). In exact mode (on
   exact-mode logs the claims lost to last-phase on bc and gzip: docs/quality.md), the change of
   ``measured`` or ``hybrid`` once the changes that one proposed in the same phase have beaten "no
   change" there (:class:`phasescope.engine.predictors.ChangeGate`; the one that has earned more,
@@ -41,7 +42,7 @@ from typing import Dict, Optional, Tuple
 
 from phasescope.engine.config import PREDICTORS, PRIMARY, PredictorConfig  # noqa: F401
 from phasescope.engine.predictors import (STREAM_PREDICTORS, ChangeGate, Confidence, Gated, Hybrid, LruTable,
-                                          Measured, OrderLength, Periodic)
+                                          Measured, OrderLength, Periodic, Referee)
 from phasescope.engine.contexts import RunContexts
 
 HYBRID_MEMBERS = ("gpht", "rle_markov_q", "duration", "rle_markov", "last_phase")  # ties: the first
@@ -92,6 +93,7 @@ class ThreadPredictors:
         self.measured = Measured(table=evidence, tie=SHARED_TIE if leaving else Measured.TIE)
         self.order_length = OrderLength(config.rle_entries)
         self.periodic = Periodic()
+        self.referee = Referee()  # the page tracker's streams: ``measured``'s changes in ``cycle``
         self.run_contexts = RunContexts()  # exact mode's ``context``: a third proposer
         self.gates = {"context": ChangeGate(), "measured": ChangeGate(), "hybrid": ChangeGate()}  # earned changes
         self._contexts: Dict[str, tuple] = {}
@@ -128,10 +130,12 @@ class ThreadPredictors:
         out["measured"], measured_confidence = self.measured.observe(phase, duration.run, held, candidate)
         out["order_length"], order_length_confidence = self.order_length.observe(phase, held)
         claim = self.periodic.observe(phase, held) if self.leaving else None  # runs of sampled windows
+        refereed = self.referee.observe(phase, out["measured"]) if self.leaving else False
         if claim is not None:
             out["cycle"], cycle_confidence = claim, self.periodic.accuracy
         elif self.leaving:
-            out["cycle"], cycle_confidence = out["measured"], measured_confidence
+            out["cycle"], cycle_confidence = (out["measured"], measured_confidence) if refereed else \
+                (phase, self.measured.stay_accuracy)
         else:  # exact mode: the change whose proposer has earned most in this phase, if any has
             proposals = {"context": self.run_contexts.observe(phase), "measured": (out["measured"], measured_confidence),
                          "hybrid": (out["hybrid"], hybrid_confidence)}

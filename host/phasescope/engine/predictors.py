@@ -31,6 +31,8 @@ least-recently-used entry (:class:`LruTable`). A table miss predicts the last ph
   changes do recur keeps the member's gains after one confirmation per context.
 - :class:`ChangeGate` (exact mode's ``cycle``): a proposer's change is shown in a phase once the
   changes it proposed in that phase have beaten "no change" there (a counter per phase).
+- :class:`Referee` (sampled mode's ``cycle``): ``measured``'s change is shown while the changes it
+  proposed over the thread have come at least as often as the run outlived them.
 """
 
 from __future__ import annotations
@@ -344,6 +346,31 @@ class ChangeGate:
     def earned(self, phase: int) -> int:
         v = self.table.get(phase)
         return self.START if v is None else v
+
+
+class Referee:
+    """A thread's record of one proposer's changes against "no change" (sampled mode's ``measured``
+    in ``cycle``, issue 27, stop 46): every change proposed after an interval, shown or not, scores
+    ``margin`` (-``MAX``..``MAX``, from 0) when the next interval comes: +1 when it came in the phase
+    proposed, -1 when the run went on; a change is shown while the margin is at least 0. On random
+    orders whose runs end in a window the tracker held, ``measured``'s contexts of (phase, run
+    length, candidate, held) opened by chance and lost to last-phase by up to 5 points."""
+
+    MAX = 7
+
+    def __init__(self):
+        self.margin = 0
+        self._made: Optional[Tuple[int, int]] = None  # (phase, change proposed) awaiting the next phase
+
+    def observe(self, phase: int, proposal: int) -> bool:
+        """Score the previous proposal against ``phase``; whether ``proposal`` (a change after this
+        interval, or ``phase`` itself: none) may be shown."""
+        if self._made is not None:
+            at, to = self._made
+            self.margin = min(self.MAX, self.margin + 1) if phase == to else (
+                max(-self.MAX, self.margin - 1) if phase == at else self.margin)
+        self._made = None if proposal == phase else (phase, proposal)
+        return self.margin >= 0
 
 
 class OrderLength:
