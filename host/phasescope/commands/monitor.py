@@ -106,6 +106,7 @@ class MonitorCommand(Command):
     brief = BRIEF
     intermixed = True
     outputs = {"-o": "output", **OUTPUT_FILES}
+    stdout_why = "standard output is the target's (and the dashboard's)"
     unknown_hint = "put -- before a spawned program's arguments that start with a dash"
     #: a spawned target that ends with the run (the demo's workload), never left running
     owns_target = False
