@@ -90,3 +90,26 @@ def test_a_full_device_is_exit_1_with_one_line_as_every_output(tmp_path, argv):
     assert r.returncode == 1
     assert r.stderr.strip().splitlines() == [f"phasescope {argv[0]}: error: /dev/full: cannot write: "
                                              "No space left on device"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [["export-bbv", "{log}", "{out}"], ["reference", "{log}", "-o", "{out}"],
+                                  ["profile", "{log}", "-o", "{out}.folded"]])
+def test_a_dash_as_the_input_is_standard_input(tmp_path, argv):
+    """``export-bbv - out.bb < run.jsonl`` read a file named ``-`` (no such file, exit 2)."""
+    log = synthetic_log(tmp_path / "run.jsonl")
+    out = tmp_path / "out"
+    want = run_cli(*[a.format(log=log, out=out) for a in argv], timeout=120)
+    assert want.returncode == 0, want.stderr
+    wanted = out.with_suffix(".folded") if argv[0] == "profile" else out
+    expected = wanted.read_text()
+    wanted.unlink()
+    with open(log) as stdin:
+        r = run_cli(*[a.format(log="-", out=out) for a in argv], timeout=120, stdin=stdin)
+    assert r.returncode == 0, r.stderr
+    assert wanted.read_text() == expected
+
+
+def test_two_inputs_cannot_both_be_standard_input(capsys):
+    assert main(["replay", "-", "--pc-out-file", "-"]) == 2
+    assert "FILE and --pc-out-file are both - (standard input)" in capsys.readouterr().err

@@ -7,10 +7,11 @@ same resolved path (one that does not exist yet). Each command names its inputs 
 ``{label: argparse dest}``; ``--events unix:PATH`` names the socket file PATH. A command may add
 inputs that are no option of its own (the live monitor's target executable) as ``(label, path)``.
 
-``-`` as an output is standard output (:data:`STDOUT`, written in place) for the outputs a command
-names in ``to_stdout``: those of a command that writes nothing else there. Any other output ``-``
-is refused, saying why (``stdout_why``: what standard output carries), since a file named ``-``
-was written without a word before stop 46.
+``-`` as an input is standard input (:data:`STDIN`; one input at most). ``-`` as an output is
+standard output (:data:`STDOUT`, written in place) for the outputs a command names in
+``to_stdout``: those of a command that writes nothing else there. Any other output ``-`` is
+refused, saying why (``stdout_why``: what standard output carries), since a file named ``-`` was
+written without a word before stop 46.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from phasescope.errors import InputError
 from phasescope.sinks.base import STDOUT
+
+#: what an input ``-`` becomes: standard input, as a path every reader opens (a pipe is read as a FIFO)
+STDIN = "/dev/stdin"
 
 def _path(args, dest: str) -> Optional[str]:
     value = getattr(args, dest, None)
@@ -59,10 +63,17 @@ def check_files(args, inputs: Dict[str, str], outputs: Dict[str, str],
     """InputError when an output is an input or another output (``label: dest`` maps, and the
     ``(label, path)`` pairs of ``more_inputs``), or is empty (``--log "$UNSET"`` had asked for
     nothing and lost the log without a word), or is ``-`` and its dest not in ``to_stdout`` (the
-    message says ``stdout_why``); an output ``-`` in ``to_stdout`` becomes :data:`STDOUT` in ``args``."""
+    message says ``stdout_why``); an output ``-`` in ``to_stdout`` becomes :data:`STDOUT` in ``args``,
+    an input ``-`` :data:`STDIN`."""
     for label, dest in {**inputs, **outputs}.items():
         if getattr(args, dest, None) == "":
             raise InputError(f"{label}: an empty value names no file" + (" or address" if dest == "events" else ""))
+    dashes = [label for label, dest in inputs.items() if getattr(args, dest, None) == "-"]
+    if len(dashes) > 1:
+        raise InputError(f"{' and '.join(dashes)} are both - (standard input): give files")
+    for label, dest in inputs.items():
+        if getattr(args, dest, None) == "-":
+            setattr(args, dest, STDIN)
     for label, dest in outputs.items():
         if getattr(args, dest, None) == "-":
             if dest not in to_stdout:
