@@ -56,6 +56,24 @@ def test_a_dash_is_standard_output_where_nothing_else_is_written_there(tmp_path,
     assert r.stdout and r.stdout == written.read_text()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [["reference", "{log}", "-o", "-"], ["export-bbv", "{log}", "-"]])
+@pytest.mark.parametrize("append", [False, True], ids=["after-a-header", "appended"])
+def test_standard_output_is_written_where_the_shell_left_it(tmp_path, argv, append):
+    """``{ echo header; phasescope reference LOG -o -; } > FILE`` and ``>> FILE``: a reopening of
+    /dev/stdout truncated FILE, losing what was there."""
+    log = synthetic_log(tmp_path / "run.jsonl")
+    out = tmp_path / "out.txt"
+    out.write_text("header\n")
+    with open(out, "a" if append else "r+") as f:
+        f.seek(0, os.SEEK_END)
+        r = subprocess.run(cli_command(*[a.format(log=log) for a in argv]), stdout=f, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert text.startswith("header\n") and len(text.splitlines()) > 2, text[:200]
+
+
 def _limited(limit: int):
     return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 

@@ -207,7 +207,8 @@ class LineFile:
 
     def __init__(self, path: str):
         self.path = path
-        self._f = open_write(path)
+        # standard output as the shell opened it (a reopening of /dev/stdout would truncate `>> FILE`)
+        self._f = os.fdopen(os.dup(1), "w", encoding="utf-8") if path == STDOUT else open_write(path)
         self._pipe = stat.S_ISFIFO(os.fstat(self._f.fileno()).st_mode)
         self._cut: Optional[PhasescopeError] = None
 
@@ -259,12 +260,32 @@ def write_whole(path: str, write: Callable[[str], None], prefix: str) -> None:
     midway leaves the old file), a FIFO, a device or standard output is written in place (``p`` is
     ``path``). A failed write is :func:`write_failed` (exit 1, one line)."""
     try:
-        if written_in_place(path):
+        if path == STDOUT:
+            _through_stdout(write, prefix)
+        elif written_in_place(path):
             write(path)
         else:
             replace_atomically(path, write, prefix)
     except OSError as e:
         raise write_failed(path, e) from None
+
+
+def _through_stdout(write: Callable[[str], None], prefix: str) -> None:
+    """``write(tmp)``, then the temporary file's bytes to file descriptor 1 as the shell opened it:
+    a reopening of /dev/stdout would truncate ``>> FILE`` or what a ``{ ...; } > FILE`` wrote first."""
+    import tempfile
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as f:
+            while True:
+                chunk = f.read(1 << 20)
+                if not chunk:
+                    break
+                write_to_pipe(1, chunk)
+    finally:
+        os.unlink(tmp)
 
 
 def check_replaceable(path: str, prefix: str) -> None:
