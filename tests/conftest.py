@@ -7,6 +7,7 @@ import contextlib
 import errno
 import glob
 import hashlib
+import json
 import os
 import re
 import select
@@ -165,6 +166,23 @@ def thread_states(pid: int) -> list:
         except OSError:
             pass
     return out
+
+
+def synthetic_log(path) -> str:
+    """An interval log by construction at ``path`` (its name returned): two threads of 30 intervals,
+    each alternating two blocks' code (phases 0 and 1) every 5 intervals."""
+    recs, seq, t = [], 0, 1_700_000_000_000_000_000
+    for thread in (11, 12):
+        for i in range(30):
+            key = 1000 if (i // 5) % 2 == 0 else 5000
+            recs.append({"seq": seq, "thread": thread, "thread_seq": i, "instructions": 100000, "partial": False,
+                         "phase": 0 if key == 1000 else 1, "start_ns": t, "end_ns": t + 1_000_000 + (i % 3) * 1000,
+                         "wall_ns": 1_000_000 + (i % 3) * 1000, "os": {"cpu_ns": 900_000},
+                         "blocks": [[key, 70000], [key + 7, 30000]]})
+            seq += 1
+            t += 1_000_000
+    Path(path).write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return str(path)
 
 
 def log_lines(path) -> int:

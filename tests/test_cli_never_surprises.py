@@ -63,9 +63,12 @@ def test_an_output_that_is_an_input_or_another_output_is_refused(tmp_path):
     one_line(run_cli("replay", str(log), "--log", str(tmp_path / "hard.jsonl")), 2, "is the input FILE")
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
     # the file the shell gives as standard input (`< FILE`: the target's stdin in pipe mode)
-    for args in (["-o", log, "--mode", "sampled", "-f", "/bin/cat"], ["replay", "-", "--summary", log]):
+    other = write_log(tmp_path / "other.jsonl")
+    for args, fragment in ((["-o", log, "--mode", "sampled", "-f", "/bin/cat"], "is phasescope's standard input"),
+                           (["replay", other, "--summary", log], "is phasescope's standard input"),
+                           (["replay", "-", "--summary", log], "is the input FILE")):  # - reads standard input
         with open(log, "rb") as stdin:
-            one_line(run_cli(*map(str, args), stdin=stdin), 2, "is phasescope's standard input")
+            one_line(run_cli(*map(str, args), stdin=stdin), 2, fragment)
         assert digest(log) == before
 
 

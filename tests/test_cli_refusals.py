@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PROGRAMS, cli_command, loopback_http_server, run_cli
+from conftest import PROGRAMS, cli_command, end_process, loopback_http_server, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -167,6 +167,25 @@ def test_attaching_to_a_static_binary_in_exact_mode_is_refused_and_leaves_it_run
 def test_a_kernel_thread_is_refused(mode):
     one_line_refusal(run_cli("--no-dashboard", "--mode", mode, "-p", "2", "--duration", "1", timeout=60),
                      "kernel thread")
+
+
+@pytest.mark.parametrize("mode", ["exact", "sampled"])
+def test_a_process_whose_main_thread_left_is_not_taken_for_a_zombie(build, mode):
+    """Its main thread's state is Z while a worker runs: both modes refused it as a zombie. Sampled
+    mode traces it (and names its code from a live thread's maps); exact mode says why Frida cannot."""
+    target = subprocess.Popen([build("leader_exit.c", "-pthread")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert target.stdout.readline().startswith("ready")
+        r = run_cli("--no-dashboard", "--mode", mode, "-p", str(target.pid), "--duration", "2", timeout=120)
+        assert target.poll() is None  # left running
+    finally:
+        end_process(target)
+    if mode == "exact":
+        one_line_refusal(r, "main thread has exited", "--mode sampled")
+    else:
+        assert r.returncode == 0, r.stderr
+        assert "left running" in r.stderr.strip().splitlines()[-1] and "leader_exit" in r.stderr, r.stderr
+        assert "!spin" in r.stderr, r.stderr
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="as root, the kernel refuses ptrace of init: the case to check")

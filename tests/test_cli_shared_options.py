@@ -36,3 +36,15 @@ def test_bursts_outside_sampled_mode_is_refused_alike(argv):
     r = run_cli(*argv)
     assert r.returncode == 2
     assert r.stderr.strip().endswith("--bursts needs --mode sampled (exact mode follows every interval already)"), r.stderr
+
+
+@pytest.mark.parametrize("argv", [["--rate", "5000", "-f", "prog"], ["--window", "50", "-f", "prog"],
+                                  ["bench", "--rate", "5000", "--", "prog"]])
+def test_sampled_options_in_exact_mode_are_refused_not_ignored(argv):
+    """``--rate 5000`` in exact mode ran as if not given (the docstring promised a refusal)."""
+    from phasescope.commands.options import validate_source_options
+    from phasescope.errors import InputError
+    command = BenchCommand("bench") if argv[0] == "bench" else MonitorCommand("phasescope")
+    args = command.parse(argv[1:] if argv[0] == "bench" else argv)
+    with pytest.raises(InputError, match="give --mode sampled"):
+        validate_source_options(args)

@@ -185,6 +185,7 @@ def test_a_phase_database_gives_a_sampled_run_the_ids_of_the_last(tmp_path):
         db.prepare(engine)
         ids.append([r.phase for r in engine.feed_many(windows(acts, order, seed=run))])
         db.on_end(engine.summary())
+        db.close()  # a run holds its database until the end
     first, second = ids
     assert second[-1] == first[0] and second[15] == first[-1]  # A and B keep their IDs
     assert second[5] not in first  # C is new

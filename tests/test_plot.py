@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 
 import pytest
 
-from conftest import cli_command, run_cli
+from conftest import cli_command, run_cli, synthetic_log as _log
 
 pytestmark = pytest.mark.slow  # every test here starts a real process
-
-
-def _log(path):
-    recs, seq, t = [], 0, 1_700_000_000_000_000_000
-    for thread in (11, 12):
-        for i in range(30):
-            key = 1000 if (i // 5) % 2 == 0 else 5000
-            recs.append({"seq": seq, "thread": thread, "thread_seq": i, "instructions": 100000, "partial": False,
-                         "phase": 0 if key == 1000 else 1, "start_ns": t, "end_ns": t + 1_000_000 + (i % 3) * 1000,
-                         "wall_ns": 1_000_000 + (i % 3) * 1000, "os": {"cpu_ns": 900_000},
-                         "blocks": [[key, 70000], [key + 7, 30000]]})
-            seq += 1
-            t += 1_000_000
-    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    return str(path)
 
 
 def test_plot_png(tmp_path):

@@ -21,6 +21,7 @@ class ExportBbvCommand(Command):
     description = "Convert a phasescope interval log to SimPoint .bb format."
     inputs = {"LOG": "log"}
     outputs = {"OUT.bb": "output", "--pc-out-file": "pc_out_file"}
+    to_stdout = ("output", "pc_out_file")  # its one line goes to stderr
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("log", metavar="LOG", help="phasescope interval log (JSON Lines)")

@@ -6,6 +6,12 @@ before anything is opened for writing.
 same resolved path (one that does not exist yet). Each command names its inputs and outputs as
 ``{label: argparse dest}``; ``--events unix:PATH`` names the socket file PATH. A command may add
 inputs that are no option of its own (the live monitor's target executable) as ``(label, path)``.
+
+``-`` as an input is standard input (:data:`STDIN`; one input at most). ``-`` as an output is
+standard output (:data:`STDOUT`, written in place) for the outputs a command names in
+``to_stdout``: those of a command that writes nothing else there. Any other output ``-`` is
+refused, saying why (``stdout_why``: what standard output carries), since a file named ``-`` was
+written without a word before stop 46.
 """
 
 from __future__ import annotations
@@ -15,7 +21,10 @@ import stat
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from phasescope.errors import InputError
+from phasescope.sinks.base import STDOUT
 
+#: what an input ``-`` becomes: standard input, as a path every reader opens (a pipe is read as a FIFO)
+STDIN = "/dev/stdin"
 
 def _path(args, dest: str) -> Optional[str]:
     value = getattr(args, dest, None)
@@ -49,13 +58,27 @@ def _inode(st: os.stat_result) -> Tuple[int, int]:
 
 
 def check_files(args, inputs: Dict[str, str], outputs: Dict[str, str],
-                more_inputs: Sequence[Tuple[str, str]] = ()) -> None:
+                more_inputs: Sequence[Tuple[str, str]] = (), to_stdout: Sequence[str] = (),
+                stdout_why: str = "standard output is not free") -> None:
     """InputError when an output is an input or another output (``label: dest`` maps, and the
     ``(label, path)`` pairs of ``more_inputs``), or is empty (``--log "$UNSET"`` had asked for
-    nothing and lost the log without a word)."""
+    nothing and lost the log without a word), or is ``-`` and its dest not in ``to_stdout`` (the
+    message says ``stdout_why``); an output ``-`` in ``to_stdout`` becomes :data:`STDOUT` in ``args``,
+    an input ``-`` :data:`STDIN`."""
     for label, dest in {**inputs, **outputs}.items():
         if getattr(args, dest, None) == "":
             raise InputError(f"{label}: an empty value names no file" + (" or address" if dest == "events" else ""))
+    dashes = [label for label, dest in inputs.items() if getattr(args, dest, None) == "-"]
+    if len(dashes) > 1:
+        raise InputError(f"{' and '.join(dashes)} are both - (standard input): give files")
+    for label, dest in inputs.items():
+        if getattr(args, dest, None) == "-":
+            setattr(args, dest, STDIN)
+    for label, dest in outputs.items():
+        if getattr(args, dest, None) == "-":
+            if dest not in to_stdout:
+                raise InputError(f"{label} -: {stdout_why}; give a file name (./- for a file named -)")
+            setattr(args, dest, STDOUT)
     ins: List[Tuple[str, str]] = [(label, p) for label, dest in inputs.items() if (p := _path(args, dest))]
     ins += [(label, p) for label, p in more_inputs if p]
     outs: List[Tuple[str, str]] = [(label, p) for label, dest in outputs.items() if (p := _path(args, dest))]

@@ -43,6 +43,7 @@ class LocalityModelCommand(Command):
                    "LRU miss rates for input sizes never run.")
     inputs = {"DB": "db"}
     outputs = {"--plot": "plot"}
+    stdout_why = "standard output carries the model"
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("db", metavar="DB", help="phase database written by --locality --phase-db runs")

@@ -28,8 +28,8 @@ from phasescope.commands.sources import SOURCES, mode_help, shows_dashboard, wan
 from phasescope.errors import InputError
 from phasescope.sinks.base import Sinks, close_file, open_write, write_failed
 from phasescope.startup import settled
-from phasescope.sources.device import Target, is_local, require_local, resolve_device, resolve_target
-from phasescope.sources.executable import exact_mode_refusal
+from phasescope.sources.device import Target, is_local, process_state, require_local, resolve_device, resolve_target
+from phasescope.sources.executable import SAMPLED_WORKS, exact_mode_refusal
 from phasescope.sources.procfs import process_exe
 
 
@@ -106,6 +106,7 @@ class MonitorCommand(Command):
     brief = BRIEF
     intermixed = True
     outputs = {"-o": "output", **OUTPUT_FILES}
+    stdout_why = "standard output is the target's (and the dashboard's)"
     unknown_hint = "put -- before a spawned program's arguments that start with a dash"
     #: a spawned target that ends with the run (the demo's workload), never left running
     owns_target = False
@@ -287,6 +288,9 @@ def _check_injectable(target: Target) -> None:
     """InputError when Frida cannot inject into the target's executable (exact mode, bursts)."""
     if target.spawn:
         why = exact_mode_refusal(target.argv[0], target.argv[0])
+    elif process_state(target.pid) == "Z":  # and other threads run (a zombie was refused): Frida reads the main one's /proc
+        why = (f"pid {target.pid}: its main thread has exited (pthread_exit) while its other threads run, and Frida "
+               f"cannot inject into such a process; {SAMPLED_WORKS}")
     else:
         why = exact_mode_refusal(f"/proc/{target.pid}/exe", f"pid {target.pid} ({process_exe(target.pid)})")
     if why:

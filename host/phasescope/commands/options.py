@@ -246,6 +246,12 @@ def validate_source_options(args: argparse.Namespace) -> None:
         args.mode = "sampled" if getattr(args, "system_wide", False) else DEFAULT_MODE
     if args.bursts and args.mode != "sampled":
         raise InputError("--bursts needs --mode sampled (exact mode follows every interval already)")
+    if args.mode != "sampled":  # a value other than the default was given, and would do nothing
+        given = [f"--{dest}" for dest, default in (("rate", DEFAULT_RATE), ("window", DEFAULT_WINDOW_SAMPLES))
+                 if getattr(args, dest) != default]
+        if given:
+            raise InputError(f"{' and '.join(given)} set sampled mode's samples: give --mode sampled (exact mode "
+                             "counts every instruction; its interval is --interval)")
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:

@@ -21,6 +21,7 @@ class PlotCommand(Command):
                    "(Fig. 3, recomputed with the tracker options below).")
     inputs = {"LOG": "log"}
     outputs = {"-o": "output"}
+    stdout_why = "the image's format comes from the file name's extension"
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("log", metavar="LOG", help="phasescope interval log (--log)")

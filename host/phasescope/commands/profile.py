@@ -15,6 +15,7 @@ from phasescope.errors import InputError
 from phasescope.profiles import diff
 from phasescope.profiles.model import read_profile
 from phasescope.profiles.writers import WRITERS, format_of, write_profile
+from phasescope.sinks.base import STDOUT
 
 
 def base_path(path: str) -> str:
@@ -31,6 +32,7 @@ class ProfileCommand(Command):
                    "compare two phases (--diff).")
     inputs = {"LOG": "log"}
     outputs = {"-o": "output"}
+    to_stdout = ("output",)  # its lines go to stderr, but --diff's table (refused there)
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("log", metavar="LOG", help="phasescope interval log (--log)")
@@ -64,6 +66,9 @@ class ProfileCommand(Command):
         return 0
 
     def _diff(self, args) -> int:
+        if args.output == STDOUT:
+            raise InputError("-o -: standard output carries --diff's table, and the base profile is written beside "
+                             "-o's file; give a file name")
         (log_a, phase_a), (log_b, phase_b) = (diff.parse_side(s, args.log) for s in args.diff)
         a = read_profile(log_a, args.binary)
         b = a if log_b == log_a else read_profile(log_b, args.binary)

@@ -19,6 +19,7 @@ from phasescope.commands.runner import Command
 from phasescope.formats.bbv import read_bb
 from phasescope.formats.log import read_log
 from phasescope.quality.labels import write_simpoint_labels
+from phasescope.sinks.base import check_replaceable
 
 
 def add_reference_options(p: argparse.ArgumentParser) -> None:
@@ -59,6 +60,7 @@ class ReferenceCommand(Command):
                    "and write its labels.")
     inputs = {"FILE": "file"}
     outputs = {"-o": "output"}
+    to_stdout = ("output",)  # its one line goes to stderr
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("file", metavar="FILE", help="phasescope interval log (.jsonl) or SimPoint/exp-bbv .bb file")
@@ -71,6 +73,7 @@ class ReferenceCommand(Command):
 
     def run(self, args) -> int:
         check_reference_options(args)
+        check_replaceable(args.output, ".phasescope-labels-")  # before the clustering, as every output is
         ref = build_reference(args.file, args, args.format, args.interval)
         write_simpoint_labels(args.output, ref.labels, ref.distances)
         print(f"{args.file}: {len(ref.labels)} intervals, k = {ref.k} (BIC for k = 1..{len(ref.bic)}: "

@@ -62,6 +62,7 @@ class ReplayCommand(Command):
     description = "Replay a recorded interval stream through the phase tracker and predictors, with any tracker setting."
     inputs = {"FILE": "file", "--pc-out-file": "pc_out_file"}
     outputs = OUTPUT_FILES
+    stdout_why = "standard output carries replay's report"
 
     def add_options(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("file", metavar="FILE", help="phasescope interval log (.jsonl) or SimPoint/exp-bbv .bb file")

@@ -120,6 +120,10 @@ class Command:
     #: input or another output is refused before anything runs (:mod:`phasescope.commands.files`)
     inputs: Dict[str, str] = {}
     outputs: Dict[str, str] = {}
+    #: the outputs (dests) that ``-`` sends to standard output: only where the command writes
+    #: nothing else there; ``-`` for another output is refused with :attr:`stdout_why`
+    to_stdout: Tuple[str, ...] = ()
+    stdout_why = "standard output carries this command's own lines"
     #: True: stop signals set :attr:`stop` for the run to end itself (the live monitor); False: any
     #: stop signal is a KeyboardInterrupt at once (exit 130), for a command with nothing to finish
     #: (bench, and the offline ones, which never look at :attr:`stop`: a first Ctrl-C or SIGTERM
@@ -158,7 +162,7 @@ class Command:
         """Parse, run, and turn every error into one line and an exit code."""
         args = self.parse(argv)
         try:
-            check_files(args, self.inputs, self.outputs, self.more_inputs(args))
+            check_files(args, self.inputs, self.outputs, self.more_inputs(args), self.to_stdout, self.stdout_why)
             if not self.settles_itself:
                 settled()
             with self.stop, contextlib.nullcontext() if self.ends_itself else waits.interruptible():

@@ -20,7 +20,7 @@ from phasescope.pipeline.flow import Flow
 from phasescope.pipeline.processes import ProcessEngines
 from phasescope.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_KILLED, EXIT_OK, PhasescopeError
 from phasescope.sinks.base import Sink
-from phasescope.sources.device import is_local, process_state
+from phasescope.sources.device import has_ended, is_local
 from phasescope.sources.procfs import process_comm
 from phasescope.sources.protocol import QUERY_TIMEOUT, Agent, Bursts, Locality, Session, Wakes, capability
 from phasescope.sources.events import (AgentError, BurstEvent, ChildEnded, Dropped, Ended, Forked, IntervalEvent,
@@ -224,7 +224,7 @@ class LiveRun:
     def _insist(self, now: float) -> None:
         """The target did not end on the signal passed on: SIGTERM, as perf does; on SIGTERM too,
         detach. A target already gone (a loaded host may report its end late) is waited for."""
-        if process_state(self.session.pid) in (None, "Z", "X"):  # it did end: its end is on its way
+        if has_ended(self.session.pid):  # it did end: its end is on its way
             self.passed_on = (self.passed_on[0], now + PASS_ON_GRACE)
         elif self.passed_on[0] != "SIGTERM":
             self._pass_on("SIGTERM", now)
@@ -406,7 +406,7 @@ class LiveRun:
         """Whether the detached target runs yet (a remote one is assumed to)."""
         if not is_local(getattr(self.session, "device", None)):
             return True
-        return process_state(self.session.pid) not in (None, "Z")
+        return not has_ended(self.session.pid)
 
     def _locality_note(self) -> Optional[str]:
         """--locality: one line naming the main phases (1% or more) that got no window, and why."""

@@ -175,7 +175,8 @@ class ProcessEngines:
         if self.phase_db_dir is not None:
             try:
                 from phasescope.sinks.phase_db import PhaseDb  # only with --phase-db
-                run.db = PhaseDb(os.path.join(self.phase_db_dir, run.key + ".json"), self.config)
+                # not locked: several processes of one program share its database in this run
+                run.db = PhaseDb(os.path.join(self.phase_db_dir, run.key + ".json"), self.config, lock=False)
                 run.db.prepare(engine)
             except PhasescopeError as e:  # one program's database is unusable: say so, go on without it
                 self._say(f"phasescope: {comm}[{pid}]: phase database not used: {e}")

@@ -8,7 +8,7 @@ from typing import Optional
 from phasescope.errors import InputError
 from phasescope.profiles import folded, perfetto, pprof, speedscope
 from phasescope.profiles.model import Profile
-from phasescope.sinks.base import replace_atomically, written_in_place
+from phasescope.sinks.base import write_whole
 
 WRITERS = {"pprof": pprof.write, "speedscope": speedscope.write, "folded": folded.write, "perfetto": perfetto.write}
 EXTENSIONS = ((".pb.gz", "pprof"), (".pprof", "pprof"), (".json", "speedscope"), (".folded", "folded"),
@@ -28,11 +28,7 @@ def format_of(path: str, given: Optional[str] = None, hint: str = "") -> str:
 
 
 def write_profile(fmt: str, prof: Profile, path: str, phase: Optional[int] = None) -> None:
-    """``prof`` to ``path`` in format ``fmt``: a regular file is replaced whole
-    (:func:`~phasescope.sinks.base.replace_atomically`), so a stop signal during the write (which
-    ends ``phasescope profile`` and ``replay`` at once) leaves the old file, not an empty or half
-    one; a FIFO or a device is written in place. OSError as the write raises it."""
-    if written_in_place(path):
-        WRITERS[fmt](prof, path, phase)
-    else:
-        replace_atomically(path, lambda tmp: WRITERS[fmt](prof, tmp, phase), ".phasescope-profile-")
+    """``prof`` to ``path`` in format ``fmt``, whole (:func:`~phasescope.sinks.base.write_whole`):
+    a stop signal during the write (which ends ``phasescope profile`` and ``replay`` at once)
+    leaves the old file, not an empty or half one. A failed write is exit 1, one line."""
+    write_whole(path, lambda p: WRITERS[fmt](prof, p, phase), ".phasescope-profile-")

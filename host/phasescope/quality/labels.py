@@ -18,6 +18,7 @@ import numpy as np
 from phasescope.errors import InputError
 from phasescope.formats.lines import numbered_lines
 from phasescope.formats.log import log_records, settled_phases
+from phasescope.sinks.base import write_whole
 
 
 @dataclass
@@ -123,11 +124,13 @@ def read_labels(path: str) -> LabelStream:
 
 
 def write_simpoint_labels(path: str, labels, distances=None) -> None:
-    """Write ``label distance`` lines (SimPoint's -saveLabels format)."""
+    """Write ``label distance`` lines (SimPoint's -saveLabels format), whole
+    (:func:`~phasescope.sinks.base.write_whole`: a stop signal midway leaves the old file)."""
     d = np.zeros(len(labels)) if distances is None else np.asarray(distances, dtype=np.float64)
-    try:
-        with open(path, "w", encoding="utf-8") as f:
-            for lab, dist in zip(np.asarray(labels).tolist(), d.tolist()):
-                f.write(f"{lab} {dist:.6g}\n")
-    except OSError as e:
-        raise InputError(f"{path}: cannot write: {e.strerror}") from None
+    text = "".join(f"{lab} {dist:.6g}\n" for lab, dist in zip(np.asarray(labels).tolist(), d.tolist()))
+
+    def write(p: str) -> None:
+        with open(p, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    write_whole(path, write, ".phasescope-labels-")

@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional,
 from phasescope import waits
 from phasescope.errors import InputError, PhasescopeError
 
+#: an output ``-`` where a command sends it to standard output (:func:`phasescope.commands.files.check_files`)
+STDOUT = "/dev/stdout"
+
 if TYPE_CHECKING:  # the engine loads after a live run's target has started (commands/monitor.py)
     from phasescope.engine import Interval, IntervalResult
 
@@ -167,6 +170,8 @@ def close_file(f, path: str) -> None:
 def written_in_place(path: str) -> bool:
     """Whether ``path`` (through any link) is an existing file that is not a regular one: a FIFO or
     a device, written in place and once, at the end (a FIFO's open waits for a reader)."""
+    if path == STDOUT:  # ``-``: what the shell opened (a `>` file too) is written, never replaced
+        return True
     try:
         st = os.stat(path)  # /dev/stdout's link to a pipe resolves here, not by its path (pipe:[N])
     except OSError:
@@ -202,7 +207,8 @@ class LineFile:
 
     def __init__(self, path: str):
         self.path = path
-        self._f = open_write(path)
+        # standard output as the shell opened it (a reopening of /dev/stdout would truncate `>> FILE`)
+        self._f = os.fdopen(os.dup(1), "w", encoding="utf-8") if path == STDOUT else open_write(path)
         self._pipe = stat.S_ISFIFO(os.fstat(self._f.fileno()).st_mode)
         self._cut: Optional[PhasescopeError] = None
 
@@ -246,6 +252,40 @@ def replace_atomically(path: str, write: Callable[[str], None], prefix: str) -> 
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def write_whole(path: str, write: Callable[[str], None], prefix: str) -> None:
+    """``write(p)`` for an output written once, whole: a regular file (or a new one) is replaced
+    atomically (:func:`replace_atomically`, ``p`` a temporary file: a stop signal or a failure
+    midway leaves the old file), a FIFO, a device or standard output is written in place (``p`` is
+    ``path``). A failed write is :func:`write_failed` (exit 1, one line)."""
+    try:
+        if path == STDOUT:
+            _through_stdout(write, prefix)
+        elif written_in_place(path):
+            write(path)
+        else:
+            replace_atomically(path, write, prefix)
+    except OSError as e:
+        raise write_failed(path, e) from None
+
+
+def _through_stdout(write: Callable[[str], None], prefix: str) -> None:
+    """``write(tmp)``, then the temporary file's bytes to file descriptor 1 as the shell opened it:
+    a reopening of /dev/stdout would truncate ``>> FILE`` or what a ``{ ...; } > FILE`` wrote first."""
+    import tempfile
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as f:
+            while True:
+                chunk = f.read(1 << 20)
+                if not chunk:
+                    break
+                write_to_pipe(1, chunk)
+    finally:
+        os.unlink(tmp)
 
 
 def check_replaceable(path: str, prefix: str) -> None:

@@ -23,6 +23,12 @@ its windows touched), "windows", "accesses", "touched_bytes" (the data the phase
 "signature" [[cache blocks, miss rate], ...],
 "top_code" [{"key", "share", "symbol"}]}``: what ``phasescope locality-model`` fits.
 
+A run holds the database from its load to its save: a second run given the same file at once is
+refused (one line, exit 2). Both had loaded the same phases and handed out the same new IDs to
+different code, and the second save replaced the first's (its phases lost, ``runs`` counted once).
+The lock is ``flock`` on ``.NAME.lock`` beside the file (a FIFO or a device is not locked), removed
+at the end.
+
 ``runs`` counts the runs saved into it; ``first_seen_run``/``last_seen_run`` are run numbers. The
 page tracker's (``"method": "pages"``, sampled mode) representatives are sparse,
 ``[[bucket, weight], ...]``, and ``code_shift`` keeps the code granularity it chose.
@@ -30,6 +36,8 @@ page tracker's (``"method": "pages"``, sampled mode) representatives are sparse,
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import math
 import os
@@ -42,7 +50,7 @@ from phasescope.engine.config import PRESETS, TrackerConfig, preset
 from phasescope.engine.phase_engine import EngineConfig
 from phasescope.engine.stats import final_ids
 from phasescope.errors import InputError
-from phasescope.sinks.base import Sink, write_json_atomically
+from phasescope.sinks.base import Sink, write_json_atomically, written_in_place
 
 FORMAT = "phasescope-phase-db"
 VERSION = 1
@@ -65,16 +73,23 @@ def settings_of_tracker(tracker: TrackerConfig) -> dict:
 class PhaseDb(Sink):
     """Load, preload into the engine, merge and save a phase database."""
 
-    def __init__(self, path: str, config: EngineConfig, input_size: Optional[int] = None):
+    def __init__(self, path: str, config: EngineConfig, input_size: Optional[int] = None, lock: bool = True):
+        """``lock``: hold the database for the run (see the module docstring); ``-a`` opens one per
+        process of a program in one run, and does not."""
         self.path = path
         self.input_size = input_size  # --input-size (bytes); None: the data the windows touched
         self.settings = settings_of(config)
         self._dir = os.path.dirname(os.path.realpath(path))  # where it is written (a link's file's)
         if os.path.isdir(path):
             raise InputError(f"--phase-db {path}: is a directory")
-        self.db = self._load()
         #: a database whose mode allows no writing is used as it is: loaded, never saved
         self.read_only = os.path.exists(path) and not os.stat(path).st_mode & 0o222
+        self._lock = None if self.read_only or not lock or written_in_place(path) else _hold(path)
+        try:
+            self.db = self._load()
+        except BaseException:
+            self.close()
+            raise
         if self.read_only:
             print(f"phasescope: --phase-db {path} is read-only: its phases are used, this run's are not saved",
                   file=sys.stderr, flush=True)
@@ -225,6 +240,45 @@ class PhaseDb(Sink):
 
     def _save(self) -> None:
         write_json_atomically(self.path, self.db, ".phasescope-db-")
+
+    def close(self) -> None:
+        if self._lock is not None:
+            lock_path, fd = self._lock
+            self._lock = None
+            with contextlib.suppress(OSError):
+                os.unlink(lock_path)  # still held: a run waiting on this file sees it gone and makes its own
+            os.close(fd)
+
+
+def _hold(path: str) -> tuple:
+    """Hold ``path``'s database for this run: ``(lock file, its fd)``, with this pid in it; InputError
+    (exit 2) naming the run that holds it. A lock file removed by its holder between our open and our
+    lock is not the one in place: open again."""
+    real = os.path.realpath(path)
+    lock_path = os.path.join(os.path.dirname(real), f".{os.path.basename(real)}.lock")
+    while True:
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise InputError(f"--phase-db {path}: cannot write: {e.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            os.close(fd)
+            raise InputError(f"--phase-db {path}: in use by another phasescope run"
+                             + (f" (pid {holder})" if holder.isdigit() else "")
+                             + ": two runs at once would hand out the same new phase IDs and one would lose the "
+                               "other's; wait for it to end, or give another database") from None
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(lock_path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            return lock_path, fd
+        os.close(fd)
 
 
 def _invalid_locality_runs(runs) -> Optional[str]:

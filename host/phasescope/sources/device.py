@@ -86,6 +86,22 @@ def process_state(pid: int) -> Optional[str]:
         return None
 
 
+def is_zombie(pid: int) -> bool:
+    """Whether a local process has exited and waits to be reaped: its main thread is a zombie and
+    so is every other thread (a main thread that left with pthread_exit is a zombie while the
+    others run on)."""
+    from phasescope.sources.procfs import stat_fields, thread_ids
+    if process_state(pid) != "Z":
+        return False
+    states = (stat_fields(f"/proc/{int(pid)}/task/{tid}/stat") for tid in thread_ids(pid))
+    return all(fields is None or fields[0] in ("Z", "X") for fields in states)
+
+
+def has_ended(pid: int) -> bool:
+    """Whether a local process is gone or :func:`is_zombie`."""
+    return process_state(pid) is None or is_zombie(pid)
+
+
 def resolve_target(device, pid=None, name=None, argv=None) -> Target:
     """Check a -p/-n/-f choice against the device; one-line errors for every bad case."""
     chosen = [x is not None and x != [] for x in (pid, name, argv)]
@@ -103,7 +119,7 @@ def resolve_target(device, pid=None, name=None, argv=None) -> Target:
         return Target(argv=list(argv))
     processes = local_processes() if device is None else _frida_processes(device)
     if pid is not None:
-        if is_local(device) and process_state(pid) == "Z":
+        if is_local(device) and is_zombie(pid):
             raise InputError(f"pid {pid} is a zombie: it has exited and waits for its parent to reap it; "
                              "nothing runs there to trace")
         if is_local(device) and pid == os.getpid():  # Stalker following its own host hung, deaf to SIGTERM

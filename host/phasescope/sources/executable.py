@@ -10,7 +10,8 @@ import struct
 from typing import Optional
 
 _PT_INTERP = 3
-_SAMPLED = "--mode sampled traces it (the kernel samples any program)"
+#: the end of every refusal of exact mode
+SAMPLED_WORKS = "--mode sampled traces it (the kernel samples any program)"
 
 
 def exact_mode_refusal(path: str, shown: str) -> Optional[str]:
@@ -22,10 +23,10 @@ def exact_mode_refusal(path: str, shown: str) -> Optional[str]:
             if head[:4] != b"\x7fELF":
                 what = ("an empty file" if not head else "a script" if head[:2] == b"#!"
                         else "not an ELF executable")
-                return f"{shown} is {what}: exact mode needs a native ELF executable; {_SAMPLED}"
+                return f"{shown} is {what}: exact mode needs a native ELF executable; {SAMPLED_WORKS}"
             if not _has_interpreter(f, head):
                 return (f"{shown} is statically linked: Frida's exact mode needs the dynamic loader and libc to "
-                        f"inject its agent (attaching would abort the process); {_SAMPLED}")
+                        f"inject its agent (attaching would abort the process); {SAMPLED_WORKS}")
     except (OSError, struct.error):
         return None
     return None

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, List, Optional
 
 from phasescope.engine.interval import Interval
 from phasescope.errors import InputError, PhasescopeError
-from phasescope.sources.device import Target, process_state
+from phasescope.sources.device import Target, has_ended, is_zombie
 from phasescope.sources.events import ChildEnded, Ended, IntervalEvent, ended_of_status, Output, ThreadExited, ThreadStarted
 from phasescope.sources.protocol import Wakes
 from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, SampledSource, check_sampling
@@ -192,12 +192,9 @@ class KernelSession(SampledSource):
     def _watch_attached(self) -> None:
         """An attached process is not our child: its status is read from /proc while it is a zombie
         (``exit_code``, field 52 of stat), and unknown if its parent reaped it first."""
-        while True:
-            state = process_state(self.pid)
-            if state is None or state == "Z":
-                break
+        while not has_ended(self.pid):  # not a main thread that left while others run (pthread_exit)
             time.sleep(0.05)
-        status = _exit_status(self.pid) if state == "Z" else None
+        status = _exit_status(self.pid) if is_zombie(self.pid) else None
         self._put(Ended("exited") if status is None else ended_of_status(status))
 
     def stop(self) -> None:

@@ -87,7 +87,17 @@ def module_map_from_proc(pid: int) -> "ModuleMap":
     Used by tests and as the fallback for addresses outside every module Frida reported.
     """
     with open(f"/proc/{pid}/maps") as f:
-        return module_map_of(f)
+        lines = f.readlines()
+    if not lines:  # a main thread that left (pthread_exit) shows no maps; a thread that runs does
+        for tid in sorted(thread_ids(pid) - {pid}):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/maps") as f:
+                    lines = f.readlines()
+            except OSError:
+                continue
+            if lines:
+                break
+    return module_map_of(lines)
 
 
 def module_map_of(maps_lines) -> "ModuleMap":

@@ -94,6 +94,8 @@ def check_output(out: str) -> None:
     if ext not in kinds:
         raise InputError(f"-o {out}: unknown image format {('.' + ext) if ext else '(no extension)'}; "
                          f"use one of {', '.join('.' + k for k in sorted(kinds))}")
+    from phasescope.sinks.base import check_replaceable
+    check_replaceable(out, ".phasescope-plot-")  # an unwritable place is said before the drawing
 
 
 def plot_log(path: str, out: str, config: EngineConfig, title: Optional[str] = None) -> dict:
@@ -238,12 +240,13 @@ def plot_locality_model(phases, out: str, predict: Optional[int] = None, title: 
 
 
 def _save(fig, out: str) -> None:
-    """Write the figure and close it; an unwritable path is one line (InputError)."""
+    """Write the figure whole (:func:`~phasescope.sinks.base.write_whole`: a stop signal midway
+    leaves the old file; a failed write is exit 1, one line) and close it."""
     import matplotlib.pyplot as plt
+    from phasescope.sinks.base import write_whole
+    kind = os.path.splitext(out)[1].lower().lstrip(".")  # the temporary file's name has no such extension
     try:
-        fig.savefig(out, dpi=110)
-    except OSError as e:
-        raise InputError(f"{out}: cannot write: {e.strerror}") from None
+        write_whole(out, lambda p: fig.savefig(p, dpi=110, format=kind), ".phasescope-plot-")
     finally:
         plt.close(fig)
 

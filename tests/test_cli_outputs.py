@@ -1,0 +1,133 @@
+"""Every output option means the same in every command: ``-`` is standard output only where
+phasescope writes nothing else there, and is refused (one line, exit 2, no file named ``-``)
+elsewhere; a file written once is written whole (a failure midway keeps the old one); a write that
+fails is one line and exit 1 (issue: stop 46, h46d)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+
+import pytest
+
+from conftest import cli_command, run_cli, synthetic_log
+from phasescope.cli import main
+
+#: (argv, the output given "-"): each must be refused, since standard output carries something else
+REFUSED = [(["-f", "/bin/true", option, "-"], option)
+           for option in ("-o", "--log", "--summary", "--bbv", "--events", "--phase-db", "--profile")] + [
+    (["replay", "{log}", option, "-"], option) for option in ("--log", "--summary", "--profile", "--phase-db")] + [
+    (["plot", "{log}", "-o", "-"], "-o"),
+    (["profile", "{log}", "--diff", "0", "1", "-o", "-"], "-o"),
+    (["locality-model", "{log}", "--plot", "-"], "--plot"),
+]
+
+
+@pytest.mark.parametrize("argv, option", REFUSED, ids=[" ".join(a[:1] + a[2:]) for a, _ in REFUSED])
+def test_a_dash_where_standard_output_is_taken_is_refused_not_a_file_named_dash(tmp_path, monkeypatch, capsys,
+                                                                                 argv, option):
+    """``--log -`` wrote a file named ``-`` (stop 45); a run that starts a process here fails the
+    fast lane's guard, so the refusal must come before anything runs."""
+    monkeypatch.chdir(tmp_path)
+    log = synthetic_log(tmp_path / "run.jsonl")
+    assert main([a.format(log=log) for a in argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{option} -: " in err, err
+    assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv, compare", [
+    (["reference", "{log}", "-o", "-"], ["reference", "{log}", "-o", "{file}"]),
+    (["export-bbv", "{log}", "-"], ["export-bbv", "{log}", "{file}"]),
+    (["export-bbv", "{log}", "{file}.bb", "--pc-out-file", "-"], ["export-bbv", "{log}", "{file}.bb", "--pc-out-file", "{file}"]),
+    (["profile", "{log}", "--format", "folded", "-o", "-"], ["profile", "{log}", "-o", "{file}.folded"]),
+])
+def test_a_dash_is_standard_output_where_nothing_else_is_written_there(tmp_path, argv, compare):
+    log = synthetic_log(tmp_path / "run.jsonl")
+    file = tmp_path / "out"
+    r = run_cli(*[a.format(log=log, file=file) for a in argv], timeout=120, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "-").exists()
+    want = run_cli(*[a.format(log=log, file=file) for a in compare], timeout=120, cwd=tmp_path)
+    assert want.returncode == 0, want.stderr
+    written = file.with_suffix(".folded") if argv[0] == "profile" else file
+    assert r.stdout and r.stdout == written.read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [["reference", "{log}", "-o", "-"], ["export-bbv", "{log}", "-"]])
+@pytest.mark.parametrize("append", [False, True], ids=["after-a-header", "appended"])
+def test_standard_output_is_written_where_the_shell_left_it(tmp_path, argv, append):
+    """``{ echo header; phasescope reference LOG -o -; } > FILE`` and ``>> FILE``: a reopening of
+    /dev/stdout truncated FILE, losing what was there."""
+    log = synthetic_log(tmp_path / "run.jsonl")
+    out = tmp_path / "out.txt"
+    out.write_text("header\n")
+    with open(out, "a" if append else "r+") as f:
+        f.seek(0, os.SEEK_END)
+        r = subprocess.run(cli_command(*[a.format(log=log) for a in argv]), stdout=f, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert text.startswith("header\n") and len(text.splitlines()) > 2, text[:200]
+
+
+def _limited(limit: int):
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv, name", [(["reference", "{log}", "-o", "{out}"], "labels.txt"),
+                                        (["plot", "{log}", "-o", "{out}"], "run.png"),
+                                        (["profile", "{log}", "-o", "{out}"], "run.pb.gz")])
+def test_a_write_that_fails_midway_keeps_the_old_file_and_is_exit_1(tmp_path, argv, name):
+    """Past a file size limit (as a Ctrl-C or a full disk midway): ``reference`` and ``plot`` wrote
+    in place, so the old file was lost and half a new one left, with exit 2 (bad input)."""
+    if argv[0] == "plot":
+        pytest.importorskip("matplotlib")
+    log = synthetic_log(tmp_path / "run.jsonl")
+    out = tmp_path / name
+    out.write_bytes(b"old\n")
+    r = subprocess.run(cli_command(*[a.format(log=log, out=out) for a in argv]), capture_output=True, text=True,
+                       timeout=120, preexec_fn=_limited(64))
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.strip().splitlines() == [f"phasescope {argv[0]}: error: {out}: cannot write: File too large"]
+    assert out.read_bytes() == b"old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["run.jsonl", name])  # no temporary file left
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("argv", [["reference", "{log}", "-o", "/dev/full"],
+                                  ["profile", "{log}", "--format", "pprof", "-o", "/dev/full"]])
+def test_a_full_device_is_exit_1_with_one_line_as_every_output(tmp_path, argv):
+    """``reference -o /dev/full`` was exit 2 (bad input), ``profile`` named no file."""
+    r = run_cli(*[a.format(log=synthetic_log(tmp_path / "run.jsonl")) for a in argv], timeout=120)
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines() == [f"phasescope {argv[0]}: error: /dev/full: cannot write: "
+                                             "No space left on device"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [["export-bbv", "{log}", "{out}"], ["reference", "{log}", "-o", "{out}"],
+                                  ["profile", "{log}", "-o", "{out}.folded"]])
+def test_a_dash_as_the_input_is_standard_input(tmp_path, argv):
+    """``export-bbv - out.bb < run.jsonl`` read a file named ``-`` (no such file, exit 2)."""
+    log = synthetic_log(tmp_path / "run.jsonl")
+    out = tmp_path / "out"
+    want = run_cli(*[a.format(log=log, out=out) for a in argv], timeout=120)
+    assert want.returncode == 0, want.stderr
+    wanted = out.with_suffix(".folded") if argv[0] == "profile" else out
+    expected = wanted.read_text()
+    wanted.unlink()
+    with open(log) as stdin:
+        r = run_cli(*[a.format(log="-", out=out) for a in argv], timeout=120, stdin=stdin)
+    assert r.returncode == 0, r.stderr
+    assert wanted.read_text() == expected
+
+
+def test_two_inputs_cannot_both_be_standard_input(capsys):
+    assert main(["replay", "-", "--pc-out-file", "-"]) == 2
+    assert "FILE and --pc-out-file are both - (standard input)" in capsys.readouterr().err
