@@ -343,3 +343,18 @@ def test_a_checkpoint_builds_the_summary_only_for_a_sink_that_reads_it(tmp_path)
     both.checkpoint(summary)
     both.close()
     assert built == [1] and json.loads(out.read_text()) == {"whole": {}}
+
+
+def test_a_profile_asks_names_of_java_method_keys_only(tmp_path):
+    # Before the target goes, a live exact --profile names its compiled Java methods (METHOD_KEY |
+    # Method* >> 3). A module key whose tag has its top bit set (fnv1a32 of half of all names) is
+    # above METHOD_KEY too, but no method: asked as one, the JVM's memory was read at a garbage
+    # Method* (review r46a)
+    from phasescope.sinks.profile import ProfileWriter
+    from phasescope.sources.modules import METHOD_KEY
+    method, module = METHOD_KEY | (0x7F1234567890 >> 3), 0x9ABCDEF0 << 32 | 0x10
+    w = ProfileWriter(str(tmp_path / "p.folded"))
+    w.profile.weights[(0, -1, 1, 0, "")].update({(method,): 5, (module,): 7})
+    asked = []
+    w.before_end(lambda keys: asked.extend(keys) or ["[jit]!java A.b" if k == method else "?" for k in keys])
+    assert asked == [method] and w.profile.name(method) == "java A.b" and w.profile.name(module) == f"{module:#x}"

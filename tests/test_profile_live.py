@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -207,3 +208,20 @@ def test_live_profile_output_equals_the_profile_of_its_log(build, tmp_path):
     assert live.read_text() == offline.read_text() and "work_z" in live.read_text()
     r = run_cli("--mode", "sampled", "--no-dashboard", "--profile", str(tmp_path / "x.txt"), "-f", exe)
     assert r.returncode == 2 and "cannot tell the profile format" in r.stderr
+
+
+def test_exact_live_profile_names_a_library_whose_file_is_not_its_soname(tmp_path):
+    # Both modes key a library by its soname (libspin.so.1), whatever file it was loaded from; the
+    # live profile looked the keys up by the file's basename (libspin.so.1.0.0, as dlopen'ed by its
+    # path) and left 92% of a ctypes crc32 loop's instructions a raw key (review r46a)
+    src, lib = tmp_path / "spin.c", tmp_path / "libspin.so.1.0.0"
+    src.write_text("unsigned long spin(long n) { unsigned long s = 1;\n"
+                   "  for (long i = 0; i < n; i++) s = s * 6364136223846793005UL + (unsigned long)i; return s; }\n")
+    subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-Wl,-soname,libspin.so.1", "-o", str(lib), str(src)],
+                   check=True, timeout=120)
+    script = f"import ctypes\nlib = ctypes.CDLL({str(lib)!r})\nlib.spin.restype = ctypes.c_ulong\nprint(lib.spin(30000000))\n"
+    fold = tmp_path / "spin.folded"
+    r = run_cli("--no-dashboard", "--profile", str(fold), "-f", sys.executable, "--", "-c", script, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    _, by_function = _folded(fold)
+    assert by_function.get("spin", 0) > 0.5 * sum(by_function.values()), sorted(by_function.items(), key=lambda kv: -kv[1])[:5]

@@ -261,7 +261,13 @@ class LiveRun:
         self.flow.checkpoint(self._summary)
 
     def _resolve_hot_code(self) -> None:
+        """Before the target goes: its hot code's names, and what the sinks want named."""
         self.symbols.resolve(*self._hot_pcs())
+        self.flow.sinks.before_end(self._names_now)
+
+    def _names_now(self, pcs: List[int]) -> List[str]:
+        self.symbols.resolve(pcs)
+        return [self.symbols.describe(pc) for pc in pcs]
 
     def _handle(self, event) -> None:
         if isinstance(event, IntervalEvent):
@@ -355,6 +361,7 @@ class LiveRun:
         """Every exit path: detach if still attached, write the summary, report."""
         self.symbols.settle(QUERY_TIMEOUT)
         if self.ended is None:
+            self.flow.sinks.before_end(self._names_now)  # detaching: the target can still be read
             try:
                 self.session.stop()
                 if self.session.ended is None:  # sampled mode queues its last windows and the end

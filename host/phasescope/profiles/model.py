@@ -20,7 +20,7 @@ from phasescope.engine.interval import Interval
 from phasescope.errors import InputError
 from phasescope.formats.log import interval_of, log_records
 from phasescope.sources.elf_symbols import ElfSymbols
-from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME, Module, ModuleMap, fnv1a32
+from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME, Module, ModuleMap, fnv1a32, library_name
 
 #: (phase, predicted phase, thread, pid, comm): the labels of a row
 Labels = Tuple[int, int, int, int, str]
@@ -66,17 +66,18 @@ class Profile:
 
     def name_from(self, binaries: List[str]) -> None:
         """Name the keys no frame names (exact logs, logs without stacks) from these ELF files on
-        disk: a key whose module tag is a binary's basename is named by that binary's symbols."""
+        disk: a key whose module tag is a binary's name (its soname, else its basename, as both modes
+        key it: :func:`~phasescope.sources.modules.library_name`) is named by that binary's symbols."""
         for b in binaries:
             if not os.path.isfile(b):
                 raise InputError(f"--binary {b}: no such file")
-        by_tag = {fnv1a32(os.path.basename(b)): b for b in binaries}
+        by_tag = {fnv1a32(library_name(b, b)): b for b in binaries}
         keys = [k for k in self.unnamed() if (k >> 32) in by_tag]
-        mods = [Module(os.path.basename(b), (i + 1) << 36, 1 << 32, b) for i, b in enumerate(by_tag.values())]
+        mods = [Module(library_name(b, b), (i + 1) << 36, 1 << 32, b) for i, b in enumerate(by_tag.values())]
         base = {fnv1a32(m.name): m.base for m in mods}
         names = ElfSymbols().names(ModuleMap(mods), [base[k >> 32] + (k & 0xFFFFFFFF) for k in keys])
         for k, named in zip(keys, names):
-            self.frames[k] = named if named is not None else (os.path.basename(by_tag[k >> 32]), None)
+            self.frames[k] = named if named is not None else (library_name(by_tag[k >> 32], by_tag[k >> 32]), None)
 
     def unnamed(self) -> List[int]:
         """The keys of the profile's stacks that no frame names yet, sorted."""

@@ -76,6 +76,10 @@ class Sink:
         """This sink's own keys of the final summary (asked once, before any sink's ``on_end``)."""
         return {}
 
+    def before_end(self, name: Callable[[List[int]], List[str]]) -> None:
+        """A live target is about to end or be detached: ``name`` names addresses and keys as its
+        hot code is named (``[jit]!java Holder.name``) while the target can still be read."""
+
     def on_end(self, summary: Summary) -> None:
         """The final summary, with ``summary["end"]`` saying how the target ended; read only."""
 
@@ -120,6 +124,10 @@ class Sinks(Sink):
         for s in self.sinks:
             sections.update(s.summary_sections())
         return sections
+
+    def before_end(self, name: Callable[[List[int]], List[str]]) -> None:
+        for s in self.sinks:
+            s.before_end(name)
 
     def on_end(self, summary: Summary) -> None:
         self._each(lambda s: s.on_end(summary))

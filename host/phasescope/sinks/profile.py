@@ -13,7 +13,7 @@ from phasescope.errors import InputError
 from phasescope.profiles.model import Profile
 from phasescope.profiles.writers import format_of, write_profile
 from phasescope.sinks.base import Sink, check_replaceable, not_read, write_failed, written_in_place
-from phasescope.sources.modules import JIT_MODULE, METHOD_KEY
+from phasescope.sources.modules import JIT_MODULE, METHOD_KEY, METHOD_KEY_END
 from phasescope.sources.perf_map import PerfMap
 
 if TYPE_CHECKING:  # the engine loads after a live run's target has started (commands/monitor.py)
@@ -39,6 +39,14 @@ class ProfileWriter(Sink):
 
     def on_interval(self, result: IntervalResult, iv: Interval) -> None:
         self.profile.add(iv, result.phase, result.prediction, result.confidence)
+
+    def before_end(self, name) -> None:
+        """Every compiled Java method named while the JVM's tables can be read (not only the
+        phases' hot code: the tables are gone at :meth:`on_end`)."""
+        methods = [k for k in self.profile.unnamed() if METHOD_KEY <= k < METHOD_KEY_END]
+        for k, named in zip(methods, name(methods) if methods else ()):
+            if named.startswith(JIT_MODULE + "!"):
+                self.profile.frames[k] = tuple(named.split("!", 1))
 
     def on_end(self, summary: dict) -> None:
         """Names for what no frame names (exact mode's branch keys): the functions of the run's

@@ -27,6 +27,9 @@ KERNEL_NAME = "[kernel]"
 #: record's ``pc``, :data:`phasescope.sources.wire.METHOD_KEY`). No module holds it, so
 #: :meth:`ModuleMap.keys` keeps it as its key.
 METHOD_KEY = 1 << 63
+#: Method keys lie below this (a user-space ``Method*`` >> 3 is below 2**44); a module key whose
+#: tag has its top bit set lies above METHOD_KEY too, mostly above this.
+METHOD_KEY_END = METHOD_KEY + (1 << 44)
 #: The module name of JIT code named from a perf map or HotSpot's own tables (both modes).
 JIT_MODULE = "[jit]"
 

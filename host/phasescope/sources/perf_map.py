@@ -24,6 +24,8 @@ import numpy as np
 
 from phasescope.sources.modules import fnv1a32
 
+#: Lines read at once above which (and above a quarter of the entries held) they are merged in one sort
+BULK = 256
 _TIER = re.compile(r"^(\w+):[~^+*]")  # V8: ~ interpreted, ^ Sparkplug, + Maglev, * TurboFan
 
 
@@ -66,6 +68,41 @@ def parse(lines) -> List[Tuple[int, int, str]]:
     return out
 
 
+def _add(starts: List[int], ends: List[int], names: List[str], start: int, end: int, name: str,
+         first: int = 0) -> None:
+    """Newer code at ``[start, end)``: every older entry it overlaps is gone (a runtime that
+    frees code and compiles other code there writes no line for the freed code; left in, an
+    older entry that starts inside the new range would name the new code after the dead).
+    Entries before ``first`` are known to end before ``start``."""
+    hi = bisect.bisect_left(starts, end, first)
+    lo = hi
+    while lo > first and ends[lo - 1] > start:  # entries overlap no other: ends ascend too
+        lo -= 1
+    starts[lo:hi], ends[lo:hi], names[lo:hi] = [start], [end], [name]
+
+
+def merged(old, lines) -> Tuple[List[int], List[int], List[str]]:
+    """(starts, ends, names) of ``old`` (disjoint entries) once ``lines`` (file order) are added
+    one by one as :func:`_add` adds them, in one sort: only a run of overlapping ranges is
+    replayed in order (a 300,000-line map, node's after 150,000 functions: 4.8 s one by one)."""
+    ranked = sorted([(s, -1, e, n) for s, e, n in old] + [(s, i, e, n) for i, (s, e, n) in enumerate(lines)],
+                    key=lambda entry: entry[0])
+    starts: List[int] = []
+    ends: List[int] = []
+    names: List[str] = []
+    i = 0
+    while i < len(ranked):
+        j, reach = i + 1, ranked[i][2]
+        while j < len(ranked) and ranked[j][0] < reach:  # overlaps the run so far
+            reach, j = max(reach, ranked[j][2]), j + 1
+        run = sorted(ranked[i:j], key=lambda entry: entry[1]) if j > i + 1 else ranked[i:j]
+        at = len(starts)
+        for start, _, end, name in run:  # the run's ranges overlap nothing before ``at``
+            _add(starts, ends, names, start, end, name, at)
+        i = j
+    return starts, ends, names
+
+
 class PerfMap:
     """One process's perf map, read as it grows (a later entry at an address wins)."""
 
@@ -103,19 +140,13 @@ class PerfMap:
             self._starts, self._ends, self._names, self._read_at = [], [], [], 0
         complete = data[:data.rfind(b"\n") + 1]  # a line still being written waits for the next read
         self._read_at += len(complete)
-        for start, end, name in parse(complete.decode("utf-8", "replace").splitlines()):
-            self._add(start, end, name)
+        lines = parse(complete.decode("utf-8", "replace").splitlines())
+        if len(lines) > BULK and len(lines) > len(self._starts) // 4:  # one insertion each: quadratic
+            self._starts, self._ends, self._names = merged(zip(self._starts, self._ends, self._names), lines)
+        else:
+            for start, end, name in lines:
+                _add(self._starts, self._ends, self._names, start, end, name)
         self._arrays = None
-
-    def _add(self, start: int, end: int, name: str) -> None:
-        """Newer code at ``[start, end)``: every older entry it overlaps is gone (a runtime that
-        frees code and compiles other code there writes no line for the freed code; left in, an
-        older entry that starts inside the new range would name the new code after the dead)."""
-        hi = bisect.bisect_left(self._starts, end)
-        lo = hi
-        while lo > 0 and self._ends[lo - 1] > start:  # entries overlap no other: ends ascend too
-            lo -= 1
-        self._starts[lo:hi], self._ends[lo:hi], self._names[lo:hi] = [start], [end], [name]
 
     def names(self, addresses: List[int]) -> List[Optional[str]]:
         """The name of the code range holding each address (None where the map names nothing);
