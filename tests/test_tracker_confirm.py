@@ -212,3 +212,55 @@ def test_a_segment_in_a_crowded_table_is_held_to_the_same_rule():
     ms = confirmed().classify_many(stream, units=np.array([5] * 18 + [5, 5]))
     assert (ms[18].phase, ms[18].transition) == (0, True)
     assert (ms[19].phase, ms[19].new_phase) == (18, True)
+
+
+def test_a_step_just_under_the_threshold_beside_identical_intervals_is_a_phase():
+    # tclsh (stop 46): a phase of identical intervals, then a step 0.94 thresholds away (3.0 of
+    # 3.2 units) for 20 intervals. It matches the phase, beyond the phase's own spread (0); at its
+    # 4th interval (``offshoot``) it is a phase of its own, and the log gives its first 3 that ID.
+    assert PRESETS["confirmed"]["offshoot"] == 4
+    stream = np.array([phase(0)] * 20 + [fringe(0, 3.0 / 64)] * 20)
+    ms = confirmed().classify_many(stream)
+    assert ms[23].new_phase and ms[23].relabel_seqs == (20, 21, 22)
+    assert settled(ms) == [0] * 20 + [1] * 20
+    assert set(settled(confirmed(offshoot=0).classify_many(stream))) == {0}
+
+
+def test_a_noisy_phase_widened_over_a_tight_neighbour_gives_it_up():
+    # cc1 (stop 46): a noisy phase (its intervals 2-3.1 units from its centre) whose ``adaptive``
+    # threshold grew to ~4 units matches a tight behaviour 3.6 units from its centre. With
+    # ``offshoot`` that behaviour's intervals share an ID of their own; without, they are the
+    # noisy phase's.
+    rng = np.random.default_rng(0)
+    centre = np.zeros(32)
+    centre[:8] = 4.0
+
+    def noisy():
+        f, (i, j), u = centre.copy(), rng.choice(8, 2, replace=False), rng.uniform(1.0, 1.55)
+        f[i], f[j] = f[i] - u, f[j] + u
+        return f
+    tight = centre.copy()
+    tight[0], tight[8] = 4.0 - 1.8, 1.8
+    stream = np.array([centre] * 10 + [noisy() for _ in range(30)] + [f for _ in range(10) for f in (noisy(), tight)])
+    for offshoot, own in ((4, True), (0, False)):
+        labels = np.array(settled(confirmed(offshoot=offshoot).classify_many(stream)))
+        mine = set(labels[41::2].tolist())
+        assert len(mine) == 1 and (mine.isdisjoint(labels[:10].tolist()) is own)
+
+
+def test_noise_and_small_steps_below_the_floor_stay_one_phase():
+    # Below 0.75 thresholds (2.4 units) nothing is offered: a step of 1.5 units for 20 intervals
+    # (bc's one-bucket drift, which SimPoint keeps whole) and intervals scattered 0-2.3 units from
+    # their phase's centre keep one ID.
+    rng = np.random.default_rng(1)
+    step = fringe(0, 0.75 / 32)
+    scattered = [phase(0) + np.r_[-s, s, np.zeros(30)] for s in rng.uniform(0, 1.15, 100)]
+    for stream in ([phase(0)] * 20 + [step] * 20 + [phase(0)] * 5, scattered):
+        assert set(settled(confirmed().classify_many(np.array(stream)))) == {0}
+
+
+def test_offshoot_needs_the_candidate_pool():
+    with pytest.raises(InputError, match="offshoot must be 0"):
+        TrackerConfig(**dict(PRESETS["paper"], offshoot=4))
+    with pytest.raises(InputError, match="offshoot must be 0"):
+        TrackerConfig(**dict(PRESETS["confirmed"], offshoot=-1))

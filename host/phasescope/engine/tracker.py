@@ -59,6 +59,13 @@ Issue 28 (the ``stable`` preset):
   fringe beside another (the truth workloads' libraries); a program's first phases stay as
   fine-grained as before (cc1's and the compressors' are 1-2 thresholds apart). A segment of
   several units (which needs no second interval) is held to the same rule.
+- ``offshoot`` (the ``confirmed`` preset, 4; stop 46): with ``transition``, an interval that a
+  stable phase matches beyond that phase's own spread (mean + 2 sd of its matches' distances,
+  clipped to :data:`OFFSHOOT_FLOOR` x the threshold .. the threshold) still carries that phase,
+  and is also offered to the candidate pool within :data:`OFFSHOOT_RADIUS` x the threshold;
+  ``offshoot`` intervals that agree so closely confirm a new phase (``relabel`` as above). A noisy
+  phase whose ``adaptive`` threshold widened over a tight neighbour (cc1), or a phase of identical
+  intervals beside a step just under the threshold (tclsh), no longer swallows it.
 - ``archive``: evicted phases (ID and representative) are kept, oldest dropped first; an interval
   that matches no phase in the table takes back the nearest archived one within the threshold.
 - ``calibrate``: the threshold is ``calibrate`` x the median Manhattan distance between each
@@ -100,6 +107,7 @@ from phasescope.engine.config import (EVICT_POLICIES, FULL_POLICIES, MAX_INTERVA
 
 TRANSITION = 0  # the transition phase's ID when ``transition`` is on
 CALIBRATION_WINDOW = 512  # interval-to-interval distances the calibrated threshold looks at
+OFFSHOOT_FLOOR, OFFSHOOT_RADIUS = 0.75, 0.5  # ``offshoot``: x the threshold (docs/quality.md, stop 46)
 
 
 class Tracker(BoundedTable):
@@ -226,16 +234,19 @@ class Tracker(BoundedTable):
             spread = float(np.quantile(to_mean, c.calibrate_quantile))
             self._threshold_units = float(np.clip(c.calibrate * spread, low, max(low, c.threshold_max * self._scale)))
 
+    def _spread(self, slots) -> np.ndarray:
+        """Mean + 2 sd of the distances of the intervals each stable slot matched, in footprint units."""
+        n = np.maximum(self._hits[slots] - 1, 1)  # the founding interval adds no distance
+        mean = self._dsum[slots] / n
+        return mean + 2 * np.sqrt(np.maximum(self._dsq[slots] / n - mean**2, 0))
+
     def _thresholds(self, slots) -> np.ndarray:
         """Match threshold of stable slots, in footprint units."""
         base = self._threshold_units
         if not self.config.adaptive:
             thr = np.full(len(slots), base)
         else:
-            n = np.maximum(self._hits[slots] - 1, 1)  # the founding interval adds no distance
-            mean = self._dsum[slots] / n
-            sd = np.sqrt(np.maximum(self._dsq[slots] / n - mean**2, 0))
-            thr = np.clip(mean + 2 * sd, base, 2 * base)
+            thr = np.clip(self._spread(slots), base, 2 * base)
         if self.config.noise_z and self._samples:
             thr = thr + self.config.noise_z * self.sampling_noise(self._reps[slots], self._samples)
         return thr
@@ -284,7 +295,10 @@ class Tracker(BoundedTable):
             best, d, fits = stay, float(row[stay]), True
         full = self._used == c.table_size
         pair = self._closest_pair() if full and c.full_policy == "merge" and best >= 0 and not fits else None
-        if best >= 0 and (fits or (full and c.full_policy == "nearest") or (pair is not None and d <= pair[0])):
+        base, offshoot = self._threshold_units, None
+        if c.offshoot and fits and d >= float(np.clip(self._spread([best])[0], OFFSHOOT_FLOOR * base, base)):
+            offshoot = self._match_candidate(fp, OFFSHOOT_RADIUS * base, c.offshoot)
+        if offshoot is None and best >= 0 and (fits or (full and c.full_policy == "nearest") or (pair is not None and d <= pair[0])):
             self._hits[best] += 1
             self._last_used[best] = self._clock
             self._dsum[best] += d
@@ -301,7 +315,7 @@ class Tracker(BoundedTable):
         if back is not None:
             phase, fp = back
         elif c.transition and self._used:  # an empty table has nothing to wait for: a phase at once
-            cand = self._match_candidate(fp)
+            cand = offshoot or self._match_candidate(fp)
             if cand is None:
                 label = int(self._ids[best]) if c.transition_label == "nearest" else TRANSITION
                 return Match(label, dist, False, None, True), []
@@ -383,22 +397,24 @@ class Tracker(BoundedTable):
         i, j = np.unravel_index(int(d.argmin()), d.shape)
         return float(d[i, j]), int(i), int(j)
 
-    def _match_candidate(self, fp: np.ndarray):
-        """Transition mode, no stable match: match or add a candidate. Returns (representative,
-        intervals, the earlier intervals' sequence numbers) of a candidate confirmed by this
-        interval (removed from the pool), else None."""
+    def _match_candidate(self, fp: np.ndarray, radius: Optional[float] = None, need: Optional[int] = None):
+        """Transition mode, no stable match (or an ``offshoot``: within ``radius`` units, ``need``
+        intervals): match or add a candidate. Returns (representative, intervals, the earlier
+        intervals' sequence numbers) of a candidate confirmed by this interval (removed from the
+        pool), else None."""
         c = self.config
+        radius, need = self._threshold_units if radius is None else radius, c.confirm if need is None else need
         if c.recur:
             self._expire(self._clock - c.recur)
         n = self._cand_used
         if n:
             dist = np.abs(self._cand_reps[:n] - fp).sum(axis=1)
             j = int(dist.argmin())
-            if dist[j] < self._threshold_units:
+            if dist[j] < radius:
                 self._cand_hits[j] += self._units
                 self._cand_last[j] = self._clock
                 self._cand_reps[j] += (fp - self._cand_reps[j]) * self._units / self._cand_hits[j]
-                if self._cand_hits[j] < c.confirm:
+                if self._cand_hits[j] < need:
                     self._cand_seqs[j].append(self._clock - 1)
                     return None
                 rep, hits, earlier = self._cand_reps[j].copy(), int(self._cand_hits[j]), tuple(self._cand_seqs[j])
@@ -407,7 +423,7 @@ class Tracker(BoundedTable):
                     self._cand_reps[last], self._cand_hits[last], self._cand_last[last], self._cand_seqs[last]
                 self._cand_used -= 1
                 return self._confirmed(rep, hits, earlier)
-        if self._units >= c.confirm:  # a segment whose own units agree (segments.py cut none between them)
+        if self._units >= need:  # a segment whose own units agree (segments.py cut none between them)
             return self._confirmed(fp, self._units, ())
         j = n if n < c.candidates else int(self._cand_last[:n].argmin())
         self._cand_used = max(n, j + 1)
