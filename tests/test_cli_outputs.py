@@ -153,3 +153,21 @@ def test_a_reference_through_a_pipe_is_refused_not_read_from_its_middle(tmp_path
     assert capsys.readouterr().err.strip().splitlines() == [
         "phasescope score: error: /dev/stdin: a pipe; its format is read from its first line before the whole is "
         "read: give a file"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [["export-bbv", "{log}", "-"], ["reference", "{log}", "-o", "-"],
+                                  ["profile", "{log}", "--format", "folded", "-o", "-"]])
+def test_a_dash_whose_reader_has_gone_is_a_quiet_end_as_for_every_report(tmp_path, argv):
+    """``export-bbv run.jsonl - | head -1``: the reader that has all it wanted was "error:
+    /dev/stdout: cannot write: Broken pipe", exit 1, where ``replay run.jsonl | head -1`` ends
+    quietly, exit 0 (docs/reference.md, exit codes)."""
+    log = synthetic_log(tmp_path / "run.jsonl")
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before the first write
+    try:
+        p = subprocess.run(cli_command(*[a.format(log=log) for a in argv]), stdout=w, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+    finally:
+        os.close(w)
+    assert (p.returncode, p.stderr) == (0, "")
