@@ -131,3 +131,43 @@ def test_a_dash_as_the_input_is_standard_input(tmp_path, argv):
 def test_two_inputs_cannot_both_be_standard_input(capsys):
     assert main(["replay", "-", "--pc-out-file", "-"]) == 2
     assert "FILE and --pc-out-file are both - (standard input)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("reference", ["labels", "log"])
+def test_a_reference_through_a_pipe_is_refused_not_read_from_its_middle(tmp_path, capsys, reference):
+    """``score LOG --reference - < pipe``: the first open read the pipe's first chunk to see its
+    format, the second read the rest: a SimPoint labels file was "no labels", a log a record cut
+    in the middle ("not a JSON record")."""
+    log = synthetic_log(tmp_path / "run.jsonl")
+    text = open(log).read() if reference == "log" else "".join(f"{i % 2} 0\n" for i in range(60))
+    r, w = os.pipe()
+    os.write(w, text.encode())  # within a pipe's buffer
+    os.close(w)
+    saved = os.dup(0)
+    os.dup2(r, 0)
+    try:
+        assert main(["score", log, "--reference", "-"]) == 2
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved), os.close(r)
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "phasescope score: error: /dev/stdin: a pipe; its format is read from its first line before the whole is "
+        "read: give a file"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [["export-bbv", "{log}", "-"], ["reference", "{log}", "-o", "-"],
+                                  ["profile", "{log}", "--format", "folded", "-o", "-"]])
+def test_a_dash_whose_reader_has_gone_is_a_quiet_end_as_for_every_report(tmp_path, argv):
+    """``export-bbv run.jsonl - | head -1``: the reader that has all it wanted was "error:
+    /dev/stdout: cannot write: Broken pipe", exit 1, where ``replay run.jsonl | head -1`` ends
+    quietly, exit 0 (docs/reference.md, exit codes)."""
+    log = synthetic_log(tmp_path / "run.jsonl")
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before the first write
+    try:
+        p = subprocess.run(cli_command(*[a.format(log=log) for a in argv]), stdout=w, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+    finally:
+        os.close(w)
+    assert (p.returncode, p.stderr) == (0, "")

@@ -42,3 +42,16 @@ def test_a_read_only_database_and_the_per_process_ones_of_a_are_not_locked(tmp_p
     db.chmod(0o444)
     readers = [PhaseDb(str(db), EngineConfig()) for _ in range(2)]  # never saved: nothing to lose
     assert all(r.read_only for r in readers)
+
+
+def test_a_lock_name_that_is_a_link_is_refused_not_written_through(tmp_path):
+    """``.NAME.lock`` a symbolic link (planted in a shared directory, or left by hand): the run
+    opened it through the link, truncated the file it names and wrote its pid there."""
+    db, victim = tmp_path / "phases.json", tmp_path / "victim.txt"
+    victim.write_text("precious data\n")
+    (tmp_path / ".phases.json.lock").symlink_to(victim)
+    with pytest.raises(InputError, match=r"--phase-db .*phases.json: its lock file .*\.phases\.json\.lock is a symbolic "
+                                         r"link: remove it"):
+        PhaseDb(str(db), EngineConfig())
+    assert victim.read_text() == "precious data\n"
+    assert (tmp_path / ".phases.json.lock").is_symlink()

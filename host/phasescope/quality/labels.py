@@ -16,7 +16,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from phasescope.errors import InputError
-from phasescope.formats.lines import numbered_lines
+from phasescope.formats.lines import numbered_lines, refuse_pipe
 from phasescope.formats.log import log_records, settled_phases
 from phasescope.sinks.base import write_whole
 
@@ -112,7 +112,9 @@ def read_simpoint_labels(path: str) -> LabelStream:
 
 
 def read_labels(path: str) -> LabelStream:
-    """A reference: a phasescope log (first non-blank line starts with ``{``) or a SimPoint labels file."""
+    """A reference: a phasescope log (first non-blank line starts with ``{``) or a SimPoint labels file.
+    Not a pipe (``--reference -`` of a pipeline): its first line is read, then the whole again."""
+    refuse_pipe(path, "its format is read from its first line before the whole is read: give a file")
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             first = next((ln for ln in f if ln.strip()), "")

@@ -13,6 +13,7 @@ a write that fails later raises PhasescopeError (exit 1).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, TypedDict
@@ -162,8 +163,12 @@ def open_write(path: str):
         raise InputError(f"{path}: cannot write: {e.strerror}") from None
 
 
-def write_failed(path: str, e: OSError) -> PhasescopeError:
-    """A write that failed after the start (disk full, file size limit, I/O error): exit code 1."""
+def write_failed(path: str, e: OSError) -> Exception:
+    """A write that failed after the start (disk full, file size limit, I/O error): exit code 1.
+    Standard output (``-``) whose reader has gone (``export-bbv LOG - | head -1``) stays a
+    BrokenPipeError: the reader has all it wanted, a quiet end (exit 0), as for every report."""
+    if path == STDOUT and e.errno == errno.EPIPE:
+        return e
     return PhasescopeError(f"{path}: cannot write: {e.strerror or e}")
 
 

@@ -37,6 +37,7 @@ page tracker's (``"method": "pages"``, sampled mode) representatives are sparse,
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import math
@@ -258,8 +259,11 @@ def _hold(path: str) -> tuple:
     lock_path = os.path.join(os.path.dirname(real), f".{os.path.basename(real)}.lock")
     while True:
         try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            # not through a link: it would truncate the file it names and write our pid there
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
         except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise InputError(f"--phase-db {path}: its lock file {lock_path} is a symbolic link: remove it") from None
             raise InputError(f"--phase-db {path}: cannot write: {e.strerror}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
