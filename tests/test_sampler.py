@@ -106,8 +106,10 @@ def test_threads_created_after_start_are_sampled_from_their_start(build):
         assert len(mine) == 1 and mine[0].partial and mine[0].seq == 0  # flushed at its exit
         sampled_ns = mine[0].cpu_ns
         # 40 ms = 160 samples: the whole life of a thread created after start() is covered
-        # (a /proc poll every 50 ms would miss most of it); allow sampling jitter.
-        assert abs(sampled_ns - ns) < 0.15 * ns + 3 * s.period_ns, (sampled_ns, ns)
+        # (a /proc poll every 50 ms would miss most of it); allow sampling jitter, and the CPU
+        # clock's undercount when a loaded machine runs the thread in short slices (25 of 40 ms
+        # once at load 13, review r46d)
+        assert abs(sampled_ns - ns) < 0.4 * ns + 3 * s.period_ns, (sampled_ns, ns)
         top = Counter()
         for k, c in zip(mine[0].keys, mine[0].counts):
             top[name(int(k))] += int(c)
