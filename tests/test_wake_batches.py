@@ -1,9 +1,11 @@
-"""A wake-up's sampled windows classified together (``Flow.feed_together``, the live loop's
-batch) give every result, subscriber call and log line of feeding them one at a time."""
+"""A wake-up's sampled windows keyed together (the sampler's one sort and key look-up for a
+ring's several windows) and classified together (``Flow.feed_together``, the live loop's batch)
+give every window, result, subscriber call and log line of doing it one window at a time."""
 
 from __future__ import annotations
 
 import dataclasses
+import struct
 import sys
 
 import numpy as np
@@ -17,6 +19,10 @@ from phasescope.engine.interval import Interval
 from phasescope.pipeline.flow import Flow
 from phasescope.sinks.log import JsonlLog
 from phasescope.workloads import phased
+from phasescope.sources.modules import KERNEL_KEY
+from test_ring_parse import BASE, IDENT, PID, USER, key, sampler
+
+KERNEL_IP = 0xFFFF_FFFF_8100_0000
 
 WINDOW = 100
 
@@ -41,6 +47,35 @@ def windows(seed: int = 7, n: int = 240, threads=(11, 12)):
                                 period_ns=1_000_000))
             seqs[tid] += 1
     return out
+
+
+def leaf(ip: int, t: int, misc: int = USER) -> bytes:
+    """A chainless sample record of the target's main thread."""
+    return struct.pack("<IHHQQIIQ", 9, misc, 40, IDENT, ip, PID, PID, t)
+
+
+def cut(chunks, kernel: bool):
+    s = sampler(chunks, stacks=False, kernel=kernel)
+    s._last_scan = float("inf")  # PID has no /proc entry: no fallback scan may end its thread
+    windows = []
+    for _ in chunks:
+        windows += s.poll(0)
+    return [(w.thread, w.seq, w.keys.tolist(), w.counts.tolist(), w.counts.dtype, w.keys.dtype, w.pcs.tolist(),
+             w.start_ns, w.end_ns, w.partial, w.samples) for w in windows + s.stop()]
+
+
+@pytest.mark.parametrize("kernel", [False, True])
+def test_a_rings_several_windows_keyed_together_are_keyed_as_one_at_a_time(kernel):
+    rng = np.random.default_rng(9)
+    ips = [int(BASE + 16 * rng.integers(0, 30 if i < 20 else 300)) for i in range(4 * 9 + 3)]  # new code later
+    records = [leaf(KERNEL_IP if kernel and i % 5 == 0 else ip, 10 + i, 1 if kernel and i % 5 == 0 else USER)
+               for i, ip in enumerate(ips)]
+    one_a_read = cut([b"".join(records[i:i + 4]) for i in range(0, len(records), 4)], kernel)  # a window a read
+    together = cut([b"".join(records[:7]), b"".join(records[7:])], kernel)  # one window, then eight at once
+    assert together == one_a_read
+    assert len(together) == 10 and together[-1][9]  # nine whole windows and a partial one
+    assert all(k == key(pc) for w in together for k, pc in zip(w[2], w[6]) if pc != KERNEL_KEY)
+    assert any(KERNEL_KEY in w[6] for w in together) == kernel
 
 
 def classified(tmp_path, name, groups):
