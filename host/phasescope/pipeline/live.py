@@ -174,16 +174,9 @@ class LiveRun:
             dues += [] if self.passed_on is None else [self.passed_on[1]]
             return min(dues) - time.monotonic()
 
-        wakes = capability(self.session, Wakes)  # sleeps until data, an event or a signal comes
-        for event in wakes.events_until(due) if wakes is not None else self.session.events(timeout=TICK):
-            if wakes is not None and isinstance(event, IntervalEvent) and event.interval.pid is None:
-                self.woken.append(event.interval)
-                continue
-            self._feed_woken()
-            if event is not None:
-                self._handle(event)
-                if isinstance(event, Ended):
-                    break
+        def on_the_clock() -> None:
+            """After each event (and a wake-up's windows): a stop signal, --duration, a checkpoint, the view."""
+            nonlocal next_checkpoint
             now = time.monotonic()
             if self.stop_reason is None:
                 if self.passed_on is not None:
@@ -198,6 +191,21 @@ class LiveRun:
                 self._checkpoint()
                 next_checkpoint = now + CHECKPOINT_EVERY
             self.view.tick(now)
+
+        wakes = capability(self.session, Wakes)  # sleeps until data, an event or a signal comes
+        for event in wakes.events_until(due) if wakes is not None else self.session.events(timeout=TICK):
+            if wakes is not None and isinstance(event, IntervalEvent) and event.interval.pid is None:
+                self.woken.append(event.interval)
+                continue
+            if self.woken:
+                self._feed_woken()
+                if event is not None:  # as after each window: a Ctrl-C is passed on before the end that came with it
+                    on_the_clock()
+            if event is not None:
+                self._handle(event)
+                if isinstance(event, Ended):
+                    break
+            on_the_clock()
 
     def _feed_woken(self) -> None:
         """The wake-up's windows to the engine in one batch (its numpy work done once for all, the
