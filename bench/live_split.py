@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where a live sampled run's main thread spends its CPU: ``time.thread_time`` summed around the
-engine's feed (one window each), the sampler's drains (ring reads, record parse, window cuts,
+engine's feed (one window each; ``batch``: a wake-up's windows together), the sampler's drains (ring reads, record parse, window cuts,
 keys) and the loop's other steps, printed to stderr when phasescope exits. The arguments are
 phasescope's; ``WAKE=S`` in the environment reads the windows every S seconds of CPU instead of
 one (an experiment on fewer wake-ups, not an option: the loop's quiet bound, the checkpoints and
@@ -16,7 +16,7 @@ import runpy
 import sys
 import time
 
-SPLIT = {"feed": 0.0, "drain": 0.0, "parse": 0.0, "window": 0.0, "checkpoint": 0.0, "tick": 0.0, "loop": 0.0}
+SPLIT = {"feed": 0.0, "batch": 0.0, "drain": 0.0, "parse": 0.0, "window": 0.0, "checkpoint": 0.0, "tick": 0.0, "loop": 0.0}
 CALLS = dict.fromkeys(SPLIT, 0)
 
 
@@ -52,6 +52,8 @@ def main() -> None:
         live.MAX_QUIET = 1.5 * float(wake)
         live.CHECKPOINT_EVERY = max(live.CHECKPOINT_EVERY, 1.5 * float(wake))
         extra = ["--status-every", str(max(5.0, 1.5 * float(wake)))]
+    if hasattr(flow.Flow, "feed_together"):  # a wake-up's windows in one batch (stop 46)
+        timed(flow.Flow, "feed_together", "batch")
     for cls, name, part in ((flow.Flow, "feed", "feed"), (sampler.Sampler, "_drain", "drain"),
                             (sample_records.SampleRecords, "_parse", "parse"), (sampler.Sampler, "_window", "window"),
                             (live.LiveRun, "_checkpoint", "checkpoint"), (plain.PlainView, "tick", "tick"),

@@ -54,6 +54,13 @@ def child_named(ppid: int, comm: str):
     return None
 
 
+def cpu_bound(tmp: str) -> str:
+    """bench/cpu_bound.c compiled into ``tmp``: its path."""
+    exe = os.path.join(tmp, "cpu_bound")
+    subprocess.run(["cc", "-O2", "-fno-omit-frame-pointer", "-o", exe, os.path.join(HERE, "cpu_bound.c")], check=True)
+    return exe
+
+
 def observers(rates, tmp: str, vs: str) -> dict:
     """Observer name -> the command prefix that runs a target (``--`` then the target follows)."""
     trees = {"": [sys.executable]}
@@ -108,9 +115,7 @@ def main() -> None:
     ap.add_argument("--vs", default="", help="another tree's host/ directory: its sampled mode too")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        exe = os.path.join(tmp, "cpu_bound")
-        subprocess.run(["cc", "-O2", "-fno-omit-frame-pointer", "-o", exe, os.path.join(HERE, "cpu_bound.c")],
-                       check=True)
+        exe = cpu_bound(tmp)
         obs = observers([int(x) for x in a.rates.split(",")], tmp, a.vs)
         shares = {name: [] for name in obs}
         for _ in range(a.runs):

@@ -30,7 +30,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from observer_steady import observers  # noqa: E402  (the same observers, in the same order)
+from observer_steady import cpu_bound, observers  # noqa: E402  (the same observers, in the same order)
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -79,9 +79,7 @@ def main() -> None:
         if a.program:
             targets = [a.program]
         else:
-            exe = os.path.join(tmp, "cpu_bound")
-            subprocess.run(["cc", "-O2", "-fno-omit-frame-pointer", "-o", exe, os.path.join(HERE, "cpu_bound.c")],
-                           check=True)
+            exe = cpu_bound(tmp)
             targets = [[exe, str(n)] for n in lengths]
         obs = {name: prefix for name, prefix in observers([int(x) for x in a.rates.split(",")], tmp, a.vs).items()
                if (a.perf or not name.startswith("perf")) and not (a.no_g and name.endswith("-g"))}

@@ -92,7 +92,7 @@ def digest(windows) -> str:
     return h.hexdigest()[:16]
 
 
-def engine_once(windows):
+def engine_once(windows, together: int = 1):
     """The live engine's CPU time over ``windows`` (the sampled preset, as ``--mode sampled`` runs
     it) and a digest of every result (phases, distances, predictions)."""
     from phasescope.commands.monitor import MonitorCommand
@@ -105,13 +105,17 @@ def engine_once(windows):
                                                 r.confidence, r.expected_remaining, r.merged, r.macro, r.relabel, r.relabel_seqs,
                                                 r.footprint.tolist())).encode()))
     t0 = time.process_time()
-    for w in windows:
-        flow.feed(w)
+    if together > 1:  # as the live loop feeds a wake-up's windows (Flow.feed_together, stop 46)
+        for at in range(0, len(windows), together):
+            flow.feed_together(windows[at:at + together])
+    else:
+        for w in windows:
+            flow.feed(w)
     flow.flush()
     return time.process_time() - t0, h.hexdigest()[:16]
 
 
-def replay(paths: list, reps: int, stacks: bool, engine: bool) -> None:
+def replay(paths: list, reps: int, stacks: bool, engine: bool, together: int = 1) -> None:
     for path in paths:
         with open(path, "rb") as f:
             rec = pickle.load(f)
@@ -120,7 +124,7 @@ def replay(paths: list, reps: int, stacks: bool, engine: bool) -> None:
         print(f"{os.path.basename(path)}: {s.samples} samples, {len(windows)} windows, {best * 1e3:.1f} ms CPU, "
               f"{best / max(1, s.samples) * 1e6:.1f} us a sample, windows {digest(windows)}", flush=True)
         if engine:
-            runs = [engine_once(windows) for _ in range(reps)]
+            runs = [engine_once(windows, together) for _ in range(reps)]
             print(f"  engine: {min(r[0] for r in runs) / max(1, len(windows)) * 1e3:.3f} ms a window, "
                   f"results {runs[0][1]}", flush=True)
 
@@ -142,11 +146,12 @@ def main() -> None:
     r.add_argument("--vs", default="", help="another tree's host/ directory, replayed in turn")
     r.add_argument("--no-stacks", action="store_true", help="leaf only, as a run without --log or --profile")
     r.add_argument("--engine", action="store_true", help="also the engine's CPU a window and its results' digest")
+    r.add_argument("--together", type=int, default=1, help="--engine: windows fed in batches of N, as a wake-up's")
     a = ap.parse_args()
     if a.cmd == "capture":
         return capture(a.out, a.argv, not a.no_stacks, a.wake_every, a.poll)
     if not a.vs:
-        return replay(a.paths, a.reps, not a.no_stacks, a.engine)
+        return replay(a.paths, a.reps, not a.no_stacks, a.engine, a.together)
     flags = ["--no-stacks"] * a.no_stacks + ["--engine"] * a.engine
     for _ in range(a.rounds):
         for label, host in (("this tree", os.environ.get("PYTHONPATH", "")), ("--vs", os.path.abspath(a.vs))):

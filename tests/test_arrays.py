@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from phasescope.engine.arrays import unique, unique_counts
+from phasescope.engine.arrays import unique, unique_counts, unique_counts_rows
 
 
 @pytest.mark.parametrize("dtype", [np.uint64, np.int64, np.uint32, np.int32])
@@ -31,3 +31,19 @@ def test_unique_counts_is_numpys(dtype):
         want, want_counts = np.unique(values, return_counts=True)
         assert got.dtype == want.dtype and counts.dtype == want_counts.dtype
         assert np.array_equal(got, want) and np.array_equal(counts, want_counts)
+
+
+@pytest.mark.parametrize("width", [1, 2, 100])
+def test_unique_counts_rows_is_unique_counts_of_each_row(width):
+    rng = np.random.default_rng(5)
+    rows = (rng.integers(0, 20, (9, width)) * 4096).astype(np.uint64)
+    rows[0] = 7  # one value only
+    rows[1] = np.arange(width, dtype=np.uint64)[::-1]  # every value distinct
+    rows[2, -1] = 2**64 - 1
+    values, counts, starts = unique_counts_rows(rows)
+    assert len(starts) == len(rows) + 1 and starts[0] == 0 and starts[-1] == len(values)
+    for i, row in enumerate(rows):
+        want, want_counts = unique_counts(row)
+        got, got_counts = values[starts[i]:starts[i + 1]], counts[starts[i]:starts[i + 1]]
+        assert got.dtype == want.dtype and got_counts.dtype == want_counts.dtype
+        assert np.array_equal(got, want) and np.array_equal(got_counts, want_counts)

@@ -30,3 +30,15 @@ def unique_counts(values):
     np.not_equal(s[1:], s[:-1], out=edges[1:-1])
     at = np.flatnonzero(edges)
     return s[at[:-1]], np.diff(at)
+
+
+def unique_counts_rows(rows: np.ndarray):
+    """:func:`unique_counts` of each row of a 2-D array in one pass: ``(values, counts, starts)``,
+    row ``i``'s values being ``values[starts[i]:starts[i + 1]]`` (and its counts alike)."""
+    n, w = rows.shape
+    s = np.sort(rows, axis=1)
+    first = np.empty((n, w), dtype=bool)  # where each run of equal values in a row starts
+    first[:, 0] = True
+    np.not_equal(s[:, 1:], s[:, :-1], out=first[:, 1:])
+    at = np.flatnonzero(first)
+    return s.ravel()[at], np.diff(np.append(at, n * w)), np.append(np.flatnonzero(at % w == 0), len(at))

@@ -49,6 +49,11 @@ class Flow:
         for unit in self.segmenter.push(interval):
             self.engine.feed(unit)
 
+    def feed_together(self, intervals: List[Interval]) -> None:
+        """Intervals that came together (a wake-up's windows): the units they complete classified in
+        one batch, with the results (and the subscribers' calls, in order) of :meth:`feed` on each."""
+        self.engine.feed_many([unit for iv in intervals for unit in self.segmenter.push(iv)])
+
     def units(self, intervals: Iterable[Interval]) -> Iterator[Interval]:
         """A recorded stream re-cut into units (for :meth:`feed_many`), the last pending ones included."""
         for iv in intervals:

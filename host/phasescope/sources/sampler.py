@@ -65,7 +65,7 @@ from typing import Dict, List, Optional, Set
 
 import numpy as np
 
-from phasescope.engine.arrays import unique_counts
+from phasescope.engine.arrays import unique_counts, unique_counts_rows
 from phasescope.engine.interval import Interval
 from phasescope.errors import InputError
 from phasescope.sources.elf_symbols import ElfSymbols
@@ -346,19 +346,33 @@ class Sampler(SampleRecords, SampleCode):
         if th.pending < w and not (final and th.pending):
             return []
         recs = th.recs[0] if len(th.recs) == 1 else np.concatenate(th.recs)
+        together = self._keyed_together(th, recs, len(recs) // w)
         out = []
         start = 0
         while len(recs) - start >= w or (final and start < len(recs)):
             stop = min(start + w, len(recs))
-            out.append(self._window(th, recs[start:stop], partial=stop - start < w))
+            keyed = together[len(out)] if together is not None and len(out) < len(together) else None
+            out.append(self._window(th, recs[start:stop], partial=stop - start < w, keyed=keyed))
             start = stop
         th.recs = [recs[start:]] if start < len(recs) else []
         th.pending = len(recs) - start
         return out
 
-    def _window(self, th: _Thread, recs: np.ndarray, partial: bool) -> Interval:
+    def _keyed_together(self, th: _Thread, recs: np.ndarray, n: int) -> Optional[List[tuple]]:
+        """``(keys, counts, pcs)`` of the first ``n`` whole windows of ``recs`` at once (a wake-up
+        brings several: one sort and one key look-up for all, docs/performance.md stop 46), or None
+        where each takes :meth:`_keyed`: call chains, a child's samples, samples under an earlier
+        module map (with none, every window is keyed under the current one either way)."""
+        if n < 2 or self.stacks or th.pid != self.pid or self._before:
+            return None
+        values, counts, starts = unique_counts_rows(recs["ip"][: n * self.window_samples].reshape(n, -1))
+        keys = self.keys_for(values, th.pid)
+        return [(keys[a:b], counts[a:b], values[a:b]) for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())]
+
+    def _window(self, th: _Thread, recs: np.ndarray, partial: bool, keyed: Optional[tuple] = None) -> Interval:
         ips, times = recs["ip"], recs["time"]
-        parts = [self._keyed(th.pid, recs[a:b], then) for a, b, then in self.eras(th.pid, times)]
+        parts = [keyed] if keyed is not None else [
+            self._keyed(th.pid, recs[a:b], then) for a, b, then in self.eras(th.pid, times)]
         keys, counts, uniq = parts[0][:3]
         if len(parts) > 1:  # a library replaced mid-window: one entry per key
             keys, first, which = np.unique(np.concatenate([p[0] for p in parts]), return_index=True,

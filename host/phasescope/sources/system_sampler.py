@@ -252,8 +252,8 @@ class SystemSampler(Sampler):
         return recs if self.stacks else leaves(recs)  # as the held samples are kept
 
     # -- windows and lifetimes -----------------------------------------------------------------
-    def _window(self, th: _Thread, recs: np.ndarray, partial: bool) -> Interval:
-        iv = super()._window(th, recs, partial)
+    def _window(self, th: _Thread, recs: np.ndarray, partial: bool, keyed: Optional[tuple] = None) -> Interval:
+        iv = super()._window(th, recs, partial, keyed)  # never keyed together: -a's threads are not the target's
         proc = self.processes.get(th.pid)
         iv.pid, iv.comm = th.pid, proc.comm if proc is not None else None
         return iv
