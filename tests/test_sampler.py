@@ -16,9 +16,10 @@ from phasescope.sources.modules import fnv1a32
 from phasescope.sources import perf_event as sm
 from phasescope.sources.procfs import module_map_from_proc
 from phasescope.sources.sampler import Sampler
+from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES
 
 from agent_support import functions
-from conftest import end_process
+from conftest import PROGRAMS, end_process
 
 
 def _perf_available() -> bool:
@@ -182,3 +183,62 @@ def test_module_map_from_proc_matches_own_process():
     addr = ctypes.cast(ctypes.CDLL(None).getpid, ctypes.c_void_p).value
     name, off = mm.locate(addr)
     assert name.startswith("libc") and 0 < off < 2**32
+
+
+#: a pid above the kernel's largest pid_max (2**22): never a process, its /proc maps never readable
+GONE_PID = (1 << 22) + 1
+
+
+def test_mmap_records_of_one_executable_in_two_code_segments_make_one_module(tmp_path):
+    """Non-PIE node maps its code in three segments (.init/.plt at 0xb6f000, .text at 0xb72000,
+    one page at 0x2600000), each at its file offset from the header at 0x400000. With the target
+    gone (/proc/PID/maps unreadable, as for a target that exited before its samples were keyed), its
+    MMAP records alone key its samples: .text was raw before (the first record's span only)."""
+    node = tmp_path / "node"
+    node.write_bytes(b"")
+    s = Sampler(GONE_PID, before_exec=True)
+    for t, (addr, length, pgoff) in enumerate([(0xB6F000, 0x2000, 0x76F000), (0xB72000, 0x1A8C000, 0x772000),
+                                               (0x2600000, 0x1000, 0x2200000)]):
+        s._mapped(GONE_PID, t, addr, length, pgoff, str(node))
+    assert [(m.name, m.base, m.size) for m in s.modules_of(GONE_PID).modules] == [("node", 0x400000, 0x2201000)]
+    tag = fnv1a32("node") << 32
+    pcs = np.array([0xB6F010, 0x1225A4B, 0x2600004], dtype=np.uint64)
+    assert s.keys_for(pcs).tolist() == [tag | 0x76F010, tag | 0xE25A4B, tag | 0x2200004]
+
+
+@pytest.mark.slow
+def test_spawned_program_sampled_after_it_exited_is_keyed_to_its_module(build):
+    """A program held before its exec, sampled from its first instruction, whose samples are read
+    only after it has exited and been reaped, as a loaded machine can leave a short one: its
+    hot function, in a second code segment of the executable (as non-PIE node's .text), keyed to
+    its module from the MMAP records (40% of node's samples were raw addresses so)."""
+    exe = build("split_text.c", "-no-pie", f"-Wl,-T,{PROGRAMS / 'split_text.ld'}")
+    gate_r, gate_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # only os calls until exec
+        try:
+            os.close(gate_w)
+            os.read(gate_r, 1)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+            os.execv(exe, [exe])
+        finally:
+            os._exit(127)
+    os.close(gate_r)
+    try:
+        opened = sm.open_events(pid, period_ns=DEFAULT_PERIOD_NS, kernel=False, children=False, stacks=True,
+                                window_samples=DEFAULT_WINDOW_SAMPLES)
+    finally:
+        os.write(gate_w, b"g")
+        os.close(gate_w)
+        status = os.waitpid(pid, 0)[1]
+    assert os.waitstatus_to_exitcode(status) == 0
+    s = Sampler(pid, before_exec=True, opened=opened).start()
+    windows = s.stop()
+    keys = Counter()
+    for iv in windows:
+        keys.update(dict(zip(iv.keys.tolist(), iv.counts.tolist())))
+    start, size = next((a, n) for a, n, f in functions(exe) if f == "spin")  # its address: non-PIE, at 0x400000
+    tag = fnv1a32(os.path.basename(exe)) << 32
+    raw = sum(n for k, n in keys.items() if k < 1 << 32)
+    hot = sum(n for k, n in keys.items() if tag + start - 0x400000 <= k < tag + start + size - 0x400000)
+    assert raw == 0 and hot > 0.9 * sum(keys.values()), (raw, hot, sum(keys.values()))

@@ -57,16 +57,20 @@ class SampleCode:
     def _mapped(self, pid: int, t: int, addr: int, length: int, pgoff: int, path: str) -> None:
         """A PERF_RECORD_MMAP: file ``path`` mapped executable at ``addr`` at time ``t``. The
         target's map gets it at once (a module not yet known is then not looked for in
-        /proc/PID/maps later, when /proc may show what replaced it). Where it covers a module the
+        /proc/PID/maps later, when /proc may show what replaced it, or nothing: an exited target's
+        samples are keyed from these records alone). A later code segment of a known module (a
+        non-PIE node's .text after its .init and .plt) extends its span. Where it covers a module the
         map holds (a library unloaded and another loaded at the same address), the new one holds
         from ``t`` on: samples taken before ``t`` are keyed with the map before (:meth:`eras`). A
         followed child's maps are read again instead."""
         old = self.modules_of(pid)
         base = addr - pgoff  # the ELF header's mapping, as in /proc/PID/maps (a module's base)
-        if base < 0 or not os.path.isfile(path) or any(m.base == base and m.path == path for m in old.modules):
+        known = next((m for m in old.modules if m.base == base and m.path == path), None)
+        if base < 0 or not os.path.isfile(path) or known is not None and addr + length <= base + known.size:
             return  # no file (an injected agent's memfd), or known (loaded as the events started)
-        gone = [m for m in old.modules if m.base < addr + length and addr < m.base + m.size]
-        if any(m.base < addr + length and base < m.base + m.size for m in old.modules if m not in gone):
+        others = [m for m in old.modules if m is not known]  # a known module's next segment extends it
+        gone = [m for m in others if m.base < addr + length and addr < m.base + m.size]
+        if any(m.base < addr + length and base < m.base + m.size for m in others if m not in gone):
             return  # not laid out as a library image: left to /proc/PID/maps
         kid = self._kids.get(pid)
         if kid is not None:
@@ -77,7 +81,7 @@ class SampleCode:
         copies = [c for c in old.copies if not (c[0] < addr + length and addr < c[1])]
         if gone:
             self._before.append((t, old))
-        self.modules = ModuleMap([m for m in old.modules if m not in gone] + [new], copies)
+        self.modules = ModuleMap([m for m in others if m not in gone] + [new], copies)
 
     def eras(self, pid: int, times: np.ndarray) -> List[Tuple[int, int, Optional[ModuleMap]]]:
         """``(start, stop, map)`` of runs of a window's samples (``times`` ascending) by the module
