@@ -192,6 +192,17 @@ def test_replay_interval_merges_recorded_intervals(tmp_path):
         assert mine[-1]["partial"] == (mine[-1]["instructions"] < size)
 
 
+@pytest.mark.parametrize("server", [("--events", "tcp:127.0.0.1:0"), ("--metrics", "127.0.0.1:0")])
+def test_interval_on_a_sampled_log_is_one_line_before_any_server(tmp_path, server):
+    # the refusal came after --events/--metrics had announced their server: two lines for exit 2
+    from test_cli_never_surprises import write_log
+    log = tmp_path / "sampled.jsonl"
+    write_log(log, sampled=True)
+    r = cli("replay", log, "--interval", "20000000", *server)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        "phasescope replay: error: --interval merges intervals by instructions, and a sampled log has none"], r.stderr
+
+
 def test_export_bbv_round_trip(tmp_path):
     live = tmp_path / "live.jsonl"
     write_live_log(live)

@@ -15,7 +15,7 @@ from phasescope.commands.runner import Command
 from phasescope.engine.phase_engine import BATCH
 from phasescope.errors import InputError
 from phasescope.engine.interval import Interval
-from phasescope.engine.segments import merge_intervals
+from phasescope.engine.segments import NO_INSTRUCTIONS, merge_intervals
 from phasescope.commands.options import add_engine_options, engine_config_from_args
 from phasescope.commands.outputs import OUTPUT_FILES, add_output_options, open_sinks
 from phasescope.formats.lines import refuse_pipe
@@ -85,6 +85,8 @@ class ReplayCommand(Command):
             if first is None:
                 raise InputError(f"{args.file}: no complete interval record to replay")
             sampled = first.mode == "sampled"
+            if sampled and args.interval is not None:  # before --events/--metrics announce a server
+                raise InputError(NO_INSTRUCTIONS)
             stream = chain([first], stream)
             config = engine_config_from_args(args, interval_default=None,
                                              preset_default="sampled" if sampled else "default")

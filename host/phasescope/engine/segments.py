@@ -38,6 +38,9 @@ from phasescope.engine.footprint import bucket_index
 
 BUCKETS = 32  # dimensions of the unit footprints compared by the segmenter
 
+#: why ``--interval`` cannot merge a sampled log (said before any output opens, commands/replay.py)
+NO_INSTRUCTIONS = "--interval merges intervals by instructions, and a sampled log has none"
+
 
 def unit_vector(iv: Interval, buckets: int = BUCKETS) -> np.ndarray:
     """A unit's footprint as fractions of its weight (sums to 1; all zeros when empty)."""
@@ -91,7 +94,7 @@ def merge_intervals(intervals: Iterable[Interval], size: int) -> Iterator[Interv
 
     for iv in intervals:
         if iv.instructions is None:
-            raise InputError("--interval merges intervals by instructions, and a sampled log has none")
+            raise InputError(NO_INSTRUCTIONS)
         group = pending.setdefault(iv.thread, [])
         group.append(iv)
         pending_instructions[iv.thread] = pending_instructions.get(iv.thread, 0) + iv.instructions
