@@ -23,6 +23,12 @@ from pathlib import Path
 from typing import Callable, Optional, Union
 
 import pytest
+from hypothesis import settings
+
+# CI draws the same examples on every run (.ci/run sets PHASESCOPE_HYPOTHESIS=ci): a red CI is then a
+# defect anyone can replay, not a draw; a developer's runs keep exploring new examples.
+settings.register_profile("ci", derandomize=True, database=None)
+settings.load_profile(os.environ.get("PHASESCOPE_HYPOTHESIS", "default"))
 
 from phasescope.formats.log import log_records
 
