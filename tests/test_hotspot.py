@@ -92,15 +92,22 @@ public class Hot {
 """
 
 
+def _hot_code_of_hot_java(tmp_path, *options) -> list:
+    """Hot.java traced with ``options`` and a summary: the names of its phases' hot code."""
+    (tmp_path / "Hot.java").write_text(JAVA)
+    subprocess.run(["javac", "-d", str(tmp_path), str(tmp_path / "Hot.java")], check=True, timeout=120)
+    summary = tmp_path / "hot.json"
+    r = run_cli(*options, "--no-dashboard", "--summary", str(summary), "-f", shutil.which("java"), "--",
+                "-cp", str(tmp_path), "Hot", timeout=180)
+    assert r.returncode == 0 and r.stdout.count("done") == 1, r.stderr[-2000:]
+    return [c.get("symbol") or "" for p in json.loads(summary.read_text())["phases"] for c in p.get("top_code", [])]
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("javac") is None, reason="java is not installed")
 def test_a_jvms_compiled_methods_are_keyed_and_named_by_method(tmp_path):
-    (tmp_path / "Hot.java").write_text(JAVA)
-    subprocess.run(["javac", "-d", str(tmp_path), str(tmp_path / "Hot.java")], check=True, timeout=120)
-    log, summary = tmp_path / "hot.log", tmp_path / "hot.json"
-    r = run_cli("--mode", "sampled", "--no-dashboard", "--log", str(log), "--summary", str(summary),
-                "-f", shutil.which("java"), "--", "-cp", str(tmp_path), "Hot", timeout=180)
-    assert r.returncode == 0 and r.stdout.count("done") == 1, r.stderr[-2000:]
+    log = tmp_path / "hot.log"
+    hot = _hot_code_of_hot_java(tmp_path, "--mode", "sampled", "--log", str(log))
     counts, raw = {}, 0
     for line in log.read_text().splitlines():
         for key, n in json.loads(line).get("blocks", []):
@@ -110,7 +117,6 @@ def test_a_jvms_compiled_methods_are_keyed_and_named_by_method(tmp_path):
     tags = {jit_tag(f"java Hot.{m}(J)J") >> 32 for m in ("spin", "mix")}
     spin = sum(n for key, n in counts.items() if key >> 32 in tags)
     assert spin >= 0.5 * sum(counts.values()), (spin, raw, sorted(counts.items(), key=lambda kv: -kv[1])[:5])
-    hot = [c.get("symbol") or "" for p in json.loads(summary.read_text())["phases"] for c in p.get("top_code", [])]
     assert any(s in ("[jit]!java Hot.spin", "[jit]!java Hot.mix") for s in hot), hot
 
 
@@ -119,13 +125,8 @@ def test_a_jvms_compiled_methods_are_keyed_and_named_by_method(tmp_path):
 def test_exact_mode_names_a_jvms_compiled_methods_as_sampled_mode_does(tmp_path):
     # Exact mode keys a branch in compiled Java code by its Method* (agent/jit_keys.c); the host
     # names that key from the JVM's own tables while it runs, not "java method 0x..." (issue 32)
-    (tmp_path / "Hot.java").write_text(JAVA)
-    subprocess.run(["javac", "-d", str(tmp_path), str(tmp_path / "Hot.java")], check=True, timeout=120)
-    summary, profile = tmp_path / "hot.json", tmp_path / "hot.folded"
-    r = run_cli("--no-dashboard", "--summary", str(summary), "--profile", str(profile), "-f", shutil.which("java"),
-                "--", "-cp", str(tmp_path), "Hot", timeout=180)
-    assert r.returncode == 0 and r.stdout.count("done") == 1, r.stderr[-2000:]
-    hot = [c.get("symbol") or "" for p in json.loads(summary.read_text())["phases"] for c in p.get("top_code", [])]
+    profile = tmp_path / "hot.folded"
+    hot = _hot_code_of_hot_java(tmp_path, "--profile", str(profile))
     assert any(s in ("[jit]!java Hot.spin", "[jit]!java Hot.mix") for s in hot), hot
     assert not any(s.startswith("java method 0x") for s in hot), hot
     leaves = {line.rsplit(" ", 1)[0].split(";")[-1] for line in profile.read_text().splitlines()}
