@@ -125,9 +125,11 @@ def test_a_second_stop_signal_before_the_loop_saw_the_first_still_detaches_in_sa
         for sig in (signal.SIGSTOP, signal.SIGINT, signal.SIGTERM, signal.SIGCONT):
             ps.send_signal(sig)
         err = ps.communicate(timeout=60)[1]
-        assert ps.returncode == 130 and "Traceback" not in err, (ps.returncode, err)
-        assert json.loads(summary.read_text())["end"] == {
-            "how": "detached", "code": None, "signal": None, "reason": "stopped by SIGINT"}
+        assert ps.returncode in (130, 143) and "Traceback" not in err, (ps.returncode, err)
+        # either signal may be handled first: a process-directed signal goes to any of phasescope's
+        # threads, so SIGTERM's handler ran first once in a CI (the run said "stopped by SIGTERM")
+        end = json.loads(summary.read_text())["end"]
+        assert end["how"] == "detached" and end["reason"] in ("stopped by SIGINT", "stopped by SIGTERM"), end
         assert "detached; target left running" in out.read_text().splitlines()[-1]
         assert proc.poll() is None  # running on
     finally:
