@@ -148,7 +148,7 @@ function installHooks() {
     if (sig.sender !== null) { // sent (kill -SEGV, raise, abort), not a fault: see requeue
       const disposition = programDisposition(sig.signo);
       if (disposition === null || !disposition.isNull()) {
-        if (disposition !== null && hookedHandlers.get(disposition.toString()) === null) // hooked (faults.js): not a fault to translate
+        if (hookedHandlers.get(disposition.toString()) === null) // hooked (faults.js): not a fault to translate
           sentTo = Process.getCurrentThreadId();
         return false; // ignored, or the program's own handler: Frida does as the program said
       }
