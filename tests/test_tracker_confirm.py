@@ -264,3 +264,57 @@ def test_offshoot_needs_the_candidate_pool():
         TrackerConfig(**dict(PRESETS["paper"], offshoot=4))
     with pytest.raises(InputError, match="offshoot must be 0"):
         TrackerConfig(**dict(PRESETS["confirmed"], offshoot=-1))
+
+
+def noisy_behaviour(seed):
+    """200 intervals of one behaviour whose work moves between 16 buckets at random, 3.5 units (1.1
+    thresholds) from its centre on average: pairs of them are often further apart than the threshold."""
+    rng, centre = np.random.default_rng(seed), np.r_[np.full(16, 2.0), np.zeros(16)]
+    out = []
+    for _ in range(200):
+        f = centre.copy()
+        for i, j in (rng.choice(16, 2, replace=False) for _ in range(3)):
+            u = rng.uniform(0.3, 1.0)
+            f[i], f[j] = f[i] - u, f[j] + u
+        out.append(f)
+    return np.array(out)
+
+
+def test_phases_that_overlap_fold_into_one():
+    # bzip2 (stop 47): one noisy behaviour became several phases (their centres closer than their
+    # spreads). With ``overlap`` they fold: the ID matched more often keeps the intervals, the log
+    # relabels the other's; without, the behaviour stays split.
+    assert PRESETS["confirmed"]["overlap"] == 0.45
+    share = {}
+    for overlap in (0.45, 0):
+        tops, counts = [], []
+        for seed in range(6):
+            labels = settled(confirmed(overlap=overlap).classify_many(noisy_behaviour(seed)))
+            tops.append(np.bincount(labels).max() / len(labels))
+            counts.append(len(set(labels)))
+        share[overlap] = (np.mean(tops), counts)
+    assert share[0.45][0] >= 0.85 and share[0][0] <= 0.75
+    assert all(a < b for a, b in zip(share[0.45][1], share[0][1]))
+
+
+def test_a_fold_relabels_every_interval_of_the_phase_folded_away():
+    # The interval that folds a phase carries ``merged`` (gone, kept) and relabels every earlier
+    # interval of the phase folded away, so the log settles to the labels the tracker ends with.
+    ms = confirmed().classify_many(noisy_behaviour(2))
+    folds = [m for m in ms if m.merged is not None]
+    labels = settled(ms)
+    assert folds and set(labels) == {folds[-1].phase}
+    for m in folds:
+        assert m.phase == m.relabel == m.merged[1] and m.relabel_seqs and not m.new_phase
+        assert m.merged[0] not in labels
+
+
+def test_two_tight_behaviours_taking_turns_stay_two_phases():
+    # zstd (stop 47): two tight behaviours (0.5 units from their centres) 3.6 units apart, taking
+    # turns: their centres are far apart against their spreads, so they never fold.
+    rng = np.random.default_rng(3)
+    a, b = phase(0), fringe(0, 1.8 / 32)
+    jitter = lambda f: f + np.r_[[s := rng.uniform(0, 0.25), -s], np.zeros(30)]  # noqa: E731
+    stream = np.array([jitter(f) for _ in range(100) for f in (a, a, b)])
+    labels = np.array(settled(confirmed().classify_many(stream)))
+    assert len(set(labels[0::3].tolist())) == 1 and set(labels[0::3]).isdisjoint(labels[2::3])

@@ -66,6 +66,12 @@ Issue 28 (the ``stable`` preset):
   ``offshoot`` intervals that agree so closely confirm a new phase (``relabel`` as above). A noisy
   phase whose ``adaptive`` threshold widened over a tight neighbour (cc1), or a phase of identical
   intervals beside a step just under the threshold (tclsh), no longer swallows it.
+- ``overlap`` (the ``confirmed`` preset, 0.45; stop 47): after a match, the phase and its nearest
+  phase fold into one (``merged``; the one matched more often keeps its ID, and ``relabel`` gives it
+  every earlier interval of the other) when their representatives are closer than ``overlap`` x
+  the sum of their spreads (the mean distance of the intervals that carry each, transitions
+  labelled with it included), each matched :data:`OVERLAP_LEAST` times: one noisy behaviour that
+  the threshold cut into several phases (bzip2's) is one phase again; tight phases stay apart.
 - ``archive``: evicted phases (ID and representative) are kept, oldest dropped first; an interval
   that matches no phase in the table takes back the nearest archived one within the threshold.
 - ``calibrate``: the threshold is ``calibrate`` x the median Manhattan distance between each
@@ -97,7 +103,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from phasescope.engine import kmeans
+from phasescope.engine.calibration import CALIBRATION_WINDOW, Calibration  # noqa: F401
 from phasescope.engine.footprint import footprints, manhattan
 from phasescope.engine.multinomial import g_statistic, null_moments, smoothed
 from phasescope.engine.phase_table import BoundedTable, Match
@@ -106,11 +112,11 @@ from phasescope.engine.config import (EVICT_POLICIES, FULL_POLICIES, MAX_INTERVA
                                       TrackerConfig, preset)
 
 TRANSITION = 0  # the transition phase's ID when ``transition`` is on
-CALIBRATION_WINDOW = 512  # interval-to-interval distances the calibrated threshold looks at
 OFFSHOOT_FLOOR, OFFSHOOT_RADIUS = 0.75, 0.5  # ``offshoot``: x the threshold (docs/quality.md, stop 46)
+OVERLAP_LEAST = 4  # ``overlap``: matches a phase needs before its spread counts (docs/quality.md, stop 47)
 
 
-class Tracker(BoundedTable):
+class Tracker(Calibration, BoundedTable):
     """Accumulator, footprint and bounded phase table. Not thread-safe; one per process."""
 
     def __init__(self, config: Optional[TrackerConfig] = None):
@@ -124,6 +130,7 @@ class Tracker(BoundedTable):
         self._last_used = np.zeros(c.table_size, dtype=np.int64)
         self._dsum = np.zeros(c.table_size)  # distances of matched intervals (adaptive threshold)
         self._dsq = np.zeros(c.table_size)
+        self._carried = np.zeros((c.table_size, 2))  # ``overlap``: distances of the intervals carrying each phase, and how many
         self._used = 0
         self._clock = 0
         # ID 0 is the transition phase's only where an interval can carry it (``transition_label``)
@@ -144,13 +151,8 @@ class Tracker(BoundedTable):
         self._archive_ids = np.full(c.archive, -1, dtype=np.int64)
         self._archive_next = 0
         self.restored = 0  # recurrences that got their archived ID back
-        self._previous: dict = {}  # thread -> its last footprint (``calibrate`` on ``gap``)
-        self._recent = np.zeros((CALIBRATION_WINDOW, c.buckets)) if c.calibrate_on != "gap" else None
-        if c.calibrate_on == "kmeans":
-            self._projection, self._rng = kmeans.projection_matrix(c.buckets), np.random.default_rng(kmeans.SEED)
-        self._gaps = np.zeros(CALIBRATION_WINDOW)  # latest interval-to-interval distances, a ring
-        self._gap_count = 0
-        self.drifting = False  # ``drift_ratio``: the last re-clustering found a drift
+        self._init_calibration()
+        self._settled: Optional[List[int]] = [] if c.overlap else None  # each interval's phase, relabels applied
 
     # -- accumulator and footprint ------------------------------------------------------------
     def footprints(self, keys: Sequence[np.ndarray], counts: Sequence[np.ndarray]):
@@ -183,56 +185,14 @@ class Tracker(BoundedTable):
                 self._calibrate(f[i], thread)
             match, slots = self._classify_row(f[i], dist[i, : self._used], self._current.get(thread))
             self._current[thread] = match.phase
+            if self._settled is not None:
+                for seq in match.relabel_seqs or ():
+                    self._settled[seq] = match.relabel
+                self._settled.append(match.phase)
             out.append(match)
             if slots and i + 1 < n:
                 dist[i + 1 :, slots] = manhattan(f[i + 1 :], self._reps[slots])
         return out
-
-    def _calibrate(self, fp: np.ndarray, thread: int) -> None:
-        """``calibrate``: add this interval's distance (``calibrate_on``) to the window and set the
-        threshold to ``calibrate`` x the window's ``calibrate_quantile``, within [threshold, threshold_max]."""
-        c = self.config
-        if c.calibrate_on == "kmeans":
-            self._calibrate_on_clusters(fp)
-            return
-        if c.calibrate_on == "nearest":
-            seen = min(self._clock - 1, CALIBRATION_WINDOW)
-            gap = np.abs(self._recent[:seen] - fp).sum(axis=1).min() if seen else None
-            self._recent[(self._clock - 1) % CALIBRATION_WINDOW] = fp
-        else:
-            prev = self._previous.get(thread)
-            self._previous[thread] = fp
-            gap = None if prev is None else np.abs(fp - prev).sum()
-        if gap is None:
-            return
-        self._gaps[self._gap_count % CALIBRATION_WINDOW] = gap
-        self._gap_count += 1
-        level = float(np.quantile(self._gaps[: min(self._gap_count, CALIBRATION_WINDOW)], c.calibrate_quantile))
-        low = c.threshold * self._scale  # the threshold wins over a lower cap
-        self._threshold_units = float(np.clip(c.calibrate * level, low, max(low, c.threshold_max * self._scale)))
-
-    def _calibrate_on_clusters(self, fp: np.ndarray) -> None:
-        """``calibrate_on`` ``kmeans``: on re-clustering days (:func:`.kmeans.due`), ``calibrate`` x
-        the spread of SimPoint's clusters of the last :data:`CALIBRATION_WINDOW` footprints. With
-        ``drift_ratio``: when those footprints' median distance to the one before them is under
-        ``drift_ratio`` x their median distance to their cluster's mean, the program stays within
-        its clusters rather than jumping between them (a drift, or a flicker inside one behaviour,
-        which k-means cuts into pieces), and the threshold is at least ``drift_floor``."""
-        c = self.config
-        self._recent[(self._clock - 1) % CALIBRATION_WINDOW] = fp
-        seen = min(self._clock, CALIBRATION_WINDOW)
-        if seen >= 2 and kmeans.due(self._clock, c.kmeans_every):
-            window = self._recent[:seen]
-            to_mean = kmeans.cluster_distances(window, self._projection, kmeans.MAX_K, self._rng)
-            low = c.threshold * self._scale
-            if c.drift_ratio:
-                order = np.roll(window, -(self._clock % CALIBRATION_WINDOW), axis=0) if self._clock > seen else window
-                gap = float(np.median(np.abs(np.diff(order, axis=0)).sum(axis=1)))
-                self.drifting = gap < c.drift_ratio * float(np.median(to_mean))
-                if self.drifting:
-                    low = max(low, c.drift_floor * self._scale)
-            spread = float(np.quantile(to_mean, c.calibrate_quantile))
-            self._threshold_units = float(np.clip(c.calibrate * spread, low, max(low, c.threshold_max * self._scale)))
 
     def _spread(self, slots) -> np.ndarray:
         """Mean + 2 sd of the distances of the intervals each stable slot matched, in footprint units."""
@@ -303,11 +263,18 @@ class Tracker(BoundedTable):
             self._last_used[best] = self._clock
             self._dsum[best] += d
             self._dsq[best] += d * d
-            changed = []
+            self._carried[best] += (d, 1)
+            changed, gone = [], None
             if c.update_policy == "mean":
                 self._reps[best] += (fp - self._reps[best]) / self._hits[best]
                 self._null.pop(best, None)
                 changed = [best]
+            other = self._overlapping(best) if c.overlap else None
+            if other is not None:
+                gone, folded = self._fold(best, other)
+                changed = sorted(set(changed) | set(folded))
+                seqs = tuple(s for s, phase in enumerate(self._settled) if phase == gone[0])
+                return Match(gone[1], d / self._scale, False, merged=gone, relabel=gone[1], relabel_seqs=seqs), changed
             return Match(int(self._ids[best]), d / self._scale, False), changed
         dist = None if d is None else d / self._scale
         hits, phase, earlier = 1, None, ()
@@ -318,6 +285,7 @@ class Tracker(BoundedTable):
             cand = offshoot or self._match_candidate(fp)
             if cand is None:
                 label = int(self._ids[best]) if c.transition_label == "nearest" else TRANSITION
+                self._carried[best] += (d, c.transition_label == "nearest")
                 return Match(label, dist, False, None, True), []
             fp, hits, earlier = cand
         merged, changed = None, []
@@ -337,6 +305,7 @@ class Tracker(BoundedTable):
         self._ids[slot] = phase
         self._hits[slot] = hits
         self._dsum[slot] = self._dsq[slot] = 0.0
+        self._carried[slot] = 0.0
         self._last_used[slot] = self._clock
         return (Match(phase, dist, new, evicted, merged=merged, relabel=phase if earlier else None,
                       relabel_seqs=earlier or None), sorted(set(changed) | {slot}))
@@ -378,16 +347,34 @@ class Tracker(BoundedTable):
         self._hits[keep] = h
         self._dsum[keep] += self._dsum[gone]
         self._dsq[keep] += self._dsq[gone]
+        self._carried[keep] += self._carried[gone]
         self._last_used[keep] = max(self._last_used[keep], self._last_used[gone])
         last = self._used - 1
         self._null.clear()  # representatives changed and moved slots (a rare event)
-        for arr in (self._reps, self._ids, self._hits, self._last_used, self._dsum, self._dsq):
+        for arr in (self._reps, self._ids, self._hits, self._last_used, self._dsum, self._dsq, self._carried):
             arr[gone] = arr[last]
         self._used -= 1
         self.merges += 1
         if keep == last:
             keep = gone
         return ids, [s for s in (keep, gone) if s < self._used]
+
+    def _overlapping(self, slot: int) -> Optional[int]:
+        """``overlap``: the stable slot nearest ``slot`` when their representatives are closer than
+        ``overlap`` x the sum of the two phases' spreads (the mean distance of the intervals that
+        carry each one, to its representative then), each phase matched :data:`OVERLAP_LEAST` times
+        or more; else None."""
+        hits = self._hits[: self._used]
+        if hits[slot] < OVERLAP_LEAST:
+            return None
+        others = np.flatnonzero(hits >= OVERLAP_LEAST)
+        others = others[others != slot]
+        if not len(others):
+            return None
+        spread = self._carried[: self._used, 0] / np.maximum(self._carried[: self._used, 1], 1)
+        ratio = np.abs(self._reps[others] - self._reps[slot]).sum(axis=1) / np.maximum(spread[others] + spread[slot], 1e-12)
+        j = int(ratio.argmin())
+        return int(others[j]) if ratio[j] < self.config.overlap else None
 
     def _closest_pair(self):
         """(distance, slot, slot) of the two nearest representatives of a full table."""
