@@ -280,8 +280,8 @@ PRESETS["drift"] = dict(PRESETS["clustered"], drift_ratio=3.0, drift_floor=0.15,
 # had widened over two tight neighbours, tclsh's identical intervals over a step 0.94 thresholds
 # away (tuning mean +0.04, cc1 0.40 -> 0.56, tclsh 0.61 -> 0.72: docs/quality.md). Since stop 47
 # two phases whose centres come closer than 0.45x the sum of their spreads fold into one
-# (``overlap``): bzip2's noisy main behaviour had four IDs (tuning mean +0.05, bzip2 0.40 -> 0.73;
-# held out +0.001: docs/quality.md).
+# (``overlap``): bzip2's noisy main behaviour had four IDs (tuning mean +0.06, bzip2 0.40 -> 0.82;
+# held out +0.001, truth-B 41 -> 37 IDs: docs/quality.md).
 PRESETS["confirmed"] = dict(PRESETS["paper"], transition=True, transition_label="nearest", update_policy="mean",
                             adaptive=True, archive=4096, recur=40, apart=2.0, crowd=18, offshoot=4, overlap=0.45)
 # Online SimPoint (engine/kmeans_tracker.py): k-means labels, not a threshold. Lost to the paper on

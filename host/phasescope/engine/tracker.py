@@ -72,6 +72,8 @@ Issue 28 (the ``stable`` preset):
   the sum of their spreads (the mean distance of the intervals that carry each, transitions
   labelled with it included), each matched :data:`OVERLAP_LEAST` times: one noisy behaviour that
   the threshold cut into several phases (bzip2's) is one phase again; tight phases stay apart.
+  A candidate within :data:`FOLDED_REACH` x the spread of a phase that has folded is not
+  confirmed, so the folded behaviour's far intervals do not make new phases that fold again.
 - ``archive``: evicted phases (ID and representative) are kept, oldest dropped first; an interval
   that matches no phase in the table takes back the nearest archived one within the threshold.
 - ``calibrate``: the threshold is ``calibrate`` x the median Manhattan distance between each
@@ -114,6 +116,7 @@ from phasescope.engine.config import (EVICT_POLICIES, FULL_POLICIES, MAX_INTERVA
 TRANSITION = 0  # the transition phase's ID when ``transition`` is on
 OFFSHOOT_FLOOR, OFFSHOOT_RADIUS = 0.75, 0.5  # ``offshoot``: x the threshold (docs/quality.md, stop 46)
 OVERLAP_LEAST = 4  # ``overlap``: matches a phase needs before its spread counts (docs/quality.md, stop 47)
+FOLDED_REACH = 2.0  # ``overlap``: x its spread, where a phase that has folded takes no new phase
 
 
 class Tracker(Calibration, BoundedTable):
@@ -131,6 +134,7 @@ class Tracker(Calibration, BoundedTable):
         self._dsum = np.zeros(c.table_size)  # distances of matched intervals (adaptive threshold)
         self._dsq = np.zeros(c.table_size)
         self._carried = np.zeros((c.table_size, 2))  # ``overlap``: distances of the intervals carrying each phase, and how many
+        self._folded = np.zeros(c.table_size, dtype=bool)  # ``overlap``: the phase has taken another in
         self._used = 0
         self._clock = 0
         # ID 0 is the transition phase's only where an interval can carry it (``transition_label``)
@@ -305,7 +309,7 @@ class Tracker(Calibration, BoundedTable):
         self._ids[slot] = phase
         self._hits[slot] = hits
         self._dsum[slot] = self._dsq[slot] = 0.0
-        self._carried[slot] = 0.0
+        self._carried[slot], self._folded[slot] = 0.0, False
         self._last_used[slot] = self._clock
         return (Match(phase, dist, new, evicted, merged=merged, relabel=phase if earlier else None,
                       relabel_seqs=earlier or None), sorted(set(changed) | {slot}))
@@ -348,10 +352,11 @@ class Tracker(Calibration, BoundedTable):
         self._dsum[keep] += self._dsum[gone]
         self._dsq[keep] += self._dsq[gone]
         self._carried[keep] += self._carried[gone]
+        self._folded[keep] = True
         self._last_used[keep] = max(self._last_used[keep], self._last_used[gone])
         last = self._used - 1
         self._null.clear()  # representatives changed and moved slots (a rare event)
-        for arr in (self._reps, self._ids, self._hits, self._last_used, self._dsum, self._dsq, self._carried):
+        for arr in (self._reps, self._ids, self._hits, self._last_used, self._dsum, self._dsq, self._carried, self._folded):
             arr[gone] = arr[last]
         self._used -= 1
         self.merges += 1
@@ -371,10 +376,15 @@ class Tracker(Calibration, BoundedTable):
         others = others[others != slot]
         if not len(others):
             return None
-        spread = self._carried[: self._used, 0] / np.maximum(self._carried[: self._used, 1], 1)
+        spread = self._spreads()
         ratio = np.abs(self._reps[others] - self._reps[slot]).sum(axis=1) / np.maximum(spread[others] + spread[slot], 1e-12)
         j = int(ratio.argmin())
         return int(others[j]) if ratio[j] < self.config.overlap else None
+
+    def _spreads(self) -> np.ndarray:
+        """Each stable slot's spread for ``overlap`` (0 until it is matched OVERLAP_LEAST times)."""
+        n = self._used
+        return np.where(self._hits[:n] >= OVERLAP_LEAST, self._carried[:n, 0] / np.maximum(self._carried[:n, 1], 1), 0.0)
 
     def _closest_pair(self):
         """(distance, slot, slot) of the two nearest representatives of a full table."""
@@ -423,11 +433,16 @@ class Tracker(Calibration, BoundedTable):
     def _confirmed(self, rep: np.ndarray, hits: int, earlier: tuple):
         """A candidate with evidence enough: (representative, intervals, earlier sequence numbers)
         of the new phase, or None when ``apart`` finds it a fringe of a known phase in a table of
-        ``crowd`` phases or more (its intervals keep their nearest phase)."""
+        ``crowd`` phases or more, or ``overlap`` finds it within :data:`FOLDED_REACH` x the spread
+        of a phase that has folded another in (its intervals keep their nearest phase)."""
         c = self.config
         if c.apart and self._used >= c.crowd:
             d = np.abs(self._reps[: self._used] - rep).sum(axis=1)
             if (d < c.apart * self._thresholds(np.arange(self._used))).any():
+                return None
+        if c.overlap and self._folded[: self._used].any():
+            d = np.abs(self._reps[: self._used] - rep).sum(axis=1)
+            if (d < FOLDED_REACH * self._spreads() * self._folded[: self._used]).any():
                 return None
         return rep, hits, earlier
 
