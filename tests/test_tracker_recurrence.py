@@ -313,6 +313,32 @@ def test_macro_windows_are_per_thread():
     assert len(set(a)) == 1 and len(set(b)) == 1 and a[0] != b[0]
 
 
+def test_micro_phases_of_nearby_code_are_one_mix_in_the_macro_windows():
+    # bzip2's coding (stop 47): each call's intervals get micro IDs from a pool of nearby phases
+    # (footprints 0.2 apart), a new few each call, so each call's windows were a new mix and a new
+    # macro ID. Grouped by their footprints (``group``, 0.4) they are one mix: one macro phase for
+    # the activity; a different activity (footprints 2 apart) is still another macro phase.
+    rng = np.random.default_rng(0)
+    near = lambda k: np.r_[0.5 - 0.1 * k, 0.5 + 0.1 * k, np.zeros(30)] if k < 5 else np.r_[np.zeros(30), 0.5, 0.5]  # noqa: E731
+    micro, fps = [], []
+    for call in range(8):  # activity X: micro IDs 10*call + 0..3, footprints near(0..3)
+        for _ in range(40):
+            k = int(rng.integers(4))
+            micro.append(10 * call + k)
+            fps.append(near(k) + rng.uniform(0, 0.02, 32))
+    micro += [99] * 60
+    fps += [near(9)] * 60  # activity Y
+    grouped = macro_phases([0] * len(micro), micro, MacroConfig(group=0.4), fps)[1]
+    assert len(set(grouped[:320])) == 1 and grouped[-1] != grouped[0]
+    assert len(set(macro_phases([0] * len(micro), micro, MacroConfig(group=0), fps)[1][:320])) >= 4
+
+
+def test_macro_groups_only_with_footprints():
+    # Without footprints (sampled mode's windows, a stream of labels) the windows count micro IDs.
+    x = [1, 2] * 40
+    assert macro_phases([0] * 80, x, MacroConfig(group=0.4))[1] == macro_phases([0] * 80, x, MacroConfig(group=0))[1]
+
+
 def test_histogram_distance():
     assert histogram_distance({1: 1.0}, {2: 1.0}) == 2.0
     assert histogram_distance({1: 0.5, 2: 0.5}, {1: 0.5, 2: 0.5}) == 0.0
@@ -321,6 +347,6 @@ def test_histogram_distance():
 
 def test_macro_options_out_of_range_are_refused():
     for bad in (dict(window=-1), dict(threshold=0), dict(threshold=3), dict(table_size=0),
-                dict(recent=-1), dict(change=0), dict(change=2.5)):
+                dict(recent=-1), dict(change=0), dict(change=2.5), dict(group=-0.1), dict(group=3)):
         with pytest.raises(InputError):
             MacroConfig(**bad)

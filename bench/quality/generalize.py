@@ -109,6 +109,7 @@ class Program:
                                                         [iv.counts for iv in self.intervals])[0]
         fps = self._footprints[form]
         matches = tracker.classify_many(fps, None, self.threads)  # scored as the log settles them (relabels)
+        self._macro_fps = fps / config.scale if method == "table" else None  # as the engine gives the macro tracker
         return np.array(settled(matches)), [m.merged for m in matches if m.merged is not None], matches
 
     def scores(self, labels: np.ndarray, merged=(), matches=None) -> dict:
@@ -126,7 +127,8 @@ class Program:
             t = score_stream(cpu, labels[main], none, self.truth, stretch=stretch)
             out["truth"], out["distinct"] = t["ari"], t["distinct"]
             # the activity time scale: macro phases of these labels, as the log settles them and live
-            now, log = macro_phases(self.threads, labels if matches is None else matches, self.macro)
+            now, log = macro_phases(self.threads, labels if matches is None else matches, self.macro,
+                                    getattr(self, "_macro_fps", None) if matches is not None else None)
             for key, macros in (("macro_truth", log), ("macro_truth_live", now)):
                 out[key] = score_stream(cpu, np.array(macros)[main], none, self.truth, stretch=stretch)["ari"]
             out["macro_lag"] = macro_lag(now, log, self.threads)

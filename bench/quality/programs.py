@@ -129,11 +129,15 @@ PROGRAMS = {
     "jq": ("query", "held-out"), "truth-B": ("libraries", "held-out"),
     "truth-C": ("libraries", "held-out"),  # stop 44: truth-B was seen once before a choice
     "truth-D": ("libraries", "held-out"),  # stop 44: recorded unseen after truth-C was scored
+    "truth-E": ("libraries", "tune"),  # stop 47: the tuning half's second and third truth workloads
+    "truth-F": ("libraries", "tune"),
 }
 TRUTH_ACTIVITIES = {"truth-A": ("sqlite,lzma,sha256,expat,decimal,json,sort,zlib", 1),
                     "truth-B": ("bz2,md5,regex,pickle,csv,inflate,unicode,sqlite", 2),
                     "truth-C": ("zlib,bz2,regex,decimal,inflate,json,md5,expat", 3),
-                    "truth-D": ("sqlite,lzma,bz2,sort,csv,unicode,sha256,regex", 4)}
+                    "truth-D": ("sqlite,lzma,bz2,sort,csv,unicode,sha256,regex", 4),
+                    "truth-E": ("pickle,md5,json,inflate,sort,expat,csv,lzma", 5),
+                    "truth-F": ("regex,unicode,decimal,sha256,zlib,sqlite,bz2,pickle", 6)}
 
 
 @dataclass

@@ -30,6 +30,8 @@ from collections import Counter, deque
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional
 
+import numpy as np
+
 from phasescope.engine.phase_table import Match, settled
 from phasescope.errors import InputError
 
@@ -49,6 +51,10 @@ class MacroConfig:
     #: let the paper's churning phases restart the window inside an activity)
     recent: int = 7
     change: float = 1.8
+    #: exact mode: micro phases whose footprints are within ``group`` (Manhattan, a fraction of an
+    #: interval) count as one in the windows (:class:`MicroGroups`; 0: off). Chosen on truth-A, -E
+    #: and -F (stop 47, docs/quality.md): bzip2's coding got a new macro ID each call
+    group: float = 0.4
 
     def __post_init__(self):
         if not (isinstance(self.window, int) and 0 <= self.window <= 4096):
@@ -61,6 +67,8 @@ class MacroConfig:
             raise InputError(f"macro recent part must be from 0 (off) to 4096 intervals (got {self.recent!r})")
         if not (isinstance(self.change, (int, float)) and 0 < self.change <= 2):
             raise InputError(f"macro change distance must be from 0 to 2 (got {self.change!r})")
+        if not (isinstance(self.group, (int, float)) and 0 <= self.group <= 2):
+            raise InputError(f"macro group distance must be from 0 (off) to 2 (got {self.group!r})")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -78,11 +86,49 @@ def fractions(counts: Counter) -> Dict[int, float]:
     return {k: v / total for k, v in counts.items()}
 
 
+class MicroGroups:
+    """Micro phases that the windows count as one (``MacroConfig.group``): a micro phase seen for
+    the first time joins the group of the known micro phase whose mean footprint is nearest its
+    footprint, when within ``reach``; else it founds a group, named by its own ID. A micro phase
+    never changes group. One activity whose code the micro tracker cuts into many nearby phases
+    (bzip2's Huffman coding over 7-9 IDs 0.23-0.3 apart) is then one mix in its windows."""
+
+    def __init__(self, reach: float):
+        self.reach = reach
+        self.of: Dict[int, int] = {}  # micro phase -> its group
+        self._index: Dict[int, int] = {}  # micro phase -> its row of _sums
+        self._sums = np.zeros((0, 0))
+        self._n = np.zeros(0)
+
+    def group(self, micro: int, footprint: np.ndarray) -> int:
+        """The group of ``micro``, whose interval has ``footprint`` (fractions of the interval)."""
+        row = self._index.get(micro)
+        if row is None:
+            g = micro
+            if self._index:
+                n = len(self._index)
+                d = np.abs(self._sums[:n] / self._n[:n, None] - footprint).sum(axis=1)
+                j = int(d.argmin())
+                if d[j] < self.reach:
+                    g = self.of[next(m for m, r in self._index.items() if r == j)]
+            self.of[micro] = g
+            row = self._index[micro] = len(self._index)
+            if row >= len(self._n):
+                grow = max(16, 2 * len(self._n))
+                self._sums = np.vstack([self._sums.reshape(len(self._n), -1) if len(self._n) else
+                                        np.zeros((0, len(footprint))), np.zeros((grow - len(self._n), len(footprint)))])
+                self._n = np.concatenate([self._n, np.zeros(grow - len(self._n))])
+        self._sums[row] += footprint
+        self._n[row] += 1
+        return self.of[micro]
+
+
 class MacroTracker:
     """Macro phase of each thread's latest window of micro phases (see the module docstring)."""
 
     def __init__(self, config: Optional[MacroConfig] = None):
         self.config = config or MacroConfig()
+        self.groups = MicroGroups(self.config.group) if self.config.group else None
         self._windows: Dict[int, deque] = {}
         self._counts: Dict[int, Counter] = {}
         self._current: Dict[int, int] = {}
@@ -98,12 +144,17 @@ class MacroTracker:
         self._clock = 0
         self.next_id = 0
 
-    def observe(self, thread: int, micro: int, relabel: Optional[int] = None, relabel_seqs=()) -> Match:
+    def observe(self, thread: int, micro: int, relabel: Optional[int] = None, relabel_seqs=(),
+                footprint: Optional[np.ndarray] = None) -> Match:
         """Add one interval's micro phase to its thread's window: the window's macro phase, and
         the thread's earlier intervals that belong to it after all (``relabel_seqs``: numbered
         from 0 in the order observed, the engine's ``seq``). ``relabel``, ``relabel_seqs``: the
-        micro tracker's relabel of earlier intervals (its ``Match``), which the windows follow."""
+        micro tracker's relabel of earlier intervals (its ``Match``), which the windows follow.
+        ``footprint``: the interval's (fractions), for :class:`MicroGroups` (None: ungrouped)."""
         c = self.config
+        if self.groups is not None and footprint is not None:
+            micro = self.groups.group(micro, footprint)
+            relabel = None if relabel is None else self.groups.of.get(relabel, relabel)
         if relabel is not None and relabel_seqs:
             self._resettle(relabel, set(relabel_seqs))
         self._clock += 1
@@ -219,11 +270,13 @@ class MacroTracker:
                  "mix": sorted(r.items(), key=lambda kv: -kv[1])[:4]} for p, r in self._reps.items()]
 
 
-def macro_phases(threads, micro, config: Optional[MacroConfig] = None):
+def macro_phases(threads, micro, config: Optional[MacroConfig] = None, footprints=None):
     """(live, settled) macro phases of a stream of (thread, micro phase) or (thread, the micro
     tracker's Match, whose relabels the windows follow, as the engine feeds them): what the live
-    view showed at each interval, and what the log settles them to (every relabel applied)."""
+    view showed at each interval, and what the log settles them to (every relabel applied).
+    ``footprints``: each interval's (fractions), for ``group`` (None: ungrouped)."""
     tracker = MacroTracker(config)
-    matches = [tracker.observe(int(t), int(p)) if not isinstance(p, Match) else
-               tracker.observe(int(t), p.phase, p.relabel, p.relabel_seqs) for t, p in zip(threads, micro)]
+    fps = [None] * len(threads) if footprints is None else footprints
+    matches = [tracker.observe(int(t), int(p), footprint=f) if not isinstance(p, Match) else
+               tracker.observe(int(t), p.phase, p.relabel, p.relabel_seqs, f) for t, p, f in zip(threads, micro, fps)]
     return [m.phase for m in matches], settled(matches)

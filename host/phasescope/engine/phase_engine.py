@@ -101,6 +101,7 @@ class PhaseEngine:
         self.config = config or EngineConfig()
         self.tracker = make_tracker(self.config.tracker)
         self.macro = MacroTracker(self.config.macro) if self.config.macro.window else None
+        self._pages, self._scale = self.config.tracker.method == "pages", self.config.tracker.scale  # macro groups: exact mode's
         self.stats = Stats()
         self.scoreboard = Scoreboard(PREDICTORS, self.config.predictors.shown)
         self.recent: deque = deque(maxlen=recent)  # latest IntervalResults (footprints for a heat map)
@@ -161,7 +162,8 @@ class PhaseEngine:
             predictions = predictors.observe(m.phase, m.held)
             self.scoreboard.expect(iv.thread, m.phase, predictions)
             self.stats.threads[iv.thread].predictions = predictions
-            mm = self.macro.observe(iv.thread, m.phase, m.relabel, m.relabel_seqs) if self.macro else NO_MACRO
+            mm = self.macro.observe(iv.thread, m.phase, m.relabel, m.relabel_seqs, None if self._pages else fp / self._scale) \
+                if self.macro else NO_MACRO
             r = IntervalResult(self._seq, iv.thread, iv.seq, iv.instructions, m.phase, m.distance, m.new_phase,
                                m.evicted, previous, predictions, self.tracker.display(fp), predicted, predictors.prediction,
                                predictors.confidence, predictors.expected_remaining, m.merged,
