@@ -96,28 +96,25 @@ class MicroGroups:
     def __init__(self, reach: float):
         self.reach = reach
         self.of: Dict[int, int] = {}  # micro phase -> its group
-        self._index: Dict[int, int] = {}  # micro phase -> its row of _sums
-        self._sums = np.zeros((0, 0))
-        self._n = np.zeros(0)
+        self._rows: Dict[int, int] = {}  # micro phase -> its row of the footprint sums
+        self._groups: List[int] = []  # row -> its micro phase's group
+        self._sums: List[np.ndarray] = []
+        self._n: List[int] = []
 
     def group(self, micro: int, footprint: np.ndarray) -> int:
         """The group of ``micro``, whose interval has ``footprint`` (fractions of the interval)."""
-        row = self._index.get(micro)
+        row = self._rows.get(micro)
         if row is None:
             g = micro
-            if self._index:
-                n = len(self._index)
-                d = np.abs(self._sums[:n] / self._n[:n, None] - footprint).sum(axis=1)
+            if self._sums:
+                d = np.abs(np.array(self._sums) / np.array(self._n)[:, None] - footprint).sum(axis=1)
                 j = int(d.argmin())
-                if d[j] < self.reach:
-                    g = self.of[next(m for m, r in self._index.items() if r == j)]
-            self.of[micro] = g
-            row = self._index[micro] = len(self._index)
-            if row >= len(self._n):
-                grow = max(16, 2 * len(self._n))
-                self._sums = np.vstack([self._sums.reshape(len(self._n), -1) if len(self._n) else
-                                        np.zeros((0, len(footprint))), np.zeros((grow - len(self._n), len(footprint)))])
-                self._n = np.concatenate([self._n, np.zeros(grow - len(self._n))])
+                g = self._groups[j] if d[j] < self.reach else micro
+            self.of[micro], row = g, len(self._sums)
+            self._rows[micro] = row
+            self._groups.append(g)
+            self._sums.append(np.zeros(len(footprint)))
+            self._n.append(0)
         self._sums[row] += footprint
         self._n[row] += 1
         return self.of[micro]
