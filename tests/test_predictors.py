@@ -304,7 +304,7 @@ def test_order_length_never_falls_below_last_phase_on_random_orders():
 
 def test_cycle_claims_the_next_phase_of_a_recurring_context_within_its_lengths():
     p = Periodic()
-    p.trust = p.fresh = Periodic.MAX  # claims that have held: each is shown
+    p.trust = p.margin = Periodic.MAX  # claims that have held: each is shown
     first = [0] * 3 + [1] * 4 + [2] * 2 + [3] * 2  # A B C D: one turn, A ran 3, B (after A) ran 4
     assert [p.observe(x) for x in first] == [None] * len(first)
     # (D, A) not seen: A alone, followed by B after 3 windows
@@ -312,7 +312,7 @@ def test_cycle_claims_the_next_phase_of_a_recurring_context_within_its_lengths()
     # (D, A) -> B not seen either, (A, B) -> C after 4: claimed from the shortest to one past the longest
     assert [p.observe(1) for _ in range(6)] == [None, None, None, 2, 2, None]
     p = Periodic()
-    p.trust = p.fresh = Periodic.MAX
+    p.trust = p.margin = Periodic.MAX
     for x in first + [0] * 3 + [1] * 2:
         p.observe(x)
     assert p.observe(1, held=True) == 2  # held: one short of the shortest too
@@ -324,31 +324,29 @@ def test_cycle_claims_a_change_of_runs_that_vary_widely_only_where_most_end():
     # last-phase). Now only where at least half the runs that lasted so long ended: at 12 (1 of 2)
     # and 20 (1 of 1), and one past them all.
     p = Periodic()
-    p.trust = p.fresh = Periodic.MAX
+    p.trust = p.margin = Periodic.MAX
     for n in (3, 8, 12, 20):
         for x in [1] * 2 + [0] * n + [2] * 2:
             p.observe(x)
     p.observe(1), p.observe(1)
-    p.lengths.clear()  # the length claims' records as they were (those above lost: runs of A grew)
     claims = [p.observe(0) for _ in range(22)]
     assert [i + 1 for i, c in enumerate(claims) if c is not None] == [12, 20, 21] and claims[11] == 2
 
 
 def test_cycle_hides_claims_that_the_runs_outlive():
     # "B after A's 3rd window" has held; then A runs 8 windows: the claims made at its 3rd and 4th
-    # windows each lose to "no change" and A's margin (from 1) falls below 0. B's claim of A (after
-    # 2 windows, as before) is still shown: B's length claims keep their own record (stop 47).
+    # windows each lose to "no change" and the margin falls below 0. B's claim of A (after 2
+    # windows, as before) is then made but not shown; it comes true, and the margin is back at 0.
     p = Periodic()
     p.trust = Periodic.MAX
     for x in [0] * 3 + [1] * 2 + [0] * 3 + [1] * 2:
         p.observe(x)
-    p.lengths.clear()
-    p.lengths[0] = 1
+    p.margin = 0
     shown = [p.observe(0) for _ in range(8)]
-    assert shown == [None, None, 1, 1, None, None, None, None] and p.lengths[0] == -1
-    assert [p.observe(1) for _ in range(2)] == [None, 0] and p._made == (False, 0)  # claimed and shown
+    assert shown == [None, None, 1, 1, None, None, None, None] and p.margin == -1
+    assert [p.observe(1) for _ in range(2)] == [None, None] and p._made == 0  # claimed, not shown
     p.observe(0)
-    assert p.lengths == {0: -1, 1: 2}  # B's claims of A: the one pending at the start, this one
+    assert p.margin == 0
 
 
 def test_cycle_shows_claims_only_while_they_hold():

@@ -4,7 +4,7 @@ of a recurring order (:class:`Periodic`), one of the predictors of :mod:`phasesc
 from __future__ import annotations
 
 from collections import deque
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 
 class Periodic:
@@ -23,24 +23,20 @@ class Periodic:
     shown only while they have held: each run with a claim scores a saturating counter (0..7)
     once it ends, +1 when it went to the phase claimed, -2 when not; it starts at 2, so the first
     claim must come true unseen, and claims are shown while it is at least 3 and while the claims
-    of their kind made so far (shown or not) have come at least as often as the run outlived them
-    (a margin per interval, -MAX..MAX). Two kinds (issue 27, stop 47): claims at a window the
-    tracker held, the thread's ``held_margin`` (from 0: such a window is followed by a change most
-    of the time), and the claims of a phase's run lengths at windows not held, ``lengths[phase]``
-    (from ``fresh``), a table the threads of one process may share (``lengths``,
-    :func:`phasescope.engine.predict.process_evidence`), as they run the same activities. Where a
-    thread's runs carry no timing (Go moves its handler between 4-5 threads, each running a random
-    share of each activity) length claims lost 2-3 to 1, shown on the record the held windows'
-    claims kept high; a fixed cycle's phases of steady lengths keep theirs. A random order, whose
-    contexts recur now and then by chance, then shows none. Else no claim (None). ``accuracy``:
-    the share of the claims shown so far that came (``UNSEEN`` before any).
+    made (shown or not) have come at least as often as the run outlived them (``margin``, per
+    interval), or at a window the tracker held, whatever the margin: a held window is followed by
+    a change most of the time, so the claim costs little there (issue 27, stop 46: claims made
+    early in runs that came long had hidden the claims at the changes' own held windows). A random
+    order, whose contexts recur now and then by chance, then shows none. Else
+    no claim (None). ``accuracy``: the share of the claims shown so far that came (``UNSEEN``
+    before any).
     """
 
     HISTORY = 64
     UNSEEN = 0.5
     MAX, START = 7, 3
 
-    def __init__(self, lengths: Optional[Dict[int, int]] = None):
+    def __init__(self):
         self.runs: deque = deque(maxlen=self.HISTORY)  # completed runs, (phase, length)
         self.last: Optional[int] = None
         self.run = 0
@@ -48,10 +44,8 @@ class Periodic:
         self.trust = self.START - 1  # the counter of runs whose claims held: the first must hold unseen
         self._claim: Optional[int] = None  # the claim shown after the previous interval
         self._claimed: Optional[int] = None  # the latest claim made in the current run, shown or not
-        self._made: Optional[Tuple[bool, int]] = None  # (held, claim) made after the previous interval, shown or not
-        self.held_margin = 0  # claims at held windows that came less those the run outlived (-MAX..MAX)
-        self.lengths: Dict[int, int] = {} if lengths is None else lengths  # phase -> the same, of its length claims
-        self.fresh = 0  # the margin of a phase whose length claims have not been scored
+        self._made: Optional[int] = None  # the claim made after the previous interval, shown or not
+        self.margin = 0  # claims that came less claims the run outlived, per interval (-MAX..MAX)
         self._seen: Optional[tuple] = None  # :meth:`_context` of the current run, once looked up
 
     @property
@@ -64,21 +58,15 @@ class Periodic:
             self.claims += 1
             self.hits += phase == self._claim
         if self._made is not None:  # against "no change": a claim that came wins, one the run outlived loses
-            at_held, made = self._made
-            m = self.held_margin if at_held else self.lengths.get(self.last, self.fresh)
-            m = min(self.MAX, m + 1) if phase == made else (max(-self.MAX, m - 1) if phase == self.last else m)
-            if at_held:
-                self.held_margin = m
-            else:
-                self.lengths[self.last] = m
+            self.margin = min(self.MAX, self.margin + 1) if phase == self._made else (
+                max(-self.MAX, self.margin - 1) if phase == self.last else self.margin)
         if phase != self.last and self._claimed is not None:
             self.trust = min(self.MAX, self.trust + 1) if phase == self._claimed else max(0, self.trust - 2)
             self._claimed = None
         claim = self._next(phase, held)
-        self._made = None if claim is None else (held, claim)
+        self._made = claim
         self._claimed = claim if claim is not None else self._claimed
-        margin = self.held_margin if held else self.lengths.get(phase, self.fresh)
-        self._claim = claim if self.trust >= self.START and margin >= 0 else None
+        self._claim = claim if self.trust >= self.START and (self.margin >= 0 or held) else None
         return self._claim
 
     def _next(self, phase: int, held: bool) -> Optional[int]:

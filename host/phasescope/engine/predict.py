@@ -21,7 +21,7 @@ own (``hybrid``, ``gated``, ``measured``, ``order_length``, ``cycle``, ``context
 - ``cycle``: on the page tracker's streams (sampled mode), the next phase of a
   recurring order, claimed within the lengths seen once such claims have held
   (:class:`phasescope.engine.predictors.Periodic`), else ``measured``'s while its changes over the
-  process's threads have held (:class:`phasescope.engine.predictors.Referee`). In exact mode (on
+  thread have held (:class:`phasescope.engine.predictors.Referee`). In exact mode (on
   exact-mode logs the claims lost to last-phase on bc and gzip: docs/quality.md), the change of
   ``measured`` or ``hybrid`` once the changes that one proposed in the same phase have beaten "no
   change" there (:class:`phasescope.engine.predictors.ChangeGate`; the one that has earned more,
@@ -51,25 +51,13 @@ EVIDENCE_ENTRIES = 4 * 4096  # contexts a process's threads count together (one 
 SHARED_TIE = 3  # counted together, a tie is shown after 3 of each (one thread's: 2; tuned on go-*-A)
 
 
-class ProcessEvidence(LruTable):
-    """:func:`process_evidence`: ``measured``'s counts; ``changes``, the record of its changes shown
-    in ``cycle`` (:class:`Referee`); ``lengths``, the records of ``cycle``'s claims of each phase's
-    run lengths (:class:`Periodic`); all shared by the threads of one process."""
-
-    def __init__(self):
-        super().__init__(EVIDENCE_ENTRIES)
-        self.changes = Referee.record()
-        self.lengths: Dict[int, int] = {}
-
-
-def process_evidence() -> ProcessEvidence:
+def process_evidence() -> LruTable:
     """The counts of ``measured``'s contexts that the threads of one process share on the page
-    tracker's streams (:class:`ThreadPredictors` ``evidence``), and the records of the changes shown. A
-    thread that runs a share of a server's work (Go moves its handler between 4-5 threads) sees
-    each context a few times, and a context opened by one lucky change lost to last-phase by up
-    to 5 points; counted together, the threads that run the same phases learn from each other
-    (docs/quality.md, stops 45, 47)."""
-    return ProcessEvidence()
+    tracker's streams (:class:`ThreadPredictors` ``evidence``). A thread that runs a share of a
+    server's work (Go moves its handler between 4-5 threads) sees each context a few times, and a
+    context opened by one lucky change lost to last-phase by up to 5 points; counted together,
+    the threads that run the same phases learn from each other (docs/quality.md, stop 45)."""
+    return LruTable(EVIDENCE_ENTRIES)
 
 
 class ThreadPredictors:
@@ -104,9 +92,8 @@ class ThreadPredictors:
         self.gated = Gated(self.confidences)
         self.measured = Measured(table=evidence, tie=SHARED_TIE if leaving else Measured.TIE)
         self.order_length = OrderLength(config.rle_entries)
-        self.periodic = Periodic(getattr(evidence, "lengths", None))  # the process's records of length claims
-        #: the page tracker's streams: ``measured``'s changes in ``cycle``, on the process's record
-        self.referee = Referee(getattr(evidence, "changes", None))
+        self.periodic = Periodic()
+        self.referee = Referee()  # the page tracker's streams: ``measured``'s changes in ``cycle``
         self.run_contexts = RunContexts()  # exact mode's ``context``: a third proposer
         self.gates = {"context": ChangeGate(), "measured": ChangeGate(), "hybrid": ChangeGate()}  # earned changes
         self._contexts: Dict[str, tuple] = {}

@@ -349,42 +349,28 @@ class ChangeGate:
 
 
 class Referee:
-    """A record of one proposer's changes against "no change" (sampled mode's ``measured`` in
-    ``cycle``, issue 27, stops 46-47): every change proposed after an interval, shown or not, scores
-    the margin (-``MAX``..``MAX``, from ``START``) when the thread's next interval comes: +1 when it
-    came in the phase proposed, -1 when the run went on; a change is shown while the margin is at
-    least 0, so the first must come true unseen. ``record`` (a one-item list, :meth:`record`) is the
-    margin: the threads of one process share it as they share ``measured``'s evidence
-    (:func:`phasescope.engine.predict.process_evidence`), so a thread that takes a cycle over shows
-    the changes the others' record earned. On random orders whose runs end in a window the tracker
-    held, ``measured``'s contexts (phase, run length, candidate, held) opened by chance and lost to
-    last-phase by up to 5 points; from 0, a first lucky change per thread still did."""
+    """A thread's record of one proposer's changes against "no change" (sampled mode's ``measured``
+    in ``cycle``, issue 27, stop 46): every change proposed after an interval, shown or not, scores
+    ``margin`` (-``MAX``..``MAX``, from 0) when the next interval comes: +1 when it came in the phase
+    proposed, -1 when the run went on; a change is shown while the margin is at least 0. On random
+    orders whose runs end in a window the tracker held, ``measured``'s contexts of (phase, run
+    length, candidate, held) opened by chance and lost to last-phase by up to 5 points."""
 
     MAX = 7
-    START = -1
 
-    @classmethod
-    def record(cls) -> list:
-        """A new margin, to share between the threads' referees."""
-        return [cls.START]
-
-    def __init__(self, record: Optional[list] = None):
-        self.shared = self.record() if record is None else record
+    def __init__(self):
+        self.margin = 0
         self._made: Optional[Tuple[int, int]] = None  # (phase, change proposed) awaiting the next phase
-
-    @property
-    def margin(self) -> int:
-        return self.shared[0]
 
     def observe(self, phase: int, proposal: int) -> bool:
         """Score the previous proposal against ``phase``; whether ``proposal`` (a change after this
         interval, or ``phase`` itself: none) may be shown."""
         if self._made is not None:
             at, to = self._made
-            m = self.shared[0]
-            self.shared[0] = min(self.MAX, m + 1) if phase == to else (max(-self.MAX, m - 1) if phase == at else m)
+            self.margin = min(self.MAX, self.margin + 1) if phase == to else (
+                max(-self.MAX, self.margin - 1) if phase == at else self.margin)
         self._made = None if proposal == phase else (phase, proposal)
-        return self.shared[0] >= 0
+        return self.margin >= 0
 
 
 class OrderLength:
