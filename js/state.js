@@ -93,6 +93,7 @@ function setup(opts) {
     munmap: Module.getGlobalExportByName('munmap'),
     mmap: Module.getGlobalExportByName('mmap'),
     getpid: Module.getGlobalExportByName('getpid'),
+    syscall: Module.getGlobalExportByName('syscall'),
   };
   cm = new CModule(opts.source, symbols);
   // The C functions, by name without `ps_`; their signatures come from the C source itself (the
