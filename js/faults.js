@@ -9,7 +9,10 @@ const UC_RSP = 160;
 const UC_RIP = 168;
 const hookedHandlers = new Map(); // handler -> {unhooked: its first bytes, retries} until its hook is live, then null
 let sigaction = null;
-let sentTo = null; // the thread whose program handler is about to get a sent signal, not a fault
+// thread -> how many sent signals (not faults) its program handler is about to get: per thread, since
+// several threads get them at once (one global thread id was overwritten: the other thread's was then
+// translated as a fault of Stalker's code), and counted, since one may come during another (SA_NODEFER)
+const sentTo = new Map();
 const unfollowableSaid = new Set();
 
 // Tells the host (once per reason) that exact counts may be wrong from here, before it happens.
@@ -155,8 +158,12 @@ function realPc(region, pc) {
 
 function onFaultEnter(args) {
   this.fault = null;
-  if (sentTo === Process.getCurrentThreadId()) { // a sent signal (kill -SEGV): the program's handler
-    sentTo = null; // gets it as untraced (it may have no ucontext: a handler set with signal())
+  const sent = sentTo.get(Process.getCurrentThreadId()) || 0;
+  if (sent > 0) { // a sent signal (kill -SEGV): the program's handler gets it as untraced (it may
+    if (sent > 1) // have no ucontext: a handler set with signal())
+      sentTo.set(Process.getCurrentThreadId(), sent - 1);
+    else
+      sentTo.delete(Process.getCurrentThreadId());
     return;
   }
   const region = threads.get(Process.getCurrentThreadId());

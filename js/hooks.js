@@ -149,7 +149,7 @@ function installHooks() {
       const disposition = programDisposition(sig.signo);
       if (disposition === null || !disposition.isNull()) {
         if (disposition !== null && hookedHandlers.get(disposition.toString()) === null) // hooked (faults.js): not a fault to translate
-          sentTo = Process.getCurrentThreadId();
+          sentTo.set(Process.getCurrentThreadId(), (sentTo.get(Process.getCurrentThreadId()) || 0) + 1);
         return false; // ignored, or the program's own handler: Frida does as the program said
       }
       finish({ type: 'crash', signal: sig.name, address: details.address.toString(), killed: sig.sender !== Process.id });
