@@ -212,7 +212,7 @@ def test_a_slow_final_ack_leaves_the_exiting_thread_its_counters(build):
                     "the target did not finish exiting")
 
 
-@pytest.mark.parametrize("how", ["default", "handle"])
+@pytest.mark.parametrize("how", ["default", "handle", "siginfo"])
 def test_a_sigsegv_sent_to_a_traced_target_does_what_it_does_untraced(build, tmp_path, how):
     """``kill -SEGV`` while exact mode traces the target: Frida's handler took it as a fault and,
     finding no handler of the program's, put SIG_DFL back and returned, so the target ran on (and
@@ -240,8 +240,9 @@ def test_a_sigsegv_sent_to_a_traced_target_does_what_it_does_untraced(build, tmp
             if p is not None:
                 end_process(p)
     rest = target.stdout.read()
+    handled = (7, "caught\n", 1, "exited with code 7")
     want = {"default": (-signal.SIGSEGV, "", 3, "killed by SIGSEGV"), "ignore": (0, "survived\n", 0, "exited with code 0"),
-            "handle": (7, "caught\n", 1, "exited with code 7")}[how]
+            "handle": handled, "siginfo": handled}[how]
     assert (status, rest, mon.returncode) == want[:3], stderr
     assert one_line_end(stderr).endswith(want[3]), stderr
 

@@ -14,8 +14,9 @@
  *   robust ticker           "ready PID", then one numbered line every 20 ms of work, forever
  *   robust sent HOW         SIGSEGV that is sent, not a fault: HOW = ignore ("ready PID", SIGSEGV
  *                           ignored, work until SIGUSR1, "survived"), handle ("ready PID", work until
- *                           SIGSEGV, whose handler says "caught" and _exit(7)s), raise (work, then
- *                           raise(SIGSEGV) at SIG_DFL: it dies; "survived" if not)
+ *                           SIGSEGV, whose handler says "caught" and _exit(7)s), siginfo (as handle,
+ *                           with an SA_SIGINFO handler: "caught" only for a kill(2) from its parent),
+ *                           raise (work, then raise(SIGSEGV) at SIG_DFL: it dies; "survived" if not)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -146,13 +147,26 @@ static int signals_mode(void) {
 static volatile sig_atomic_t sent_usr1;
 static void on_sent_usr1(int sig) { (void)sig; sent_usr1 = 1; }
 static void on_segv(int sig) { (void)sig; write(1, "caught\n", 7); _exit(7); }
+static void on_segv_info(int sig, siginfo_t *si, void *uc) {
+    (void)sig; (void)uc;
+    if (si->si_code == SI_USER && si->si_pid == getppid()) write(1, "caught\n", 7); /* sent by the test */
+    _exit(7);
+}
 
 static int sent_mode(const char *how) {
     if (!strcmp(how, "raise")) {
         printf("work %llu\n", (unsigned long long)work(5));
         raise(SIGSEGV);
     } else {
-        signal(SIGSEGV, !strcmp(how, "ignore") ? SIG_IGN : on_segv);
+        if (!strcmp(how, "siginfo")) {
+            struct sigaction sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_sigaction = on_segv_info;
+            sa.sa_flags = SA_SIGINFO;
+            sigaction(SIGSEGV, &sa, NULL);
+        } else {
+            signal(SIGSEGV, !strcmp(how, "ignore") ? SIG_IGN : on_segv);
+        }
         signal(SIGUSR1, on_sent_usr1);
         printf("ready %d\n", getpid());
         while (!sent_usr1) work(1);
