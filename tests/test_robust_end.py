@@ -228,7 +228,7 @@ def test_a_sigsegv_sent_to_a_traced_target_does_what_it_does_untraced(build, tmp
         mon = subprocess.Popen(cli_command("--no-dashboard", "--interval", str(INTERVAL), "--log", str(log),
                                            "-p", str(target.pid)),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        wait_for(lambda: log_lines(log) >= 5, what="5 intervals logged")
+        wait_for(lambda: log_lines(log) >= 5, 120, "5 intervals logged")
         os.kill(target.pid, signal.SIGSEGV)
         time.sleep(1)
         if how == "ignore":
