@@ -23,16 +23,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def thread_state(pid: int) -> str:
-    """One line per thread: its SigPnd, ShdPnd, SigBlk, SigCgt and wait channel."""
+    """One line per thread: its SigPnd, ShdPnd, SigBlk, SigCgt, wait channel and kernel function (a
+    thread spinning on Frida's heap lock is in ``__do_sys_sched_yield``)."""
     lines = []
     for task in sorted(glob.glob(f"/proc/{pid}/task/*")):
         try:
             status = dict(line.split(":\t", 1) for line in open(task + "/status").read().splitlines() if ":\t" in line)
             wchan = open(task + "/wchan").read()
+            stack = open(task + "/stack").read().split("\n")[0].split(" ")[-1]  # root: the kernel stack's top
         except OSError:
             continue
         fields = " ".join(f"{k}={status.get(k, '?')}" for k in ("State", "SigPnd", "ShdPnd", "SigBlk", "SigCgt"))
-        lines.append(f"  {os.path.basename(task)} {fields} wchan={wchan}")
+        lines.append(f"  {os.path.basename(task)} {fields} wchan={wchan} in={stack}")
     return "\n".join(lines)
 
 
