@@ -62,6 +62,7 @@ extern int mprotect (gpointer addr, gsize len, int prot);
 extern int munmap (gpointer addr, gsize len);
 extern gpointer mmap (gpointer addr, gsize len, int prot, int flags, int fd, gint64 offset);
 extern int getpid (void);
+extern long syscall (long number, ...);
 
 typedef struct _PsThread PsThread;
 typedef struct _PsGlobal PsGlobal;

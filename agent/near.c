@@ -129,7 +129,19 @@ ps_near_map (guint8 * at, guint64 len)
       -1, 0) == (gpointer) at ? at : NULL;
 }
 
-/* The replacement of mmap: see above. */
+/* mmap(2) itself: near_mmap replaces libc's mmap with a plain jump (Interceptor.replaceFast), so
+ * calling mmap from it would come back here. The system call, as libc's mmap makes it. */
+static gpointer
+ps_sys_mmap (gpointer addr, gsize len, int prot, int flags, int fd, gint64 offset)
+{
+  return (gpointer) syscall (9 /* SYS_mmap, x86-64 */, addr, len, prot, flags, fd, offset);
+}
+
+/* The replacement of mmap: see above. A plain jump, not the Interceptor's invocation machinery:
+ * that allocates a thread's context on its first call, from Frida's heap, whose allocator calls
+ * mmap holding its (non-recursive) lock when it grows. A program thread whose first intercepted
+ * call was that one (JavaScript of the exception handler running on it: a signal sent to a traced
+ * program) waited for its own lock forever, and every Frida thread with it (stop 47). */
 gpointer
 near_mmap (gpointer addr, gsize len, int prot, int flags, int fd, gint64 offset)
 {
@@ -137,10 +149,10 @@ near_mmap (gpointer addr, gsize len, int prot, int flags, int fd, gint64 offset)
   guint8 * at;
 
   if ((flags & (PS_MAP_FIXED | PS_MAP_ANONYMOUS)) != PS_MAP_ANONYMOUS || ps.near_base == NULL || len == 0)
-    return mmap (addr, len, prot, flags, fd, offset);
+    return ps_sys_mmap (addr, len, prot, flags, fd, offset);
   if (a == 0 ? (prot & PS_PROT_EXEC) == 0 :
       a < GPOINTER_TO_SIZE (ps.near_base) || a >= GPOINTER_TO_SIZE (ps.near_end))
-    return mmap (addr, len, prot, flags, fd, offset);
+    return ps_sys_mmap (addr, len, prot, flags, fd, offset);
   at = ps_near_take (len);
-  return mmap (at != NULL ? at : addr, len, prot, at != NULL ? flags | PS_MAP_FIXED : flags, fd, offset);
+  return ps_sys_mmap (at != NULL ? at : addr, len, prot, at != NULL ? flags | PS_MAP_FIXED : flags, fd, offset);
 }

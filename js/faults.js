@@ -9,6 +9,10 @@ const UC_RSP = 160;
 const UC_RIP = 168;
 const hookedHandlers = new Map(); // handler -> {unhooked: its first bytes, retries} until its hook is live, then null
 let sigaction = null;
+// thread -> how many sent signals (not faults) its program handler is about to get: per thread, since
+// several threads get them at once (one global thread id was overwritten: the other thread's was then
+// translated as a fault of Stalker's code), and counted, since one may come during another (SA_NODEFER)
+const sentTo = new Map();
 const unfollowableSaid = new Set();
 
 // Tells the host (once per reason) that exact counts may be wrong from here, before it happens.
@@ -21,15 +25,19 @@ function sayUnfollowable(reason) {
 const faultScratch = Memory.alloc(16); // ps_fault_block's out: where the copy starts, its loop tag
 const MAX_SCAN = 1 << 12; // instructions of compiled code searched for a fault's real instruction
 
-// The program's own handler of signal `sig` (null: none, or SIG_DFL / SIG_IGN).
-function programHandler(sig) {
+// The program's disposition of signal `sig` as it set it (Frida's sigaction keeps the program's
+// own): NULL for SIG_DFL, ptr(1) for SIG_IGN, else its handler; null if it cannot be read.
+function programDisposition(sig) {
   if (sigaction === null)
     sigaction = new NativeFunction(Module.getGlobalExportByName('sigaction'), 'int', ['int', 'pointer', 'pointer']);
   const sa = Memory.alloc(152); // struct sigaction
-  if (sigaction(sig, NULL, sa) !== 0)
-    return null;
-  const h = sa.readPointer();
-  return h.compare(ptr(1)) > 0 ? h : null;
+  return sigaction(sig, NULL, sa) === 0 ? sa.readPointer() : null;
+}
+
+// The program's own handler of signal `sig` (null: none, or SIG_DFL / SIG_IGN).
+function programHandler(sig) {
+  const h = programDisposition(sig);
+  return h !== null && h.compare(ptr(1)) > 0 ? h : null;
 }
 
 // Whether the program handles this kind of fault itself (true, false), hooking its handlers (once
@@ -67,6 +75,58 @@ function programHandles(type) {
   return handles;
 }
 
+// Which signal an exception is, and who sent it, from the kernel's siginfo: on x86-64 Linux the
+// signal frame holds it right after the kernel's ucontext (rt_sigframe: pretcode, uc, info), which
+// is what nativeContext points to. {signo, name, sender}: sender is null for a fault (si_code > 0:
+// the instruction faults again once Frida's handler returns) and the sending pid for a signal sent
+// with kill(2), tgkill(2), raise(3), abort(3) (si_code <= 0: nothing faults again). A frame that
+// does not read as expected is taken as a fault, as before (Frida tells no more than the type).
+const KERNEL_UCONTEXT = 304; // uc_flags, uc_link, uc_stack (24), uc_mcontext (256), uc_sigmask (8)
+const SIGNALS_BY_TYPE = {
+  'access-violation': { 11: 'SIGSEGV', 7: 'SIGBUS' }, 'abort': { 6: 'SIGABRT' }, 'illegal-instruction': { 4: 'SIGILL' },
+  'arithmetic': { 8: 'SIGFPE' }, 'breakpoint': { 5: 'SIGTRAP' }, 'system': { 31: 'SIGSYS' },
+};
+
+function signalOf(details) {
+  const names = SIGNALS_BY_TYPE[details.type] || {};
+  const first = Object.keys(names)[0];
+  const fault = { signo: first === undefined ? 0 : Number(first), name: names[first] || details.type, sender: null };
+  if (Process.arch !== 'x64' || Process.platform !== 'linux' || !details.nativeContext)
+    return fault;
+  try {
+    const info = details.nativeContext.add(KERNEL_UCONTEXT);
+    const signo = info.readS32();
+    if (!(signo in names))
+      return fault;
+    const sent = info.add(8).readS32() <= 0; // si_code: SI_USER 0, SI_QUEUE -1, SI_TKILL -6
+    return { signo, name: names[signo], sender: sent ? info.add(16).readS32() : null };
+  } catch (e) {
+    return fault;
+  }
+}
+
+// Frida's handler loses a sent signal the program leaves at SIG_DFL: unhandled, it puts SIG_DFL
+// back and returns, which is right for a fault (the instruction faults again and the program dies
+// of it) but not for `kill -SEGV`, after which the program ran on (stop 45). So the signal is
+// queued again to this thread, blocked until the handler returns (Frida's runs with SA_NODEFER):
+// the return restores the thread's mask, and the signal then ends the program as untraced.
+let blockSignal = null;
+let syscall = null;
+const SYS_TGKILL = 234; // x86-64
+
+function requeue(sig) {
+  if (syscall === null) {
+    blockSignal = new NativeFunction(Module.getGlobalExportByName('pthread_sigmask'), 'int', ['int', 'pointer', 'pointer']);
+    syscall = new NativeFunction(Module.getGlobalExportByName('syscall'), 'long', ['long', 'long', 'long', 'long']);
+  }
+  const set = Memory.alloc(128); // sigset_t
+  for (let i = 0; i < 128; i += 8)
+    set.add(i).writeU64(0);
+  set.writeU64(uint64(1).shl(sig - 1));
+  blockSignal(0 /* SIG_BLOCK */, set, NULL);
+  syscall(SYS_TGKILL, Process.id, Process.getCurrentThreadId(), sig);
+}
+
 function codeBytes(p, size) {
   return Array.from(new Uint8Array(p.readByteArray(size))).join(',');
 }
@@ -98,6 +158,14 @@ function realPc(region, pc) {
 
 function onFaultEnter(args) {
   this.fault = null;
+  const sent = sentTo.get(Process.getCurrentThreadId()) || 0;
+  if (sent > 0) { // a sent signal (kill -SEGV): the program's handler gets it as untraced (it may
+    if (sent > 1) // have no ucontext: a handler set with signal())
+      sentTo.set(Process.getCurrentThreadId(), sent - 1);
+    else
+      sentTo.delete(Process.getCurrentThreadId());
+    return;
+  }
   const region = threads.get(Process.getCurrentThreadId());
   if (!region)
     return;

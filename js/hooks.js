@@ -144,16 +144,24 @@ function installHooks() {
   for (const name of ['exit', '_exit'])
     onlyInParent(name, 'on_enter', status => finish({ type: 'exit', status: status.toInt32() }));
   Process.setExceptionHandler(details => {
+    const sig = signalOf(details);
+    if (sig.sender !== null) { // sent (kill -SEGV, raise, abort), not a fault: see requeue
+      const disposition = programDisposition(sig.signo);
+      if (disposition === null || !disposition.isNull()) {
+        if (disposition !== null && hookedHandlers.get(disposition.toString()) === null) // hooked (faults.js): not a fault to translate
+          sentTo.set(Process.getCurrentThreadId(), (sentTo.get(Process.getCurrentThreadId()) || 0) + 1);
+        return false; // ignored, or the program's own handler: Frida does as the program said
+      }
+      finish({ type: 'crash', signal: sig.name, address: details.address.toString(), killed: sig.sender !== Process.id });
+      requeue(sig.signo);
+      return false;
+    }
     const handles = programHandles(details.type);
     if (handles === HOOK_PENDING)
       return true; // resumed as it was: the same fault comes again once the hook is live
     if (handles)
       return false; // its own handler decides (a runtime's planned fault): see faults.js
-    const signals = {
-      'access-violation': 'SIGSEGV', 'abort': 'SIGABRT', 'illegal-instruction': 'SIGILL',
-      'arithmetic': 'SIGFPE', 'breakpoint': 'SIGTRAP', 'system': 'SIGBUS',
-    };
-    finish({ type: 'crash', signal: signals[details.type] || details.type, address: details.address.toString() });
+    finish({ type: 'crash', signal: sig.name, address: details.address.toString() });
     return false;
   });
 }

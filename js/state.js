@@ -16,7 +16,8 @@
  *    bytes} + binary interval records (none when bytes is 0; their layout: wire.RECORD);
  *    threads in `exited` have their last (partial) interval in this or an earlier message.
  *    In watch mode the only records are bursts' (one complete interval each, never partial).
- *   {type: 'exit', status} (exit/_exit) / {type: 'crash', signal, address} /
+ *   {type: 'exit', status} (exit/_exit) / {type: 'crash', signal, address, killed} (killed: another
+ *   process sent the signal, as kill -SEGV; else a fault, raise or abort) /
  *   {type: 'exec', path} (execve: the program is about to be replaced)
  *   {type: 'unfollowable', reason}: exact mode cannot follow part of this program (a runtime)
  * Host -> agent: {type: 'ack', bytes} after it consumed a 'data' message (flow control);
@@ -92,6 +93,7 @@ function setup(opts) {
     munmap: Module.getGlobalExportByName('munmap'),
     mmap: Module.getGlobalExportByName('mmap'),
     getpid: Module.getGlobalExportByName('getpid'),
+    syscall: Module.getGlobalExportByName('syscall'),
   };
   cm = new CModule(opts.source, symbols);
   // The C functions, by name without `ps_`; their signatures come from the C source itself (the

@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -209,3 +210,46 @@ def test_a_slow_final_ack_leaves_the_exiting_thread_its_counters(build):
     assert wait_for(lambda: session.pid is None or not os.path.exists(f"/proc/{session.pid}") or
                     open(f"/proc/{session.pid}/stat").read().split(") ")[1][0] == "Z", 10,
                     "the target did not finish exiting")
+
+
+@pytest.mark.parametrize("how", ["default", "handle", "siginfo"])
+def test_a_sigsegv_sent_to_a_traced_target_does_what_it_does_untraced(build, tmp_path, how):
+    """``kill -SEGV`` while exact mode traces the target: Frida's handler took it as a fault and,
+    finding no handler of the program's, put SIG_DFL back and returned, so the target ran on (and
+    the agent had already said it crashed). Now it dies of it (``killed by SIGSEGV``, exit 3), as
+    untraced, and a program with a handler of its own gets it as untraced. (Not ``ignore``: Frida
+    loses a SIG_IGN of SIGSEGV when it attaches, docs/robustness.md.)"""
+    exe, log = build("robust.c", "-pthread"), tmp_path / "log.jsonl"
+    target = subprocess.Popen([exe, "spin"] if how == "default" else [exe, "sent", how], stdout=subprocess.PIPE,
+                              text=True)
+    mon = None
+    try:
+        assert target.stdout.readline().startswith("ready")
+        mon = subprocess.Popen(cli_command("--no-dashboard", "--interval", str(INTERVAL), "--log", str(log),
+                                           "-p", str(target.pid)),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: log_lines(log) >= 5, 120, "5 intervals logged")
+        os.kill(target.pid, signal.SIGSEGV)
+        time.sleep(1)
+        if how == "ignore":
+            os.kill(target.pid, signal.SIGUSR1)
+        status = target.wait(timeout=60)
+        stdout, stderr = mon.communicate(timeout=60)
+    finally:
+        for p in (mon, target):
+            if p is not None:
+                end_process(p)
+    rest = target.stdout.read()
+    handled = (7, "caught\n", 1, "exited with code 7")
+    want = {"default": (-signal.SIGSEGV, "", 3, "killed by SIGSEGV"), "ignore": (0, "survived\n", 0, "exited with code 0"),
+            "handle": handled, "siginfo": handled}[how]
+    assert (status, rest, mon.returncode) == want[:3], stderr
+    assert one_line_end(stderr).endswith(want[3]), stderr
+
+
+def test_a_program_that_raises_sigsegv_dies_of_it_traced(build):
+    """raise(SIGSEGV) at SIG_DFL is sent, not a fault: nothing raises it again once Frida's handler
+    returns, and the traced program printed 'survived' and exited 0 (untraced: SIGSEGV)."""
+    r = run_cli("--no-dashboard", "-f", build("robust.c", "-pthread"), "sent", "raise", timeout=120)
+    assert r.returncode == 3 and "survived" not in r.stdout, (r.stdout, r.stderr)
+    assert one_line_end(r.stderr).endswith("crashed (SIGSEGV)"), r.stderr

@@ -12,6 +12,11 @@
  *   robust signals          sleep, read() blocked on a pipe, SIGALRM/SIGUSR1 handlers,
  *                           setjmp/longjmp out of a handler, EINTR on read, sigsuspend
  *   robust ticker           "ready PID", then one numbered line every 20 ms of work, forever
+ *   robust sent HOW         SIGSEGV that is sent, not a fault: HOW = ignore ("ready PID", SIGSEGV
+ *                           ignored, work until SIGUSR1, "survived"), handle ("ready PID", work until
+ *                           SIGSEGV, whose handler says "caught" and _exit(7)s), siginfo (as handle,
+ *                           with an SA_SIGINFO handler: "caught" only for a kill(2) from its parent),
+ *                           raise (work, then raise(SIGSEGV) at SIG_DFL: it dies; "survived" if not)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -138,6 +143,38 @@ static int signals_mode(void) {
     return 0;
 }
 
+/* ---- sent SIGSEGV ---- */
+static volatile sig_atomic_t sent_usr1;
+static void on_sent_usr1(int sig) { (void)sig; sent_usr1 = 1; }
+static void on_segv(int sig) { (void)sig; write(1, "caught\n", 7); _exit(7); }
+static void on_segv_info(int sig, siginfo_t *si, void *uc) {
+    (void)sig; (void)uc;
+    if (si->si_code == SI_USER && si->si_pid == getppid()) write(1, "caught\n", 7); /* sent by the test */
+    _exit(7);
+}
+
+static int sent_mode(const char *how) {
+    if (!strcmp(how, "raise")) {
+        printf("work %llu\n", (unsigned long long)work(5));
+        raise(SIGSEGV);
+    } else {
+        if (!strcmp(how, "siginfo")) {
+            struct sigaction sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_sigaction = on_segv_info;
+            sa.sa_flags = SA_SIGINFO;
+            sigaction(SIGSEGV, &sa, NULL);
+        } else {
+            signal(SIGSEGV, !strcmp(how, "ignore") ? SIG_IGN : on_segv);
+        }
+        signal(SIGUSR1, on_sent_usr1);
+        printf("ready %d\n", getpid());
+        while (!sent_usr1) work(1);
+    }
+    printf("survived\n");
+    return 0;
+}
+
 /* ---- fork ---- */
 static int fork_mode(long units) {
     fflush(stdout);
@@ -169,6 +206,8 @@ int main(int argc, char **argv) {
         *p = (int)x;
         return 0;
     }
+    if (!strcmp(mode, "sent") && argc > 2)
+        return sent_mode(argv[2]);
     if (!strcmp(mode, "spin")) {
         printf("ready %d\n", getpid());
         for (;;) work(10);
@@ -203,6 +242,6 @@ int main(int argc, char **argv) {
             printf("tick %ld\n", i);
         }
     }
-    fprintf(stderr, "usage: robust exit N CODE | segv N | spin | churn ROUNDS N K | fork N | signals | ticker\n");
+    fprintf(stderr, "usage: robust exit N CODE | segv N | spin | churn ROUNDS N K | fork N | signals | ticker | sent HOW\n");
     return 2;
 }

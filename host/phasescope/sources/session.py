@@ -467,7 +467,7 @@ class TraceSession(AgentQueries):
             if kind == "exit":
                 self._final = Ended("exited", code=meta["status"])
             elif kind == "crash":
-                self._final = Ended("crashed", signal=meta["signal"])
+                self._final = Ended("killed" if meta.get("killed") else "crashed", signal=meta["signal"])
             else:
                 self._final = Ended("exec", program=meta["path"])
             self.final_at = time.perf_counter()
