@@ -200,3 +200,13 @@ def test_messages_name_a_dash_as_the_user_typed_it_not_dev_stdout(tmp_path, caps
         want = "- (standard output)" + (": cannot write" if case == "full" else " is the input LOG")
     err = capsys.readouterr().err
     assert want in err and "/dev/std" not in err, err
+
+
+def test_a_log_cut_short_is_said_once_where_a_command_reads_it_twice(tmp_path, capsys):
+    """``score CUT --reference CUT`` (and ``plot CUT``) read the log twice and said the cut-short
+    last line twice (stop 47)."""
+    log = synthetic_log(tmp_path / "run.jsonl")
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(open(log, "rb").read()[:-40])
+    assert main(["score", str(cut), "--reference", str(cut)]) == 0
+    assert capsys.readouterr().err.count("the last line is cut short") == 1

@@ -221,6 +221,10 @@ def load_record(line: str, where: str) -> dict:
     return rec
 
 
+#: the cut-short last lines already said (``FILE:LINE``)
+_CUT_SAID: set = set()
+
+
 def log_records(path: str, names: Optional[dict] = None) -> Iterator[Tuple[str, dict]]:
     """``(FILE:LINE, record)`` of every interval record of a log; a ``names`` record's frames go into
     ``names`` (key -> (module, function)) when given. A last line cut short (no newline and not
@@ -236,8 +240,10 @@ def log_records(path: str, names: Optional[dict] = None) -> Iterator[Tuple[str, 
         except InputError:
             if line.endswith("\n"):
                 raise
-            print(f"phasescope: {where}: the last line is cut short (the run ended while writing it); "
-                  f"reading the {n} records before it", file=sys.stderr)
+            if where not in _CUT_SAID:  # plot and score read a log twice: said once
+                _CUT_SAID.add(where)
+                print(f"phasescope: {where}: the last line is cut short (the run ended while writing it); "
+                      f"reading the {n} records before it", file=sys.stderr)
             return
         if "names" in rec and "thread" not in rec:
             (names if names is not None else {}).update(_frames(rec["names"], where, "names"))
