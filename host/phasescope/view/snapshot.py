@@ -136,6 +136,13 @@ class LiveState:
             when = time.strftime("%H:%M:%S", time.localtime(iv.end_ns / 1e9 if iv.end_ns else time.time()))
             self.changes.append(ChangeRow(when, r.seq, r.thread, r.previous_phase, r.phase))
 
+    @property
+    def unit(self) -> str:
+        """What the weights count: the engine's, or before any interval the mode's (sampled mode said
+        "0 instructions" until its first window)."""
+        s = self.engine.stats
+        return s.unit if s.intervals else ("instructions" if self.mode == "exact" else "cpu_ns")
+
     def version(self) -> tuple:
         """Changes whenever anything the dashboard shows does, but for its clock and rate."""
         return self.engine.stats.intervals, self.status, self.threads_followed, self.dropped
@@ -181,7 +188,7 @@ class LiveState:
         scores = [ScoreRow(LABELS.get(n, n) + (" *" if n == shown else ""), board[n]["overall"]["accuracy"],
                            board[n]["changes"]["accuracy"], board[n]["steady"]["accuracy"]) for n in shown_first]
         return Snapshot(target=self.target, pid=self.pid, status=self.status,
-                        threads_followed=self.threads_followed, weight=stats.weight, unit=stats.unit,
+                        threads_followed=self.threads_followed, weight=stats.weight, unit=self.unit,
                         mode=self.mode, intervals=stats.intervals, rate=self.rate(), dropped=self.dropped,
                         elapsed=time.monotonic() - self.started, threads=threads, footprints=fps,
                         footprint_phases=tuple(r.phase for r in recent), phases=phases, scores=scores,
@@ -192,7 +199,7 @@ class LiveState:
         s = self.engine.stats
         board = self.engine.scoreboard.scores[self.engine.config.predictors.shown]["overall"].accuracy
         acc = "-" if board is None else f"{100 * board:.0f}%"
-        work = f"{s.weight:,} instructions" if s.unit == "instructions" else f"{s.weight / 1e9:.2f} s CPU sampled"
+        work = f"{s.weight:,} instructions" if self.unit == "instructions" else f"{s.weight / 1e9:.2f} s CPU sampled"
         return (f"[{time.monotonic() - self.started:6.1f}s] {self.status}: {s.intervals} intervals, "
                 f"{work}, {len(s.phases)} phases, {self.threads_followed} threads, "
                 f"prediction accuracy {acc}, dropped {self.dropped}")
