@@ -204,3 +204,14 @@ def test_before_its_first_interval_a_run_counts_in_its_mode_s_unit(mode, said):
     state = LiveState(PhaseEngine(EngineConfig()), "prog", 1, lambda pc: "", mode=mode)
     assert f"0 intervals, {said}," in state.status_line()
     assert state.snapshot().unit == ("instructions" if mode == "exact" else "cpu_ns")
+
+
+def test_a_stopped_target_is_shown_stopped_only_while_tracing():
+    from phasescope.engine import EngineConfig, PhaseEngine
+    from phasescope.view.snapshot import LiveState
+    state = LiveState(PhaseEngine(EngineConfig()), "prog", 77, lambda pc: "", stopped=lambda: True)
+    state.status = "tracing"
+    assert state.status_line().split("] ", 1)[1].startswith("target stopped (kill -CONT 77 continues it):")
+    assert state.snapshot().status == state.shown_status
+    state.status = "detaching"
+    assert state.shown_status == "detaching"

@@ -13,7 +13,6 @@ import signal
 import time
 from typing import List, Optional, TextIO
 
-
 from phasescope import __version__
 from phasescope.engine import EngineConfig
 from phasescope.pipeline.flow import Flow
@@ -111,8 +110,9 @@ class LiveRun:
             self.symbols = Symbolizer(self.session)
             if self.agent is not None:
                 self.agent.before_final_ack = self._resolve_hot_code  # the process is about to go
-            self.state = LiveState(self.engine, self.title, self.session.pid, self.symbols.describe,
-                                   self.session.describe_mode(), locality_size=self.locality_size)
+            pid = self.session.pid
+            self.state = LiveState(self.engine, self.title, pid, self.symbols.describe, self.session.describe_mode(),
+                                   locality_size=self.locality_size, stopped=lambda: is_stopped(pid))
             self.state.status = "tracing"
             self.state.threads_followed = len(self.session.threads)
             self.flow.start(self._start_info())
