@@ -210,3 +210,14 @@ def test_a_log_cut_short_is_said_once_where_a_command_reads_it_twice(tmp_path, c
     cut.write_bytes(open(log, "rb").read()[:-40])
     assert main(["score", str(cut), "--reference", str(cut)]) == 0
     assert capsys.readouterr().err.count("the last line is cut short") == 1
+
+
+@pytest.mark.parametrize("output", ["d.folded", "run.base.pb.gz"])
+def test_profile_diff_refuses_its_output_before_it_prints_the_table(tmp_path, monkeypatch, capsys, output):
+    """``profile LOG --diff 0 1 -o d.folded`` printed the comparison, then refused -o (stop 47)."""
+    monkeypatch.chdir(tmp_path)
+    synthetic_log(tmp_path / "run.base.pb.gz")  # the log is where -o's base would go
+    target = "run.pb.gz" if output == "run.base.pb.gz" else output
+    assert main(["profile", "run.base.pb.gz", "--diff", "0", "1", "-o", target]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, (out, err)
