@@ -3,12 +3,14 @@ run (SIGSTOP, a debugger, a starved machine) would hang phasescope forever."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import Callable, Optional
 
 import frida
 
+from phasescope.errors import PhasescopeError
 from phasescope.sources.protocol import QUERY_TIMEOUT
 
 #: what frida raises when the target (or its session) went away under a call
@@ -27,6 +29,16 @@ def kill_quietly(device, pid: int) -> None:
 def first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return text[0] if text else type(e).__name__
+
+
+def attach_failed(e: BaseException, pid: int, spawned: Optional[str] = None) -> PhasescopeError:
+    """Frida could not attach to ``pid``: exit code 1. A program ``spawned`` (its command line) that
+    ended first (the loader found no library: it said so on stderr) is said to have ended, not to be
+    unattachable ("cannot attach to pid N: target exited with status 127"; stop 47)."""
+    ended = re.search(r"target exited with status (\d+)", first_line(e)) if spawned else None
+    if ended:
+        return PhasescopeError(f"{spawned} exited with code {ended[1]} during its start-up, before it could be traced")
+    return PhasescopeError(f"cannot attach to pid {pid}: {first_line(e)}")
 
 
 DETACH_TIMEOUT = 5.0
