@@ -46,3 +46,13 @@ def test_profile_of_an_exact_log_names_the_methods_the_live_run_named(tmp_path):
     assert prof.name(SPIN) == "java Hot.spin"
     assert prof.name(UNREAD) == f"{UNREAD:#x}"  # not named by the run: still its key
     assert len(list(read_log(log))) == 6  # replay, export-bbv, reference, plot: the intervals only
+
+
+def test_replay_carries_the_names_on_into_its_log_and_profile(tmp_path):
+    """``replay LOG --log AGAIN`` dropped the record: AGAIN's methods were keys again."""
+    from phasescope.cli import main
+    log = _logged(tmp_path)
+    again, folded = tmp_path / "again.jsonl", tmp_path / "again.folded"
+    assert main(["replay", log, "--log", str(again), "--profile", str(folded)]) == 0
+    assert read_profile(str(again)).name(SPIN) == "java Hot.spin"
+    assert "java Hot.spin" in folded.read_text()

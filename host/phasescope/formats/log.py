@@ -304,7 +304,7 @@ def interval_of(rec: dict, where: str) -> Interval:
     )
 
 
-def read_log(path: str) -> Iterator[Interval]:
-    """Intervals of a phasescope log, in file order (see :func:`log_records`)."""
-    for where, rec in log_records(path):
+def read_log(path: str, names: Optional[dict] = None) -> Iterator[Interval]:
+    """Intervals of a phasescope log, in file order (see :func:`log_records`; ``names`` as there)."""
+    for where, rec in log_records(path, names):
         yield interval_of(rec, where)
