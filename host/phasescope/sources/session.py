@@ -257,7 +257,8 @@ class TraceSession(AgentQueries):
                     else "run as the process owner or as root")
             raise InputError(f"permission denied attaching to pid {self.pid} ({first_line(e)}); {hint}") from None
         except (frida.ProcessNotRespondingError, frida.NotSupportedError, frida.TransportError) as e:
-            raise attach_failed(e, self.pid, self.target.describe() if self.target.spawn else None) from None
+            spawned = (self.target.describe(), self._exit_status) if self.target.spawn and self._exit_status else None
+            raise attach_failed(e, self.pid, spawned) from None
         self._session.on("detached", self._on_detached)
 
     def _load(self) -> None:
