@@ -151,7 +151,7 @@ def test_a_reference_through_a_pipe_is_refused_not_read_from_its_middle(tmp_path
         os.dup2(saved, 0)
         os.close(saved), os.close(r)
     assert capsys.readouterr().err.strip().splitlines() == [
-        "phasescope score: error: /dev/stdin: a pipe; its format is read from its first line before the whole is "
+        "phasescope score: error: - (standard input): a pipe; its format is read from its first line before the whole is "
         "read: give a file"]
 
 
@@ -171,3 +171,53 @@ def test_a_dash_whose_reader_has_gone_is_a_quiet_end_as_for_every_report(tmp_pat
     finally:
         os.close(w)
     assert (p.returncode, p.stderr) == (0, "")
+
+
+def _with_fd(fd: int, path: str, flags: int, argv) -> int:
+    """``main(argv)`` with file descriptor ``fd`` opened on ``path`` (``> /dev/full``, ``>> LOG``)."""
+    saved, f = os.dup(fd), os.open(path, flags)
+    os.dup2(f, fd)
+    os.close(f)
+    try:
+        return main(argv)
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+
+
+@pytest.mark.parametrize("case", ["full", "input", "stdin"])
+def test_messages_name_a_dash_as_the_user_typed_it_not_dev_stdout(tmp_path, capsys, case):
+    """``export-bbv LOG - > /dev/full`` said "/dev/stdout: cannot write", ``export-bbv LOG - >> LOG``
+    "OUT.bb /dev/stdout is the input LOG", ``replay - < /dev/null`` "/dev/stdin: empty input": the
+    user wrote ``-`` (stop 47)."""
+    log = synthetic_log(tmp_path / "run.jsonl")
+    if case == "stdin":
+        assert _with_fd(0, os.devnull, os.O_RDONLY, ["replay", "-"]) == 2
+        want = "- (standard input): empty input"
+    else:
+        path, flags = ("/dev/full", os.O_WRONLY) if case == "full" else (log, os.O_WRONLY | os.O_APPEND)
+        assert _with_fd(1, path, flags, ["export-bbv", log, "-"]) == (1 if case == "full" else 2)
+        want = "- (standard output)" + (": cannot write" if case == "full" else " is the input LOG")
+    err = capsys.readouterr().err
+    assert want in err and "/dev/std" not in err, err
+
+
+def test_a_log_cut_short_is_said_once_where_a_command_reads_it_twice(tmp_path, capsys):
+    """``score CUT --reference CUT`` (and ``plot CUT``) read the log twice and said the cut-short
+    last line twice (stop 47)."""
+    log = synthetic_log(tmp_path / "run.jsonl")
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(open(log, "rb").read()[:-40])
+    assert main(["score", str(cut), "--reference", str(cut)]) == 0
+    assert capsys.readouterr().err.count("the last line is cut short") == 1
+
+
+@pytest.mark.parametrize("output", ["d.folded", "run.base.pb.gz"])
+def test_profile_diff_refuses_its_output_before_it_prints_the_table(tmp_path, monkeypatch, capsys, output):
+    """``profile LOG --diff 0 1 -o d.folded`` printed the comparison, then refused -o (stop 47)."""
+    monkeypatch.chdir(tmp_path)
+    synthetic_log(tmp_path / "run.base.pb.gz")  # the log is where -o's base would go
+    target = "run.pb.gz" if output == "run.base.pb.gz" else output
+    assert main(["profile", "run.base.pb.gz", "--diff", "0", "1", "-o", target]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, (out, err)

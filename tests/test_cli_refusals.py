@@ -72,6 +72,20 @@ def test_an_output_naming_a_file_the_spawned_program_is_given_is_refused(tmp_pat
     assert digest(data) == before
 
 
+def test_a_program_whose_loader_fails_is_said_to_have_ended_not_to_be_unattachable(tmp_path):
+    """A program linked to a library that is gone exits 127 in the loader before Frida attaches:
+    exact mode said "cannot attach to pid N: target exited with status 127" (stop 47)."""
+    (tmp_path / "lib.c").write_text("void gone(void) {}\n")
+    (tmp_path / "main.c").write_text("void gone(void);\nint main(void) { gone(); return 0; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "libgone.so"), str(tmp_path / "lib.c")], check=True)
+    subprocess.run(["cc", "-o", str(tmp_path / "needs"), str(tmp_path / "main.c"), f"-L{tmp_path}", "-lgone"], check=True)
+    (tmp_path / "libgone.so").unlink()
+    r = run_cli("--no-dashboard", "-f", str(tmp_path / "needs"), timeout=90)
+    assert r.returncode == 1 and "libgone.so" in r.stderr, r.stderr  # the loader's own line, kept
+    assert r.stderr.strip().splitlines()[-1] == (f"phasescope: error: {tmp_path / 'needs'} exited with code 127 during "
+                                                 "its start-up, before it could be traced"), r.stderr
+
+
 @pytest.mark.parametrize("mode", ["exact", "sampled"])
 def test_phasescope_refuses_to_trace_itself(mode):
     """``-p`` of phasescope's own pid: before stop 45 exact mode followed its own threads and hung,

@@ -193,3 +193,25 @@ def test_the_report_prints_names_as_they_are():
     print_hot_code(summary, 20, out)
     assert "P0 (100.0% of CPU time): prog!a:smile:b, 90% of the phase's sampled CPU time" in out.getvalue()
     assert "    0x401000: jne :fire:" in out.getvalue()
+
+
+@pytest.mark.parametrize("mode, said", [("sampled", "0.00 s CPU sampled"), ("exact", "0 instructions")])
+def test_before_its_first_interval_a_run_counts_in_its_mode_s_unit(mode, said):
+    """A sampled run said "0 instructions" until its first window (a stopped or idle target: for
+    good; stop 47)."""
+    from phasescope.engine import EngineConfig, PhaseEngine
+    from phasescope.view.snapshot import LiveState
+    state = LiveState(PhaseEngine(EngineConfig()), "prog", 1, lambda pc: "", mode=mode)
+    assert f"0 intervals, {said}," in state.status_line()
+    assert state.snapshot().unit == ("instructions" if mode == "exact" else "cpu_ns")
+
+
+def test_a_stopped_target_is_shown_stopped_only_while_tracing():
+    from phasescope.engine import EngineConfig, PhaseEngine
+    from phasescope.view.snapshot import LiveState
+    state = LiveState(PhaseEngine(EngineConfig()), "prog", 77, lambda pc: "", stopped=lambda: True)
+    state.status = "tracing"
+    assert state.status_line().split("] ", 1)[1].startswith("target stopped (kill -CONT 77 continues it):")
+    assert state.snapshot().status == state.shown_status
+    state.status = "detaching"
+    assert state.shown_status == "detaching"

@@ -125,8 +125,8 @@ def test_a_jvms_compiled_methods_are_keyed_and_named_by_method(tmp_path):
 def test_exact_mode_names_a_jvms_compiled_methods_as_sampled_mode_does(tmp_path):
     # Exact mode keys a branch in compiled Java code by its Method* (agent/jit_keys.c); the host
     # names that key from the JVM's own tables while it runs, not "java method 0x..." (issue 32)
-    profile = tmp_path / "hot.folded"
-    hot = _hot_code_of_hot_java(tmp_path, "--profile", str(profile))
+    profile, log = tmp_path / "hot.folded", tmp_path / "hot.jsonl"
+    hot = _hot_code_of_hot_java(tmp_path, "--profile", str(profile), "--log", str(log))
     assert any(s in ("[jit]!java Hot.spin", "[jit]!java Hot.mix") for s in hot), hot
     assert not any(s.startswith("java method 0x") for s in hot), hot
     weights = {}
@@ -139,6 +139,11 @@ def test_exact_mode_names_a_jvms_compiled_methods_as_sampled_mode_does(tmp_path)
     # a method or two first run after the last look-up (the JVM's end) may stay a key: under 1% of the profile
     raw = {f: n for f, n in weights.items() if f.startswith("0x8")}
     assert sum(raw.values()) <= 0.01 * sum(weights.values()), sorted(raw.items(), key=lambda kv: -kv[1])[:10]
+    # offline, from the log alone: the methods as the live run named them (the log's names record; stop 47)
+    offline = tmp_path / "offline.folded"
+    assert run_cli("profile", str(log), "-o", str(offline), timeout=120).returncode == 0
+    leaves = {line.rsplit(" ", 1)[0].split(";")[-1] for line in offline.read_text().splitlines()}
+    assert leaves & {"java Hot.spin", "java Hot.mix"}, sorted(leaves)[:20]
 
 
 def test_a_pc_seen_before_takes_the_method_of_the_nmethod_now_at_its_address():

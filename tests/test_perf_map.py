@@ -38,6 +38,23 @@ def test_a_function_keeps_its_key_when_recompiled_elsewhere(tmp_path):
     assert pm.names([0x7F0000009010])[0] == "JS:*parse /app.js:3:10"
 
 
+def test_a_map_older_than_the_process_is_an_earlier_process_s_and_is_not_read(tmp_path):
+    """A ``/tmp/perf-PID.map`` left by an earlier process of the same pid named code this one (which
+    writes none) does not have (stop 47): one last written before the process started is passed
+    over; written after (a runtime writing it anew), it is read. This process is the one traced."""
+    from phasescope.sources.procfs import process_start
+    path = tmp_path / "perf-old.map"
+    path.write_text("7f0000001000 100 JS:*ghost old.js:1\n")
+    started = process_start(os.getpid())
+    os.utime(path, (started - 60, started - 60))
+    pm = PerfMap(os.getpid(), str(path))
+    pcs = np.array([0x7F0000001010], dtype=np.uint64)
+    assert pm.names([0x7F0000001010])[0] is None and pm.keys(pcs, pcs.copy())[0] == pcs[0]
+    assert pm.stale == str(path)
+    os.utime(path)  # written now
+    assert pm.names([0x7F0000001010])[0] == "JS:*ghost old.js:1"
+
+
 def test_no_map_leaves_keys_alone(tmp_path):
     pcs = np.array([0x7F0000001010], dtype=np.uint64)
     assert PerfMap(1, str(tmp_path / "none.map")).keys(pcs, pcs.copy())[0] == pcs[0]

@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 import os
 
+import numpy as np
 import pytest
 
-from phasescope.engine.config import EngineConfig
+from phasescope.engine import Interval
+from phasescope.engine.config import PRESETS, EngineConfig, TrackerConfig
+from phasescope.pipeline.processes import ProcessEngines
 from phasescope.errors import InputError
 from phasescope.sinks.phase_db import PhaseDb, settings_of
 
@@ -32,7 +35,8 @@ def test_a_database_refused_for_its_content_is_not_left_locked(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["phases.json"]
 
 
-def test_a_read_only_database_and_the_per_process_ones_of_a_are_not_locked(tmp_path):
+def test_a_read_only_database_and_one_opened_unlocked_are_not_locked(tmp_path):
+    """``lock=False``: -a's per-process openings, the program's lock held once by the run."""
     db = tmp_path / "phases.json"
     db.write_text(json.dumps({"format": "phasescope-phase-db", "version": 1, "settings": settings_of(EngineConfig()), "runs": 0,
                               "next_id": 0, "representatives": []}))
@@ -55,3 +59,27 @@ def test_a_lock_name_that_is_a_link_is_refused_not_written_through(tmp_path):
         PhaseDb(str(db), EngineConfig())
     assert victim.read_text() == "precious data\n"
     assert (tmp_path / ".phases.json.lock").is_symlink()
+
+
+def _window(pid: int, seq: int) -> Interval:
+    return Interval(thread=pid, seq=seq, instructions=None, keys=np.array([7 << 12], dtype=np.uint64),
+                    counts=np.array([100], dtype=np.uint64), mode="sampled", samples=100, period_ns=1_000_000,
+                    pid=pid, comm="prog")
+
+
+def test_a_second_system_wide_run_does_without_a_program_database_in_use(tmp_path):
+    """Two ``-a --phase-db DIR`` runs at once both loaded and saved ``DIR/prog-*.json`` without a
+    lock (stop 46): the second now does without it, saying why, while the first, holding it once for
+    both its processes of the program, saves it."""
+    config = EngineConfig(tracker=TrackerConfig(**PRESETS["sampled"]))
+    first, second = (ProcessEngines(config, phase_db_dir=str(tmp_path)) for _ in range(2))
+    for pid in (100, 101):
+        first.feed(_window(pid, 0))
+    assert all(run.db is not None for run in first.runs.values())
+    second.feed(_window(200, 0))
+    assert second.runs[200].db is None
+    assert len(second.notes) == 1 and "prog[200]: phase database not used" in second.notes[0]
+    assert f"in use by another phasescope run (pid {os.getpid()})" in second.notes[0]
+    first.close(), second.close()
+    assert [f for f in os.listdir(tmp_path) if f.endswith(".lock")] == []
+    assert [f for f in os.listdir(tmp_path) if f.startswith("prog-") and f.endswith(".json")]

@@ -40,6 +40,8 @@ def one_line_error(r, exit_code=2):
     (["--interval", "999", "-f", "/bin/true"], "interval"),
     (["--duration", "nan", "-f", "/bin/true"], "--duration"),
     (["--duration", "-inf", "-f", "/bin/true"], "--duration"),
+    (["--duration", "inf", "-f", "/bin/true"], "--duration must be a positive, finite number"),  # was "positive (got inf)"
+    (["--duration", "1e400", "-f", "/bin/true"], "--duration must be a positive, finite number"),
     (["--status-every", "nan", "-f", "/bin/true"], "--status-every"),
     (["--refresh", "0", "-f", "/bin/true"], "--refresh"),
     (["--threshold", "nan", "-f", "/bin/true"], "threshold"),

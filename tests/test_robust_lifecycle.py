@@ -71,6 +71,35 @@ def test_a_stopped_target_is_traced_once_continued(build, tmp_path):
         end_process(target)
 
 
+@pytest.mark.parametrize("mode", ["exact", "sampled"])
+def test_a_target_stopped_while_traced_is_said_to_be_stopped(build, mode):
+    """The status said "tracing" while the target sat stopped and nothing came (stop 47); it says
+    so, and "tracing" again once the target continues."""
+    target = start_workers(build, "tick")
+    try:
+        mon = subprocess.Popen(cli_command("--mode", mode, "--no-dashboard", "--status-every", "0.3", "--duration", "60",
+                                           "-p", str(target.pid)),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            def line_with(text: str) -> str:
+                for line in mon.stderr:
+                    if text in line:
+                        return line
+                raise AssertionError(f"no line with {text!r}")
+            line_with("] tracing:")
+            os.kill(target.pid, signal.SIGSTOP)
+            assert f"] target stopped (kill -CONT {target.pid} continues it):" in line_with("target stopped")
+            os.kill(target.pid, signal.SIGCONT)
+            line_with("] tracing:")
+            mon.send_signal(signal.SIGINT)
+            mon.communicate(timeout=60)
+        finally:
+            end_process(mon)
+        assert mon.returncode == 0
+    finally:
+        end_process(target)
+
+
 def test_a_stop_counts_while_a_tracer_holds_the_main_thread(build):
     """What the detach sees when a SIGSTOP lands while Frida's helper holds the main thread: that
     thread in ptrace stop (``t``), the rest stopped (``T``). Here this test is the tracer."""

@@ -6,6 +6,7 @@ own; the -a refusals are one line and exit 2; the per-process engines stay bound
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 
@@ -194,3 +195,33 @@ def test_the_system_dashboard_shows_every_figure_whole(width, height):
     for i, row in enumerate(rows[:height - 12]):
         assert str(row["pid"]) in text and f"P{row['phase']}" in text and f"{90 - 2 * i}%" in text, (i, text)
     assert "123456" in text and "83%" in text
+
+
+class _EndedSampler:
+    """What SystemRun._feed reads of a sampler: a process that ended in the windows being fed (the
+    sampler has forgotten it)."""
+
+    def __init__(self, proc):
+        self.processes, self._ended = {}, [proc]
+
+    def take_ended(self):
+        ended, self._ended = self._ended, []
+        return ended
+
+
+def test_a_process_first_classified_as_it_ends_keeps_its_executable(tmp_path):
+    """Its engine starts on windows the sampler returned with its end: the executable was looked up
+    after the sampler forgot the process, so its phase database was named after its comm, another
+    file than the program's other runs used (seen live: ``spin-a801301e`` beside ``spin-4d68f591``;
+    stop 47)."""
+    from phasescope.pipeline.system import SystemRun
+    from phasescope.pipeline.processes import program_key
+    from phasescope.sources.system_sampler import ProcessInfo
+    config = EngineConfig(tracker=TrackerConfig(**PRESETS["sampled"]))
+    proc = ProcessInfo(321, "p321", "/opt/prog/bin/p321", True)
+    run = SystemRun(_EndedSampler(proc), config, [], dashboard=False, out=None, phase_db_dir=str(tmp_path))
+    run._feed([_window(321, 0, 7)])
+    ended = run.processes.finished[-1]
+    assert (ended["exe"], ended["key"]) == ("/opt/prog/bin/p321", program_key("p321", "/opt/prog/bin/p321"))
+    run.processes.close()  # the run's end: the program's database is released
+    assert os.listdir(tmp_path) == [program_key("p321", "/opt/prog/bin/p321") + ".json"]

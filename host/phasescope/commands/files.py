@@ -21,10 +21,10 @@ import stat
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from phasescope.errors import InputError
-from phasescope.sinks.base import STDOUT
+from phasescope.sinks.base import STDOUT, Dash
 
 #: what an input ``-`` becomes: standard input, as a path every reader opens (a pipe is read as a FIFO)
-STDIN = "/dev/stdin"
+STDIN = Dash("/dev/stdin", "standard input")
 
 def _path(args, dest: str) -> Optional[str]:
     value = getattr(args, dest, None)

@@ -225,12 +225,15 @@ class MonitorCommand(Command):
                     require_local(device)
                 session = kind.build(args, device, target, stdio, config.tracker.interval)
                 if zero_touch:  # nothing injected: the target starts now, the engine loads while it runs
+                    _not_stopped_yet(self.stop)
                     started = session.start()
                 from phasescope.pipeline.live import LiveRun
                 run = LiveRun(session, config, sinks, dashboard=dashboard, out=out, title=short_title(target),
                               refresh=args.refresh, status_every=args.status_every, duration=args.duration,
                               locality_size=args.locality_size if args.locality else None,
                               owns_target=self.owns_target)
+                if started is None:  # the run spawns or attaches
+                    _not_stopped_yet(self.stop)
             except BaseException:
                 if started is not None:  # a program spawned for a run that could not begin: not left behind
                     started.kill()
@@ -295,6 +298,14 @@ def _check_injectable(target: Target) -> None:
         why = exact_mode_refusal(f"/proc/{target.pid}/exe", f"pid {target.pid} ({process_exe(target.pid)})")
     if why:
         raise InputError(why)
+
+
+def _not_stopped_yet(stop) -> None:
+    """A stop signal (Ctrl-C) before the target is spawned or attached: none is, exit 130, as under
+    perf. A target spawned after it never saw the terminal's Ctrl-C, and phasescope, finding it in
+    the terminal's foreground, did not send it again: it ran on until the SIGTERM 3 s later (stop 47)."""
+    if stop.requested:
+        raise KeyboardInterrupt
 
 
 def _open_output(path: Optional[str]):

@@ -308,9 +308,9 @@ def validate_run_options(args: argparse.Namespace) -> None:
         raise InputError("--comm, --pids and --cgroup filter what -a follows: give -a")
     validate_source_options(args)
     if args.duration is not None and not 0 < args.duration < float("inf"):  # also rejects nan
-        raise InputError(f"--duration must be positive (got {args.duration})")
+        raise InputError(f"--duration must be a positive, finite number of seconds (got {args.duration})")
     if not 0 < args.status_every < float("inf"):
-        raise InputError(f"--status-every must be positive (got {args.status_every})")
+        raise InputError(f"--status-every must be a positive, finite number of seconds (got {args.status_every})")
     if not 0 < args.refresh <= 60:
         raise InputError(f"--refresh must be in (0, 60] (got {args.refresh})")
     if args.segment_mode != "fixed" and args.mode == "exact" and args.interval is None:

@@ -69,7 +69,11 @@ class ProfileCommand(Command):
         if args.output == STDOUT:
             raise InputError("-o -: standard output carries --diff's table, and the base profile is written beside "
                              "-o's file; give a file name")
+        if args.output and format_of(args.output, args.format) != "pprof":  # before the table, not after it
+            raise InputError("--diff writes pprof (-o FILE.pb.gz)")
         (log_a, phase_a), (log_b, phase_b) = (diff.parse_side(s, args.log) for s in args.diff)
+        if args.output and os.path.abspath(base_path(args.output)) in {os.path.abspath(p) for p in (log_a, log_b)}:
+            raise InputError(f"--diff would write its base over an input: {base_path(args.output)}")
         a = read_profile(log_a, args.binary)
         b = a if log_b == log_a else read_profile(log_b, args.binary)
         rows = diff.changes(a, phase_a, b, phase_b)
@@ -78,10 +82,6 @@ class ProfileCommand(Command):
         for c in rows[:args.top]:
             print(f"{c.function[:40]:40} {c.share_a:9.1%} {c.share_b:9.1%} {c.delta:+8.1%}")
         if args.output:
-            if format_of(args.output, args.format) != "pprof":
-                raise InputError("--diff writes pprof (-o FILE.pb.gz)")
-            if os.path.abspath(base_path(args.output)) in {os.path.abspath(p) for p in (log_a, log_b)}:
-                raise InputError(f"--diff would write its base over an input: {base_path(args.output)}")
             write_profile("pprof", b, args.output, phase_b)
             write_profile("pprof", a, base_path(args.output), phase_a)
             print(f"{args.output}: phase {sb}; {base_path(args.output)}: phase {sa} "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 from itertools import chain, islice
-from typing import Iterator
+from typing import Iterator, List, Optional
 
 from phasescope.commands.runner import Command
 from phasescope.engine.phase_engine import BATCH
@@ -24,6 +24,7 @@ from phasescope.view.report import print_report
 from phasescope.formats.bbv import read_bb, read_pc_map
 from phasescope.pipeline.flow import Flow
 from phasescope.sinks.base import Sinks
+from phasescope.sources.modules import JIT_MODULE
 
 
 def detect_format(path: str) -> str:
@@ -46,14 +47,21 @@ def detect_format(path: str) -> str:
     raise InputError(f"{path}: empty input")
 
 
-def open_input(args) -> Iterator[Interval]:
+def open_input(args, names: Optional[dict] = None) -> Iterator[Interval]:
+    """The recording's intervals; a log's ``names`` record fills ``names`` once they are read."""
     fmt = detect_format(args.file) if args.format == "auto" else args.format
     if fmt == "log":
         if args.pc_out_file:
             raise InputError("--pc-out-file applies to .bb input only")
-        return read_log(args.file)
+        return read_log(args.file, names)
     pc_map = read_pc_map(args.pc_out_file) if args.pc_out_file else None
     return read_bb(args.file, pc_map, args.pc_out_file or "")
+
+
+def as_recorded(names: dict, keys: List[int]) -> List[str]:
+    """Each key as the live run named it in the log's ``names`` record (``[jit]!java Holder.name``),
+    else the key: what a live run's sinks are given before its target ends."""
+    return [f"{JIT_MODULE}!{names[k][1]}" if k in names and names[k][1] else f"{k:#x}" for k in keys]
 
 
 class ReplayCommand(Command):
@@ -78,9 +86,9 @@ class ReplayCommand(Command):
         engine_config_from_args(args, interval_default=None)  # bad options fail before any file is touched
         if args.top < 0:
             raise InputError(f"--top must not be negative (got {args.top})")
-        sinks = []
+        sinks, names = [], {}
         try:
-            stream = open_input(args)
+            stream = open_input(args, names)
             first = next(stream, None)
             if first is None:
                 raise InputError(f"{args.file}: no complete interval record to replay")
@@ -101,6 +109,7 @@ class ReplayCommand(Command):
                 if not batch:
                     break
                 flow.feed_many(batch)
+            flow.sinks.before_end(lambda keys: as_recorded(names, keys))  # on into --log and --profile
             summary = flow.engine.summary()
             summary["input"] = {"path": args.file, "pc_out_file": args.pc_out_file}
             summary["end"] = {"how": "replayed", "code": None, "signal": None, "reason": None}

@@ -20,12 +20,11 @@ from typing import Dict, List, Optional, Tuple
 from phasescope import waits
 from phasescope.commands.files import check_files
 from phasescope.startup import settled
+from phasescope.sources.stdio import STOP_SIGNALS  # they ask a run to stop: it detaches, writes its outputs, exits
 from phasescope.errors import (EXIT_FAILED, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK,
                                PhasescopeError)
 
 
-#: the signals that ask a run to stop: it detaches, writes the summary, reports and exits
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 class StopRequest:

@@ -49,6 +49,11 @@ Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instr
 - ``frames`` (array, with ``stacks``): ``[[stable_key, module, function], ...]``, the name of
   every key of ``stacks`` (module and function each null when unknown), so a log names its code
   without the binaries (``phasescope profile``).
+
+One other record may follow the intervals (readers that do not ask for it skip it): ``{"names":
+[[stable_key, module, function], ...]}``, exact mode's compiled Java method keys as the live run
+named them from the JVM's tables before the target ended (``[jit]``, ``java Holder.name``), which
+no file names afterwards (:meth:`phasescope.sinks.log.JsonlLog.before_end`; stop 47).
 """
 
 from __future__ import annotations
@@ -202,12 +207,7 @@ def _stacks(rec: dict, where: str, samples: Optional[int]):
         raise InputError(f"{where}: field 'stacks' must be a list of [samples, key, ...] lists of integers")
     if samples is not None and sum(s[0] for s in stacks) != samples:
         raise InputError(f"{where}: the samples of 'stacks' must add up to 'samples'")
-    if not (isinstance(frames, list) and all(
-            isinstance(f, list) and len(f) == 3 and _is_key(f[0]) and all(x is None or isinstance(x, str) for x in f[1:])
-            for f in frames)):
-        raise InputError(f"{where}: field 'frames' must be a list of [key, module, function] "
-                         "(module and function strings or null)")
-    return stacks, {f[0]: (f[1], f[2]) for f in frames}
+    return stacks, _frames(frames, where, "frames")
 
 
 def load_record(line: str, where: str) -> dict:
@@ -221,10 +221,15 @@ def load_record(line: str, where: str) -> dict:
     return rec
 
 
-def log_records(path: str) -> Iterator[Tuple[str, dict]]:
-    """``(FILE:LINE, record)`` of every non-blank line of a log. A last line cut short (no newline
-    and not JSON: the run was killed while writing it) is left out with a warning on stderr; a bad
-    line anywhere else is an InputError."""
+#: the cut-short last lines already said (``FILE:LINE``)
+_CUT_SAID: set = set()
+
+
+def log_records(path: str, names: Optional[dict] = None) -> Iterator[Tuple[str, dict]]:
+    """``(FILE:LINE, record)`` of every interval record of a log; a ``names`` record's frames go into
+    ``names`` (key -> (module, function)) when given. A last line cut short (no newline and not
+    JSON: the run was killed while writing it) is left out with a warning on stderr; a bad line
+    anywhere else is an InputError."""
     n = 0
     for lineno, line in numbered_lines(path):
         if not line.strip():
@@ -235,11 +240,26 @@ def log_records(path: str) -> Iterator[Tuple[str, dict]]:
         except InputError:
             if line.endswith("\n"):
                 raise
-            print(f"phasescope: {where}: the last line is cut short (the run ended while writing it); "
-                  f"reading the {n} records before it", file=sys.stderr)
+            if where not in _CUT_SAID:  # plot and score read a log twice: said once
+                _CUT_SAID.add(where)
+                print(f"phasescope: {where}: the last line is cut short (the run ended while writing it); "
+                      f"reading the {n} records before it", file=sys.stderr)
             return
+        if "names" in rec and "thread" not in rec:
+            (names if names is not None else {}).update(_frames(rec["names"], where, "names"))
+            continue
         n += 1
         yield where, rec
+
+
+def _frames(frames, where: str, field: str) -> dict:
+    """key -> (module, function) of a ``[[key, module, function], ...]`` field (InputError if malformed)."""
+    if not (isinstance(frames, list) and all(
+            isinstance(f, list) and len(f) == 3 and _is_key(f[0]) and all(x is None or isinstance(x, str) for x in f[1:])
+            for f in frames)):
+        raise InputError(f"{where}: field '{field}' must be a list of [key, module, function] "
+                         "(module and function strings or null)")
+    return {f[0]: (f[1], f[2]) for f in frames}
 
 
 def parse_record(line: str, where: str) -> Interval:
@@ -284,7 +304,7 @@ def interval_of(rec: dict, where: str) -> Interval:
     )
 
 
-def read_log(path: str) -> Iterator[Interval]:
-    """Intervals of a phasescope log, in file order (see :func:`log_records`)."""
-    for where, rec in log_records(path):
+def read_log(path: str, names: Optional[dict] = None) -> Iterator[Interval]:
+    """Intervals of a phasescope log, in file order (see :func:`log_records`; ``names`` as there)."""
+    for where, rec in log_records(path, names):
         yield interval_of(rec, where)

@@ -13,7 +13,6 @@ import signal
 import time
 from typing import List, Optional, TextIO
 
-
 from phasescope import __version__
 from phasescope.engine import EngineConfig
 from phasescope.pipeline.flow import Flow
@@ -28,7 +27,7 @@ from phasescope.sources.events import (AgentError, BurstEvent, ChildEnded, Dropp
                                       Unfollowable)
 from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME
 from phasescope.sources.output import OutputRelay
-from phasescope.sources.stopped import is_stopped, wait_while_stopped
+from phasescope.sources.stopped import in_foreground, is_stopped, wait_while_stopped
 from phasescope.sources.symbols import Symbolizer
 from phasescope.view.plain import PlainView, said as _said
 from phasescope.view.report import print_hot_code, print_report
@@ -111,8 +110,9 @@ class LiveRun:
             self.symbols = Symbolizer(self.session)
             if self.agent is not None:
                 self.agent.before_final_ack = self._resolve_hot_code  # the process is about to go
-            self.state = LiveState(self.engine, self.title, self.session.pid, self.symbols.describe,
-                                   self.session.describe_mode(), locality_size=self.locality_size)
+            pid = self.session.pid
+            self.state = LiveState(self.engine, self.title, pid, self.symbols.describe, self.session.describe_mode(),
+                                   locality_size=self.locality_size, stopped=lambda: is_stopped(pid))
             self.state.status = "tracing"
             self.state.threads_followed = len(self.session.threads)
             self.flow.start(self._start_info())
@@ -128,7 +128,10 @@ class LiveRun:
             finally:
                 stop.finishing()
                 if self.stop_reason is None and self.passed_on is None and stop.requested:
-                    self.stop_reason = f"stopped by {stop.requested}"  # a second signal came before the loop saw it
+                    if self.ended is not None and self.target.spawn:  # it ended of it before the loop saw it
+                        self.passed_on = (stop.requested, 0.0)
+                    else:
+                        self.stop_reason = f"stopped by {stop.requested}"  # a second signal came before the loop saw it
                 self._finish()
         finally:
             stop.finishing()  # closing the sinks writes --profile
@@ -234,7 +237,7 @@ class LiveRun:
         if not self.target.spawn or pid is None or not is_local(getattr(self.session, "device", None)):
             return False
         sig = signal.Signals[signame]
-        if self.passed_on is not None or not (sig in (signal.SIGINT, signal.SIGQUIT) and _in_foreground(pid)):
+        if self.passed_on is not None or not (sig in (signal.SIGINT, signal.SIGQUIT) and in_foreground(pid)):
             try:
                 os.kill(pid, sig)
             except ProcessLookupError:
@@ -484,17 +487,3 @@ class LiveRun:
             return EXIT_FAILED
         return EXIT_INTERRUPTED if self.passed_on is not None else EXIT_KILLED
 
-
-def _in_foreground(pid: int) -> bool:
-    """Whether ``pid`` is in the foreground process group of phasescope's terminal (so a Ctrl-C
-    reached it as it reached phasescope)."""
-    try:
-        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
-    except OSError:
-        return False  # no terminal: the signal came from kill
-    try:
-        return os.tcgetpgrp(fd) == os.getpgid(pid)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)

@@ -115,6 +115,7 @@ class ProcessEngines:
         self.seen = 0
         self.retired = 0  # engines retired to make room (their processes still ran)
         self.notes: List[str] = []
+        self._locks: Dict[str, tuple] = {}  # --phase-db: each program's database held (phase_db.hold_lock)
 
     def subscribe(self, fn) -> None:
         """Call ``fn(result, interval)`` for every interval of every process from now on."""
@@ -142,9 +143,14 @@ class ProcessEngines:
             self.finished.append(self._named(run.summary(time.monotonic())))
 
     def close(self) -> None:
-        """The run ends: save the phase databases of the processes still running."""
+        """The run ends: save the phase databases of the processes still running, release them."""
         for run in self.runs.values():
             self._save_db(run)
+        if self._locks:
+            from phasescope.sinks.phase_db import release_lock
+            for lock in self._locks.values():
+                release_lock(lock)
+            self._locks.clear()
 
     def busiest(self, n: int) -> List[dict]:
         """Rows of the ``n`` processes with the most CPU sampled recently (then in all)."""
@@ -174,9 +180,11 @@ class ProcessEngines:
         run = ProcessRun(pid, comm or "", self.exe_of(pid), engine)
         if self.phase_db_dir is not None:
             try:
-                from phasescope.sinks.phase_db import PhaseDb  # only with --phase-db
-                # not locked: several processes of one program share its database in this run
-                run.db = PhaseDb(os.path.join(self.phase_db_dir, run.key + ".json"), self.config, lock=False)
+                from phasescope.sinks.phase_db import PhaseDb, hold_lock  # only with --phase-db
+                path = os.path.join(self.phase_db_dir, run.key + ".json")
+                if path not in self._locks:  # held once for all the program's processes, to the end of the run
+                    self._locks[path] = hold_lock(path)
+                run.db = PhaseDb(path, self.config, lock=False)
                 run.db.prepare(engine)
             except PhasescopeError as e:  # one program's database is unusable: say so, go on without it
                 self._say(f"phasescope: {comm}[{pid}]: phase database not used: {e}")

@@ -49,7 +49,7 @@ class SystemRun:
                                         phase_db_dir=phase_db_dir, exe_of=self._exe_of,
                                         note=lambda text: self.view.note(text), name_code=self._name_code)
         self.elf = ElfSymbols()
-        self._ending = None  # the ProcessInfo of a process ending now
+        self._ended_now: dict = {}  # pid -> the ProcessInfo of a process ended in the windows being fed
         self._kept: dict = {}  # the sampler's processes when it stopped
         self.started_wall = time.time()
         self.started = time.monotonic()
@@ -64,8 +64,7 @@ class SystemRun:
     def _name_code(self, pid: int, pcs: list) -> list:
         """Each code address of process ``pid`` as ``module!function``, else ``module+0xoffset``
         (``[kernel]`` for kernel time), None when its modules are not known."""
-        info = (self._ending if self._ending is not None and self._ending.pid == pid
-                else self.sampler.processes.get(pid) or self._kept.get(pid))
+        info = self._info(pid)
         modules = info.modules if info is not None else None
         if modules is None:
             return [KERNEL_NAME if pc == KERNEL_KEY else None for pc in pcs]
@@ -76,8 +75,14 @@ class SystemRun:
                 for pc in pcs]
 
     def _exe_of(self, pid: int) -> Optional[str]:
-        proc = self.sampler.processes.get(pid)
+        proc = self._info(pid)
         return proc.exe if proc is not None else None
+
+    def _info(self, pid: int):
+        """What the sampler knew of ``pid``: also once it ended, or the sampler stopped (a process
+        first classified then had no exe, so its phase database was named after its comm: two
+        databases for one program; stop 47)."""
+        return self._ended_now.get(pid) or self.sampler.processes.get(pid) or self._kept.get(pid)
 
     # -- what the view reads ----------------------------------------------------------------
     def subscribe(self, fn) -> None:
@@ -148,12 +153,13 @@ class SystemRun:
         return EXIT_OK
 
     def _feed(self, windows) -> None:
+        ended = self.sampler.take_ended()  # their windows are among these: they are known while classified
+        self._ended_now = {proc.pid: proc for proc in ended}
         for w in windows:
             self.processes.feed(w)
-        for proc in self.sampler.take_ended():
-            self._ending = proc  # its modules name its code in its last summary
-            self.processes.end(proc.pid)
-        self._ending = None
+        for proc in ended:
+            self.processes.end(proc.pid)  # its modules name its code in its last summary
+        self._ended_now = {}
 
     # -- the end ----------------------------------------------------------------------------
     def summary(self) -> dict:

@@ -20,7 +20,8 @@ from phasescope.engine.interval import Interval
 from phasescope.errors import InputError
 from phasescope.formats.log import interval_of, log_records
 from phasescope.sources.elf_symbols import ElfSymbols
-from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME, Module, ModuleMap, fnv1a32, library_name
+from phasescope.sources.modules import (JIT_MODULE, KERNEL_KEY, KERNEL_NAME, Module, ModuleMap, fnv1a32, jit_function,
+                                        library_name)
 
 #: (phase, predicted phase, thread, pid, comm): the labels of a row
 Labels = Tuple[int, int, int, int, str]
@@ -83,6 +84,12 @@ class Profile:
         """The keys of the profile's stacks that no frame names yet, sorted."""
         return sorted({k for stacks in self.weights.values() for stack in stacks for k in stack if k not in self.frames})
 
+    def name_jit(self, key: int, symbol: str) -> None:
+        """``key``'s frame from a hot-code name of JIT code (``[jit]!NAME``); other names are not frames."""
+        function = jit_function(symbol)
+        if function is not None:
+            self.frames[key] = (JIT_MODULE, function)
+
     def add(self, iv: Interval, phase: int, prediction: Optional[int], confidence: Optional[float]) -> None:
         """One classified interval (its ``prediction``: of its thread's next phase)."""
         pid, comm = iv.pid or 0, iv.comm or ""
@@ -137,8 +144,8 @@ def _phase(rec: dict, name: str, where: str, default=None):
 def read_profile(path: str, binaries: List[str] = ()) -> Profile:
     """The profile of the log at ``path``, keys without names named from ``binaries`` (InputError,
     one line, on a bad log or an empty one)."""
-    prof = Profile()
-    for where, rec in log_records(path):
+    prof, names = Profile(), {}
+    for where, rec in log_records(path, names):
         iv = interval_of(rec, where)
         phase = _phase(rec, "phase", where)
         if phase is None:
@@ -151,6 +158,9 @@ def read_profile(path: str, binaries: List[str] = ()) -> Profile:
         raise InputError(f"{path}: no intervals")
     if len(prof.modes) > 1:
         raise InputError(f"{path}: mixes exact and sampled intervals; profile one mode at a time")
+    for k in prof.unnamed():  # compiled Java methods the live run named (exact mode)
+        if k in names:
+            prof.frames[k] = names[k]
     if binaries:
         prof.name_from(list(binaries))
     return prof

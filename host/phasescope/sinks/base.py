@@ -21,8 +21,21 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional,
 from phasescope import waits
 from phasescope.errors import InputError, PhasescopeError
 
+class Dash(str):
+    """The path an argument ``-`` stands for (``/dev/stdout``, ``/dev/stdin``): opened as that path, but
+    named in messages (f-strings) as the user typed it, ``-``, since they never wrote /dev/stdout."""
+
+    def __new__(cls, path: str, stream: str) -> "Dash":
+        dash = super().__new__(cls, path)
+        dash.shown = f"- ({stream})"
+        return dash
+
+    def __format__(self, spec: str) -> str:
+        return format(self.shown, spec)
+
+
 #: an output ``-`` where a command sends it to standard output (:func:`phasescope.commands.files.check_files`)
-STDOUT = "/dev/stdout"
+STDOUT = Dash("/dev/stdout", "standard output")
 
 if TYPE_CHECKING:  # the engine loads after a live run's target has started (commands/monitor.py)
     from phasescope.engine import Interval, IntervalResult

@@ -27,7 +27,8 @@ A run holds the database from its load to its save: a second run given the same 
 refused (one line, exit 2). Both had loaded the same phases and handed out the same new IDs to
 different code, and the second save replaced the first's (its phases lost, ``runs`` counted once).
 The lock is ``flock`` on ``.NAME.lock`` beside the file (a FIFO or a device is not locked), removed
-at the end.
+at the end. ``-a`` locks each program's database the same way, once for all its processes: a second
+``-a`` run (or a ``--phase-db`` run on that file) does without it, saying so.
 
 ``runs`` counts the runs saved into it; ``first_seen_run``/``last_seen_run`` are run numbers. The
 page tracker's (``"method": "pages"``, sampled mode) representatives are sparse,
@@ -76,7 +77,7 @@ class PhaseDb(Sink):
 
     def __init__(self, path: str, config: EngineConfig, input_size: Optional[int] = None, lock: bool = True):
         """``lock``: hold the database for the run (see the module docstring); ``-a`` opens one per
-        process of a program in one run, and does not."""
+        process of a program in one run, and holds it itself, once per program."""
         self.path = path
         self.input_size = input_size  # --input-size (bytes); None: the data the windows touched
         self.settings = settings_of(config)
@@ -85,7 +86,7 @@ class PhaseDb(Sink):
             raise InputError(f"--phase-db {path}: is a directory")
         #: a database whose mode allows no writing is used as it is: loaded, never saved
         self.read_only = os.path.exists(path) and not os.stat(path).st_mode & 0o222
-        self._lock = None if self.read_only or not lock or written_in_place(path) else _hold(path)
+        self._lock = None if self.read_only or not lock or written_in_place(path) else hold_lock(path)
         try:
             self.db = self._load()
         except BaseException:
@@ -243,18 +244,24 @@ class PhaseDb(Sink):
         write_json_atomically(self.path, self.db, ".phasescope-db-")
 
     def close(self) -> None:
-        if self._lock is not None:
-            lock_path, fd = self._lock
-            self._lock = None
-            with contextlib.suppress(OSError):
-                os.unlink(lock_path)  # still held: a run waiting on this file sees it gone and makes its own
-            os.close(fd)
+        lock, self._lock = self._lock, None
+        release_lock(lock)
 
 
-def _hold(path: str) -> tuple:
+def release_lock(lock: Optional[tuple]) -> None:
+    """Give back what :func:`hold_lock` returned (None: nothing held): the lock file goes."""
+    if lock is not None:
+        lock_path, fd = lock
+        with contextlib.suppress(OSError):
+            os.unlink(lock_path)  # still held: a run waiting on this file sees it gone and makes its own
+        os.close(fd)
+
+
+def hold_lock(path: str) -> tuple:
     """Hold ``path``'s database for this run: ``(lock file, its fd)``, with this pid in it; InputError
     (exit 2) naming the run that holds it. A lock file removed by its holder between our open and our
-    lock is not the one in place: open again."""
+    lock is not the one in place: open again. ``-a`` holds each program's database once, for all
+    its processes (:class:`phasescope.pipeline.processes.ProcessEngines`)."""
     real = os.path.realpath(path)
     lock_path = os.path.join(os.path.dirname(real), f".{os.path.basename(real)}.lock")
     while True:

@@ -45,7 +45,7 @@ class ProfileWriter(Sink):
         phases' hot code: the tables are gone at :meth:`on_end`)."""
         methods = [k for k in self.profile.unnamed() if METHOD_KEY <= k < METHOD_KEY_END]
         for k, named in zip(methods, name(methods) if methods else ()):
-            self._name_jit(k, named)
+            self.profile.name_jit(k, named)
 
     def on_end(self, summary: dict) -> None:
         """Names for what no frame names (exact mode's branch keys): the functions of the run's
@@ -62,12 +62,7 @@ class ProfileWriter(Sink):
         for p in summary.get("phases", ()):
             for block in p.get("top_code", ()):
                 if block["key"] not in self.profile.frames:
-                    self._name_jit(block["key"], block.get("symbol") or "")
-
-    def _name_jit(self, key: int, symbol: str) -> None:
-        """``key``'s frame from a hot-code name of JIT code (``[jit]!NAME``); other names are not frames."""
-        if symbol.startswith(JIT_MODULE + "!"):
-            self.profile.frames[key] = (JIT_MODULE, symbol[len(JIT_MODULE) + 1:])
+                    self.profile.name_jit(block["key"], block.get("symbol") or "")
 
     def abandon(self) -> None:
         self._abandoned = True

@@ -3,13 +3,20 @@ run (SIGSTOP, a debugger, a starved machine) would hang phasescope forever."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional, Tuple
 
 import frida
 
+from phasescope.errors import PhasescopeError
+from phasescope.sources.device import has_ended
+from phasescope.sources.events import ended_of_status
 from phasescope.sources.protocol import QUERY_TIMEOUT
+
+if TYPE_CHECKING:
+    from phasescope.sources.exit_status import ExitStatus
 
 #: what frida raises when the target (or its session) went away under a call
 GONE = (frida.InvalidOperationError, frida.TransportError, frida.ProcessNotFoundError, frida.core.RPCException)
@@ -27,6 +34,19 @@ def kill_quietly(device, pid: int) -> None:
 def first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return text[0] if text else type(e).__name__
+
+
+def attach_failed(e: BaseException, pid: int, spawned: Optional[Tuple[str, "ExitStatus"]] = None) -> PhasescopeError:
+    """Frida could not attach to ``pid``: exit code 1. A program spawned here (``spawned``: its
+    command line and its :class:`~phasescope.sources.exit_status.ExitStatus`) that ended first (the
+    loader found no library: it said so on stderr) is said to have ended, and how, not to be
+    unattachable ("cannot attach to pid N: target exited with status 127", or "unable to wait for
+    next stop: No child processes" once reaped; stop 47)."""
+    if spawned and (re.search(r"target exited with status \d+", first_line(e)) or has_ended(pid)):
+        status = spawned[1].get(0.5)
+        how = ended_of_status(status).describe() if status is not None else "ended"
+        return PhasescopeError(f"{spawned[0]} {how} during its start-up, before it could be traced")
+    return PhasescopeError(f"cannot attach to pid {pid}: {first_line(e)}")
 
 
 DETACH_TIMEOUT = 5.0

@@ -33,7 +33,7 @@ from phasescope.sources.protocol import Wakes
 from phasescope.sources.sampled_source import DEFAULT_PERIOD_NS, DEFAULT_WINDOW_SAMPLES, SampledSource, check_sampling
 from phasescope.sources.perf_event import OpenedEvents, open_events
 from phasescope.sources.procfs import stat_fields
-from phasescope.sources.stdio import PipedStdio, default_signals
+from phasescope.sources.stdio import PipedStdio, default_signals, fork_held
 
 if TYPE_CHECKING:  # both load numpy: a spawned target starts before they do
     from phasescope.sources.modules import ModuleMap
@@ -133,7 +133,7 @@ class KernelSession(SampledSource):
         err_r, err_w = os.pipe()  # exec failed: the child writes errno here (closed on exec)
 
         def fork() -> int:
-            pid = os.fork()
+            pid, before_exec = fork_held()
             if pid == 0:  # the child: only os calls until exec
                 try:
                     os.close(gate_w)
@@ -141,6 +141,7 @@ class KernelSession(SampledSource):
                     os.read(gate_r, 1)
                     os.set_inheritable(err_w, False)
                     default_signals()  # python3's ignored SIGPIPE kept `... | head -1` from ending it
+                    before_exec()  # a Ctrl-C held since the fork ends it here, as it would the program
                     os.execv(argv[0], argv)
                 except OSError as e:
                     os.write(err_w, str(e.errno).encode())

@@ -34,6 +34,11 @@ METHOD_KEY_END = METHOD_KEY + (1 << 44)
 JIT_MODULE = "[jit]"
 
 
+def jit_function(symbol: str) -> Optional[str]:
+    """The function of a hot-code name of JIT code (``[jit]!NAME``: NAME), None for any other name."""
+    return symbol[len(JIT_MODULE) + 1:] if symbol.startswith(JIT_MODULE + "!") else None
+
+
 def fnv1a32(text: str) -> int:
     """32-bit FNV-1a of a UTF-8 string."""
     h = 0x811C9DC5

@@ -5,7 +5,9 @@ agents, LuaJIT, .NET and others for code in anonymous executable memory, which n
 The format (Linux's tools/perf/Documentation/jit-interface.txt): one ``START SIZE name`` line per
 code range, ``START`` and ``SIZE`` in hex (with or without ``0x``), appended as code is compiled; a
 later line for an overlapping range is newer code there, and the older lines it overlaps are dropped. The file is re-read when it
-has grown, so code compiled after the first lookup is named too.
+has grown, so code compiled after the first lookup is named too. A map last written before the
+process started (by :data:`STALE_S`) is an earlier process's of the same pid, and is not read: it
+would name code the process does not have.
 
 Two uses: :meth:`PerfMap.names` names addresses (hot code, reports, profiles), and
 :meth:`PerfMap.keys` gives samples in JIT code the key ``fnv1a32("jit!" + NAME) << 32 | offset``
@@ -23,7 +25,11 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from phasescope.sources.modules import fnv1a32
+from phasescope.sources.procfs import process_start
 
+#: How much older than the process a map must be to be stale: the start time is cut to a clock tick
+#: (10 ms) and a file's time to a scheduler tick, and the wall clock and the boot clock drift apart a little
+STALE_S = 0.1
 #: Lines read at once above which (and above a quarter of the entries held) they are merged in one sort
 BULK = 256
 _TIER = re.compile(r"^(\w+):[~^+*]")  # V8: ~ interpreted, ^ Sparkplug, + Maglev, * TurboFan
@@ -114,13 +120,19 @@ class PerfMap:
         self._ends: List[int] = []
         self._names: List[str] = []
         self._arrays = None  # (starts, ends, tags) as uint64 arrays for keys(), built on demand
+        self._started = process_start(pid)  # None (gone, not ours): every map is trusted
+        self.stale: Optional[str] = None  # a map passed over as older than the process
 
     def _refresh(self) -> None:
         for path in self._paths:
             try:
-                size = os.stat(path).st_size
+                st = os.stat(path)
             except OSError:
                 continue
+            if self._started is not None and st.st_mtime < self._started - STALE_S:
+                self.stale = path  # an earlier process's of this pid: as if missing
+                continue
+            size = st.st_size
             if path != self.path:  # the first file missing, a later one there: read that one
                 self.path, self._read_at = path, 0
                 self._starts, self._ends, self._names = [], [], []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 if TYPE_CHECKING:
@@ -44,6 +45,17 @@ def process_cpu(pid: int) -> Optional[float]:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (TypeError, ValueError, IndexError):
         return None
+
+
+def process_start(pid: int) -> Optional[float]:
+    """When ``pid`` started, in seconds since the epoch (``starttime`` of /proc/PID/stat, clock ticks
+    since boot; the boot from CLOCK_BOOTTIME, to a tick), None when gone."""
+    fields = stat_fields(f"/proc/{pid}/stat")
+    try:
+        ticks = int(fields[19])
+    except (TypeError, ValueError, IndexError):
+        return None
+    return time.time() - time.clock_gettime(time.CLOCK_BOOTTIME) + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def process_exe(pid: int) -> Optional[str]:

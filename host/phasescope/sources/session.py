@@ -42,8 +42,8 @@ from phasescope.resources import joined, js_place, with_js_places
 from phasescope.sources import wire
 from phasescope.sources.agent import REP_COUNTS, agent_options
 from phasescope.sources.agent_queries import AgentQueries
-from phasescope.sources.calls import (BLOCKED_WAIT, DETACH_TIMEOUT, GONE, STOP_TIMEOUT, BoundedRpc, bounded,
-                                     detach_session, first_line, kill_quietly, unload, unload_stuck_line)
+from phasescope.sources.calls import (BLOCKED_WAIT, DETACH_TIMEOUT, GONE, STOP_TIMEOUT, BoundedRpc, attach_failed,
+                                     bounded, detach_session, first_line, kill_quietly, unload, unload_stuck_line)
 from phasescope.sources.device import Target, is_local, resolve_target
 from phasescope.sources.events import (SAMPLED_INSTEAD, unasked_end, AgentError, Dropped, Ended, Forked, IntervalEvent,
                                       ModulesChanged, Output, ThreadExited, ThreadStarted, Unfollowable)
@@ -257,7 +257,8 @@ class TraceSession(AgentQueries):
                     else "run as the process owner or as root")
             raise InputError(f"permission denied attaching to pid {self.pid} ({first_line(e)}); {hint}") from None
         except (frida.ProcessNotRespondingError, frida.NotSupportedError, frida.TransportError) as e:
-            raise PhasescopeError(f"cannot attach to pid {self.pid}: {first_line(e)}") from None
+            spawned = (self.target.describe(), self._exit_status) if self.target.spawn and self._exit_status else None
+            raise attach_failed(e, self.pid, spawned) from None
         self._session.on("detached", self._on_detached)
 
     def _load(self) -> None:

@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import threading
-from typing import Callable, Optional
+from typing import Callable, Optional, Tuple
 
 CHUNK = 1 << 16
 _SPAWN_LOCK = threading.Lock()  # fds 0-2 are swapped process-wide while a spawn runs
@@ -23,6 +23,8 @@ _SPAWN_LOCK = threading.Lock()  # fds 0-2 are swapped process-wide while a spawn
 #: shell leaves them at their defaults, and so must a spawn (subprocess's ``restore_signals``):
 #: ``seq 1 1e9 | head -1`` ends at head's end only by SIGPIPE
 PYTHON_IGNORES = (signal.SIGPIPE, signal.SIGXFSZ)
+#: the signals that ask a run to stop (:class:`phasescope.commands.runner.StopRequest` catches them)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 def default_signals() -> None:
@@ -32,6 +34,26 @@ def default_signals() -> None:
             signal.signal(sig, signal.SIG_DFL)
         except (OSError, ValueError):  # never keep the program from running
             pass
+
+
+def fork_held() -> Tuple[int, Callable[[], None]]:
+    """``os.fork()`` for a child that execs a program: ``(pid, before_exec)``. The stop signals are
+    blocked across the fork, and the child sets them to their defaults (what exec does to a caught
+    signal) before ``before_exec()`` unblocks them: a Ctrl-C that reached the child before its exec
+    ran phasescope's handler there and was lost, the program running on (stop 47); now it ends
+    the child as it would end the program at its first instruction."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    pid = os.fork()
+    if pid != 0:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        return pid, lambda: None
+    for sig in STOP_SIGNALS:
+        try:
+            if signal.getsignal(sig) not in (signal.SIG_IGN, None):
+                signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError):  # never keep the program from running
+            pass
+    return 0, lambda: signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def with_default_signals(spawn: Callable[..., int], *args, **kwargs) -> int:

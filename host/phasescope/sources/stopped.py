@@ -168,3 +168,18 @@ def end_stuck_helpers(pid: Optional[int], orphans_of: Optional[int] = None) -> L
     for h in helpers:
         _signal(h, signal.SIGKILL)
     return helpers
+
+
+def in_foreground(pid: int) -> bool:
+    """Whether ``pid`` is in the foreground process group of phasescope's terminal (so a Ctrl-C
+    reached it as it reached phasescope)."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return False  # no terminal: the signal came from kill
+    try:
+        return os.tcgetpgrp(fd) == os.getpgid(pid)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)

@@ -82,6 +82,7 @@ class Snapshot:
 
 TIMELINE = 512  # intervals kept per thread for the barcode
 CHANGES = 64
+STOPPED_EVERY = 0.5  # seconds between looks at whether the target is stopped (/proc)
 
 LABELS = {"rle_markov": "RLE Markov", "last_phase": "last phase", "markov1": "Markov-1", "markov2": "Markov-2",
           "rle_markov_q": "RLE Markov (log2 runs)", "duration": "next + duration", "gpht": "GPHT",
@@ -107,8 +108,11 @@ class LiveState:
     """Observes a :class:`PhaseEngine` and keeps what the dashboard and the plain output need."""
 
     def __init__(self, engine: PhaseEngine, target: str, pid: int, describe: Callable[[int], str],
-                 mode: str = "exact", locality_size: Optional[int] = None):
+                 mode: str = "exact", locality_size: Optional[int] = None, stopped: Callable[[], bool] = lambda: False):
+        """``stopped()``: whether the target sits in a job-control stop (SIGSTOP, Ctrl-Z) now."""
         self.engine = engine
+        self._stopped = stopped
+        self._looked = (-STOPPED_EVERY, False)  # (time.monotonic(), stopped()) of the last look
         self.locality_size = locality_size
         self.mode = mode
         self.target = target
@@ -136,9 +140,27 @@ class LiveState:
             when = time.strftime("%H:%M:%S", time.localtime(iv.end_ns / 1e9 if iv.end_ns else time.time()))
             self.changes.append(ChangeRow(when, r.seq, r.thread, r.previous_phase, r.phase))
 
+    @property
+    def shown_status(self) -> str:
+        """:attr:`status` as shown: while tracing, a target the user stopped is said to be stopped (it
+        said "tracing" with nothing coming in until it was continued; stop 47)."""
+        if self.status != "tracing":
+            return self.status
+        now = time.monotonic()
+        if now - self._looked[0] >= STOPPED_EVERY:
+            self._looked = (now, self._stopped())
+        return f"target stopped (kill -CONT {self.pid} continues it)" if self._looked[1] else self.status
+
+    @property
+    def unit(self) -> str:
+        """What the weights count: the engine's, or before any interval the mode's (sampled mode said
+        "0 instructions" until its first window)."""
+        s = self.engine.stats
+        return s.unit if s.intervals else ("instructions" if self.mode == "exact" else "cpu_ns")
+
     def version(self) -> tuple:
         """Changes whenever anything the dashboard shows does, but for its clock and rate."""
-        return self.engine.stats.intervals, self.status, self.threads_followed, self.dropped
+        return self.engine.stats.intervals, self.shown_status, self.threads_followed, self.dropped
 
     def rate(self) -> float:
         """Intervals per second over the recent arrivals."""
@@ -180,8 +202,8 @@ class LiveState:
         shown_first = sorted(PREDICTORS, key=lambda n: (n != shown, n != "last_phase"))  # the shown, the floor
         scores = [ScoreRow(LABELS.get(n, n) + (" *" if n == shown else ""), board[n]["overall"]["accuracy"],
                            board[n]["changes"]["accuracy"], board[n]["steady"]["accuracy"]) for n in shown_first]
-        return Snapshot(target=self.target, pid=self.pid, status=self.status,
-                        threads_followed=self.threads_followed, weight=stats.weight, unit=stats.unit,
+        return Snapshot(target=self.target, pid=self.pid, status=self.shown_status,
+                        threads_followed=self.threads_followed, weight=stats.weight, unit=self.unit,
                         mode=self.mode, intervals=stats.intervals, rate=self.rate(), dropped=self.dropped,
                         elapsed=time.monotonic() - self.started, threads=threads, footprints=fps,
                         footprint_phases=tuple(r.phase for r in recent), phases=phases, scores=scores,
@@ -192,8 +214,8 @@ class LiveState:
         s = self.engine.stats
         board = self.engine.scoreboard.scores[self.engine.config.predictors.shown]["overall"].accuracy
         acc = "-" if board is None else f"{100 * board:.0f}%"
-        work = f"{s.weight:,} instructions" if s.unit == "instructions" else f"{s.weight / 1e9:.2f} s CPU sampled"
-        return (f"[{time.monotonic() - self.started:6.1f}s] {self.status}: {s.intervals} intervals, "
+        work = f"{s.weight:,} instructions" if self.unit == "instructions" else f"{s.weight / 1e9:.2f} s CPU sampled"
+        return (f"[{time.monotonic() - self.started:6.1f}s] {self.shown_status}: {s.intervals} intervals, "
                 f"{work}, {len(s.phases)} phases, {self.threads_followed} threads, "
                 f"prediction accuracy {acc}, dropped {self.dropped}")
 
