@@ -350,14 +350,20 @@ class Stats:
     def relabel(self, phase: int, seqs) -> None:
         """The intervals ``seqs`` (added ``pending``) belong to ``phase`` after all: move their
         counts, metrics, top code, first and last seen, runs and transitions there, as if they had
-        been added so. Each interval moves once at most (the tracker relabels it once)."""
+        been added so. Each interval moves once at most (the tracker relabels it once), save for a
+        fold's relabel (``overlap``): an interval of a phase folded into ``phase`` stays where it
+        is, pending, with the history of the phase folded away (``merged_into``, which counts it
+        as ``phase``), so that a candidate it waits in can still move it when confirmed."""
         for seq in seqs:
-            entry = self._ledger.pop(seq, None)
+            entry = self._ledger.get(seq)
             if entry is None:
                 continue
             thread, pos, weight, values, top = entry
             labels = self._labels[thread]
             old = labels[pos]
+            if self._folded_into(old, phase):
+                continue
+            del self._ledger[seq]
             gone, ps = self.phases[old], self.phases.get(phase)
             if old == phase:
                 self._settle(seq, gone)
@@ -392,6 +398,16 @@ class Stats:
                 gone.max_run = max(self._runs_of(old), default=0)
             ts = self.threads[thread]
             ts.phase, ts.run_length = labels[-1], self._run_at(labels, len(labels) - 1)
+
+    def _folded_into(self, old: int, phase: int) -> bool:
+        """Phase ``old`` was folded into ``phase``, at once or through other folds."""
+        seen = set()
+        while old not in seen and old in self.phases and self.phases[old].merged_into is not None:
+            seen.add(old)
+            old = self.phases[old].merged_into
+            if old == phase:
+                return True
+        return False
 
     @staticmethod
     def _run_at(labels, pos: int) -> int:
