@@ -343,10 +343,11 @@ class Tracker(Calibration, BoundedTable):
         return s if row[s] < self.config.stay * self._thresholds([s])[0] else None
 
     def _fold(self, a: int, b: int):
-        """Fold slots ``a`` and ``b`` into one phase: the one matched by more intervals (ties: the
-        older) keeps its ID and gets the hit-weighted mean; the other's slot is freed (the last
-        slot moves into it). Returns ((gone ID, kept ID), slots whose content changed)."""
-        keep, gone = sorted((a, b), key=lambda s: (-self._hits[s], self._ids[s]))
+        """Fold slots ``a`` and ``b`` into one phase: a phase database's (:attr:`known`) before a
+        new one, then the one matched by more intervals (ties: the older) keeps its ID and gets
+        the hit-weighted mean; the other's slot is freed (the last slot moves into it). Returns
+        ((gone ID, kept ID), slots whose content changed)."""
+        keep, gone = sorted((a, b), key=lambda s: (int(self._ids[s]) not in self.known, -self._hits[s], self._ids[s]))
         ids = (int(self._ids[gone]), int(self._ids[keep]))
         h = self._hits[keep] + self._hits[gone]
         self._reps[keep] = (self._reps[keep] * self._hits[keep] + self._reps[gone] * self._hits[gone]) / h
