@@ -8,12 +8,13 @@ metrics, so a user can check that phases are more homogeneous than the program (
 
 The statistics are the settled labels' (:func:`phasescope.engine.phase_table.settled`, as the log
 settles them): an interval the tracker may relabel later (it matched no stable phase and carries
-its nearest phase for now, or the page tracker held it) is kept in a bounded ledger, and a
-relabel moves it to its phase for good (:meth:`Stats.relabel`), runs and transitions recounted from
-each thread's label sequence (8 bytes per interval). First and last seen are the earliest and
-latest of a phase's intervals, its pending ones kept apart (:attr:`PhaseStats.pending`) so that
-any order of relabels leaves them right. Its locality windows stay with the phase it was first
-classified in.
+its nearest phase for now, an ``offshoot`` that also waits in a candidate, or the page tracker held
+it) is kept in a bounded ledger, and a relabel moves it to its phase for good (:meth:`Stats.relabel`),
+runs and transitions recounted from each thread's label sequence (8 bytes per interval). A phase
+the tracker folded into another keeps the intervals it had (``merged_into``; :func:`final_ids`
+counts them as the phase they ended up in). First and last seen are the earliest and latest of a
+phase's intervals, its pending ones kept apart (:attr:`PhaseStats.pending`) so that any order of
+relabels leaves them right. Its locality windows stay with the phase it was first classified in.
 
 Per-interval metrics skip partial intervals (cut short, so not comparable) and intervals whose
 clock or OS counters are unknown. Top code is estimated from a sample of each phase's intervals
