@@ -4,6 +4,7 @@ a run fed those labels from the start would count it (one definition: phase_tabl
 
 import math
 import random
+from collections import Counter
 
 import numpy as np
 
@@ -11,7 +12,7 @@ from phasescope.engine.config import EngineConfig, preset
 from phasescope.engine.interval import OS_FIELDS, Interval
 from phasescope.engine.phase_engine import PhaseEngine
 from phasescope.engine.phase_table import settled
-from phasescope.engine.stats import LEDGER, Stats
+from phasescope.engine.stats import LEDGER, Stats, final_ids
 
 
 def interval(thread, seq, key, t):
@@ -205,3 +206,60 @@ def test_engine_streams_count_as_their_settled_labels():
                 del t["predictions"]
         same(got, w, f"case {case} ({label})", tol=1e-6)
     assert relabels > 100
+
+
+
+def on_footprints(fps, **tracker):
+    """An engine (the default tracker, with ``tracker`` options) fed the footprints ``fps`` as one
+    thread's intervals; (engine, results)."""
+    engine = PhaseEngine(EngineConfig(tracker=preset(**tracker)))
+    engine.tracker.footprints = lambda keys, counts: (fps[[int(k[0]) for k in keys]], np.full(len(keys), 8000.0))
+    ivs = [Interval(1, i, 8000, np.array([i], np.uint64), np.array([8000], np.uint64), start_ns=10 * i,
+                    end_ns=10 * i + 5) for i in range(len(fps))]
+    return engine, engine.feed_many(ivs)
+
+
+def final_counts(engine) -> dict:
+    """Intervals per phase in the summary, a folded phase's counted as the phase it ended up in."""
+    phases = engine.summary()["phases"]
+    final = final_ids({p["phase"]: p["merged_into"] for p in phases if p["merged_into"] is not None})
+    got = Counter()
+    for p in phases:
+        got[final.get(p["phase"], p["phase"])] += p["intervals"]
+    return got
+
+
+def test_an_offshoot_that_a_candidate_confirms_later_moves_in_the_statistics():
+    # ``offshoot`` (stop 46): an interval that a noisy phase matches beyond its own spread carries
+    # that phase and also waits in a candidate; when the candidate is confirmed, its relabel moves
+    # the interval. The statistics must move it too: before r47a the engine added it as settled
+    # (not pending) and the summary kept it in the phase the log relabels it away from (5 of 40
+    # noisy streams, 1-2 intervals each). Folds off, so the settled labels are the whole contract.
+    from test_tracker_confirm import noisy_behaviour, two_noisy_modes
+
+    moved = 0
+    for gen, seed in ((noisy_behaviour, 4), (noisy_behaviour, 5), (noisy_behaviour, 18), (two_noisy_modes, 3)):
+        fps = np.array(gen(seed))
+        engine, results = on_footprints(fps, overlap=0)
+        moved += sum(len(r.relabel_seqs or ()) for r in results)
+        assert final_counts(engine) == Counter(settled(results)), f"{gen.__name__} {seed}"
+    assert moved
+
+
+def test_a_fold_and_a_later_confirmation_leave_each_interval_in_its_settled_phase():
+    # The default tracker folds (``overlap``) a noisy behaviour's two phases into one at seq 44. A
+    # far interval (seq 42) waits as a candidate labelled with the phase folded away; the fold's
+    # relabel names it, and the candidate is confirmed at seq 47. The folded phase keeps its own
+    # history (``merged_into``): counted as the phase it ended up in (final_ids, as the phase
+    # database counts it), the statistics are the settled labels'. Before r47a the fold took the
+    # waiting interval out of the ledger and the confirmation could not move it.
+    from test_tracker_confirm import noisy_behaviour
+
+    base = noisy_behaviour(3)
+    far = np.r_[np.zeros(16), np.full(16, 2.0)] * 0.4 + base[41] * 0.6
+    fps = np.concatenate([base[:42], [far], base[42:46], [far], base[46:]])
+    engine, results = on_footprints(fps)
+    fold = next(r for r in results if r.merged is not None)
+    confirm = next(r for r in results if r.new_phase and r.relabel is not None and 42 in r.relabel_seqs)
+    assert fold.seq < confirm.seq and 42 in fold.relabel_seqs
+    assert final_counts(engine) == Counter(settled(results))

@@ -348,3 +348,25 @@ def test_two_tight_behaviours_taking_turns_stay_two_phases():
     stream = np.array([jitter(f) for _ in range(100) for f in (a, a, b)])
     labels = np.array(settled(confirmed().classify_many(stream)))
     assert len(set(labels[0::3].tolist())) == 1 and set(labels[0::3]).isdisjoint(labels[2::3])
+
+
+def test_classifying_a_whole_stream_is_classifying_one_interval_at_a_time():
+    # classify_many keeps a distance matrix whose columns follow the table's slots; a fold frees a
+    # slot and moves the last one into it, an eviction reuses one. Random streams of noisy modes
+    # (some fold), far one-offs and three threads, in a roomy table and in one of 4 slots (folds
+    # and evictions interleave): every Match equals the one a fresh tracker gives one at a time.
+    folds = evictions = 0
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        modes = two_noisy_modes(seed)[:300]
+        far = [np.roll(m, int(rng.integers(1, 31))) for m in two_noisy_modes(seed + 100)[:300]]
+        fps = np.array([far[k] if rng.random() < 0.15 else modes[k] for k in range(300)])
+        threads = rng.integers(1, 4, len(fps))
+        for size in (64, 4):
+            many = confirmed(table_size=size).classify_many(fps, threads=threads)
+            t = confirmed(table_size=size)
+            one = [t.classify_many(f[None, :], threads=threads[i:i + 1])[0] for i, f in enumerate(fps)]
+            assert many == one, f"seed {seed}, table {size}"
+            folds += sum(m.merged is not None for m in many)
+            evictions += sum(m.evicted is not None for m in many)
+    assert folds >= 12 and evictions >= 12

@@ -21,8 +21,10 @@ class Match:
     ``relabel_seqs`` belong to after all (None: every label stands), numbered as the tracker
     classified them from 0 (the engine's ``seq``): the thread's previous interval, which the page
     tracker held and this one agreed with, or the intervals of a candidate that this one confirmed
-    as a new phase (the table tracker's ``transition``); see :func:`settled`. ``revisable``: a later
-    interval may still relabel this one (the page tracker's run of one window, see its look-back)."""
+    as a new phase (the table tracker's ``transition``), or every earlier interval of the phase
+    ``merged`` folded away (``overlap``, the page tracker's young phase); see :func:`settled`. ``revisable``: a later
+    interval may still relabel this one (the page tracker's run of one window, see its look-back; the
+    table tracker's ``offshoot``, which carries its phase and waits in a candidate too)."""
 
     phase: int
     distance: Optional[float]

@@ -8,12 +8,13 @@ metrics, so a user can check that phases are more homogeneous than the program (
 
 The statistics are the settled labels' (:func:`phasescope.engine.phase_table.settled`, as the log
 settles them): an interval the tracker may relabel later (it matched no stable phase and carries
-its nearest phase for now, or the page tracker held it) is kept in a bounded ledger, and a
-relabel moves it to its phase for good (:meth:`Stats.relabel`), runs and transitions recounted from
-each thread's label sequence (8 bytes per interval). First and last seen are the earliest and
-latest of a phase's intervals, its pending ones kept apart (:attr:`PhaseStats.pending`) so that
-any order of relabels leaves them right. Its locality windows stay with the phase it was first
-classified in.
+its nearest phase for now, an ``offshoot`` that also waits in a candidate, or the page tracker held
+it) is kept in a bounded ledger, and a relabel moves it to its phase for good (:meth:`Stats.relabel`),
+runs and transitions recounted from each thread's label sequence (8 bytes per interval). A phase
+the tracker folded into another keeps the intervals it had (``merged_into``; :func:`final_ids`
+counts them as the phase they ended up in). First and last seen are the earliest and latest of a
+phase's intervals, its pending ones kept apart (:attr:`PhaseStats.pending`) so that any order of
+relabels leaves them right. Its locality windows stay with the phase it was first classified in.
 
 Per-interval metrics skip partial intervals (cut short, so not comparable) and intervals whose
 clock or OS counters are unknown. Top code is estimated from a sample of each phase's intervals
@@ -350,14 +351,20 @@ class Stats:
     def relabel(self, phase: int, seqs) -> None:
         """The intervals ``seqs`` (added ``pending``) belong to ``phase`` after all: move their
         counts, metrics, top code, first and last seen, runs and transitions there, as if they had
-        been added so. Each interval moves once at most (the tracker relabels it once)."""
+        been added so. Each interval moves once at most (the tracker relabels it once), save for a
+        fold's relabel (``overlap``): an interval of a phase folded into ``phase`` stays where it
+        is, pending, with the history of the phase folded away (``merged_into``, which counts it
+        as ``phase``), so that a candidate it waits in can still move it when confirmed."""
         for seq in seqs:
-            entry = self._ledger.pop(seq, None)
+            entry = self._ledger.get(seq)
             if entry is None:
                 continue
             thread, pos, weight, values, top = entry
             labels = self._labels[thread]
             old = labels[pos]
+            if self._folded_into(old, phase):
+                continue
+            del self._ledger[seq]
             gone, ps = self.phases[old], self.phases.get(phase)
             if old == phase:
                 self._settle(seq, gone)
@@ -392,6 +399,16 @@ class Stats:
                 gone.max_run = max(self._runs_of(old), default=0)
             ts = self.threads[thread]
             ts.phase, ts.run_length = labels[-1], self._run_at(labels, len(labels) - 1)
+
+    def _folded_into(self, old: int, phase: int) -> bool:
+        """Phase ``old`` was folded into ``phase``, at once or through other folds."""
+        seen = set()
+        while old not in seen and old in self.phases and self.phases[old].merged_into is not None:
+            seen.add(old)
+            old = self.phases[old].merged_into
+            if old == phase:
+                return True
+        return False
 
     @staticmethod
     def _run_at(labels, pos: int) -> int:

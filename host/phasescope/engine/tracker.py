@@ -260,7 +260,8 @@ class Tracker(Calibration, BoundedTable):
         full = self._used == c.table_size
         pair = self._closest_pair() if full and c.full_policy == "merge" and best >= 0 and not fits else None
         base, offshoot = self._threshold_units, None
-        if c.offshoot and fits and d >= float(np.clip(self._spread([best])[0], OFFSHOOT_FLOOR * base, base)):
+        waits = bool(c.offshoot and fits and d >= float(np.clip(self._spread([best])[0], OFFSHOOT_FLOOR * base, base)))
+        if waits:  # also a candidate's: a later interval may relabel it (``revisable``)
             offshoot = self._match_candidate(fp, OFFSHOOT_RADIUS * base, c.offshoot)
         if offshoot is None and best >= 0 and (fits or (full and c.full_policy == "nearest") or (pair is not None and d <= pair[0])):
             self._hits[best] += 1
@@ -278,8 +279,9 @@ class Tracker(Calibration, BoundedTable):
                 gone, folded = self._fold(best, other)
                 changed = sorted(set(changed) | set(folded))
                 seqs = tuple(s for s, phase in enumerate(self._settled) if phase == gone[0])
-                return Match(gone[1], d / self._scale, False, merged=gone, relabel=gone[1], relabel_seqs=seqs), changed
-            return Match(int(self._ids[best]), d / self._scale, False), changed
+                return Match(gone[1], d / self._scale, False, merged=gone, relabel=gone[1], relabel_seqs=seqs,
+                             revisable=waits), changed
+            return Match(int(self._ids[best]), d / self._scale, False, revisable=waits), changed
         dist = None if d is None else d / self._scale
         hits, phase, earlier = 1, None, ()
         back = self._restore(fp)
@@ -341,10 +343,11 @@ class Tracker(Calibration, BoundedTable):
         return s if row[s] < self.config.stay * self._thresholds([s])[0] else None
 
     def _fold(self, a: int, b: int):
-        """Fold slots ``a`` and ``b`` into one phase: the one matched by more intervals (ties: the
-        older) keeps its ID and gets the hit-weighted mean; the other's slot is freed (the last
-        slot moves into it). Returns ((gone ID, kept ID), slots whose content changed)."""
-        keep, gone = sorted((a, b), key=lambda s: (-self._hits[s], self._ids[s]))
+        """Fold slots ``a`` and ``b`` into one phase: a phase database's (:attr:`known`) before a
+        new one, then the one matched by more intervals (ties: the older) keeps its ID and gets
+        the hit-weighted mean; the other's slot is freed (the last slot moves into it). Returns
+        ((gone ID, kept ID), slots whose content changed)."""
+        keep, gone = sorted((a, b), key=lambda s: (int(self._ids[s]) not in self.known, -self._hits[s], self._ids[s]))
         ids = (int(self._ids[gone]), int(self._ids[keep]))
         h = self._hits[keep] + self._hits[gone]
         self._reps[keep] = (self._reps[keep] * self._hits[keep] + self._reps[gone] * self._hits[gone]) / h

@@ -24,9 +24,12 @@ Fields of each record (the reader needs only ``thread``, ``thread_seq``, ``instr
   ``seq`` belong to phase ``relabel`` after all. The page tracker held the thread's previous
   interval in its current phase and this one confirmed where it went; or (``transition``) those
   intervals formed a candidate, labelled with their nearest phase meanwhile, that this one
-  confirmed as the new phase ``relabel``. A log reader that wants settled labels applies them
-  late (:func:`settled_phases`); the summary's statistics are settled the same way
-  (:mod:`phasescope.engine.stats`), while the live view's changes keep the labels given at the time.
+  confirmed as the new phase ``relabel``; or this one folded a phase into ``relabel`` (``overlap``,
+  or the page tracker's young phase), and those are that phase's earlier intervals. A log reader
+  that wants settled labels applies them late (:func:`settled_phases`); the summary's statistics
+  are settled the same way (:mod:`phasescope.engine.stats`; a folded phase keeps the intervals it
+  had, ``merged_into`` naming the phase that counts them), while the live view's changes keep the
+  labels given at the time.
 - ``macro`` (int or null): the macro phase of the thread's window ending here (engine/macro.py,
   the activity time scale; null: ``--macro-window 0``), as the live view showed it.
 - ``macro_relabel`` (int) and ``macro_relabel_seq`` (array of int), only when present: the

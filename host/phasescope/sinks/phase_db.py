@@ -6,7 +6,9 @@ touched): a file made with other tracker settings, or a corrupt or truncated one
 (InputError, exit 2) and left untouched. Its representatives are preloaded into the tracker
 (:meth:`phasescope.engine.tracker.Tracker.preload`), so the same code gets the same phase ID and
 the summary marks those phases ``known``; at the end the run's representatives are merged in and
-the file is replaced atomically (temporary file in the same directory, then ``os.replace``).
+the file is replaced atomically (temporary file in the same directory, then ``os.replace``). A
+phase the run folded into another (``merged_into``) counts as that phase and leaves the file; a
+known phase keeps its ID when it folds with a new one (engine/tracker.py ``_fold``).
 
 Format (JSON)::
 
@@ -199,9 +201,12 @@ class PhaseDb(Sink):
         # a phase folded into another (--full-policy merge) counts as the phase it ended up in
         final = final_ids({p["phase"]: p["merged_into"] for p in stats.values() if p.get("merged_into") is not None})
         folded: Dict[int, list] = {}
+        table = self.engine.tracker.table()
         for gone, kept in final.items():
             folded.setdefault(kept, []).append(stats[gone])
-        for entry in self.engine.tracker.table():
+            if any(e["phase"] == kept for e in table):  # its code is that phase's now: not preloaded again
+                by_phase.pop(gone, None)
+        for entry in table:
             phase = entry["phase"]
             p = stats.get(phase)
             if p is None:
