@@ -7,6 +7,7 @@ import pytest
 from phasescope.engine.interval import Interval
 from phasescope.engine.phase_engine import PhaseEngine
 from phasescope.engine.phase_table import settled
+from phasescope.engine.config import EngineConfig
 from phasescope.engine.tracker import PRESETS, Tracker, TrackerConfig
 from phasescope.errors import InputError
 from phasescope.formats.log import dumps, settled_phases, to_record
@@ -370,3 +371,27 @@ def test_classifying_a_whole_stream_is_classifying_one_interval_at_a_time():
             folds += sum(m.merged is not None for m in many)
             evictions += sum(m.evicted is not None for m in many)
     assert folds >= 12 and evictions >= 12
+
+
+def test_no_prediction_names_a_phase_folded_away():
+    # After a fold the predictors' tables still hold the folded phase's ID: the engine's predictions
+    # (every predictor's, and the shown one) name the phase it became. The engine is fed intervals
+    # whose blocks hash to the buckets of a noisy behaviour (one key found per bucket).
+    engine = PhaseEngine(EngineConfig(tracker=TrackerConfig(**dict(PRESETS["confirmed"], bits=None))))
+    keys, k = {}, 1
+    while len(keys) < 32:
+        key = (0x1234 << 32) | (16 * k)
+        fp, _ = engine.tracker.footprints([np.array([key], np.uint64)], [np.array([1000], np.uint64)])
+        keys.setdefault(int(np.argmax(fp[0])), key)
+        k += 1
+
+    def blocks(seq, f):
+        on = [b for b in range(32) if f[b] > 0]
+        counts = np.array([round(f[b] * 1000) for b in on], np.uint64)
+        return Interval(1, seq, int(counts.sum()), np.array([keys[b] for b in on], np.uint64), counts)
+    results = engine.feed_many(blocks(i, f) for i, f in enumerate(noisy_behaviour(2)))
+    folds = {r.merged[0]: r.seq for r in results if r.merged is not None}
+    assert folds
+    for r in results:
+        named = set(r.predictions.values()) | {r.prediction}
+        assert not any(gone in named and r.seq >= at for gone, at in folds.items())

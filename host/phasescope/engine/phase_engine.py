@@ -107,6 +107,7 @@ class PhaseEngine:
         self.recent: deque = deque(maxlen=recent)  # latest IntervalResults (footprints for a heat map)
         self.skipped_empty = 0
         self._predictors: Dict[int, ThreadPredictors] = {}
+        self._folded: Dict[int, int] = {}  # phase folded away -> the phase it is now (predictions name that)
         #: sampled mode: the threads count ``measured``'s contexts together (predict.process_evidence)
         self._evidence = process_evidence() if self.config.tracker.method == "pages" else None
         self._subscribers: List[Callable[[IntervalResult, Interval], None]] = []
@@ -156,10 +157,15 @@ class PhaseEngine:
             predicted = self.scoreboard.score(iv.thread, m.phase)
             if m.merged is not None:
                 self.stats.merged(*m.merged)
+                self._folded = {g: m.merged[1] if k == m.merged[0] else k for g, k in self._folded.items()}
+                self._folded[m.merged[0]] = m.merged[1]
             previous = self.stats.add(iv, m.phase, self._seq, pending=m.transition or m.held or m.revisable)
             if m.relabel is not None:
                 self.stats.relabel(m.relabel, m.relabel_seqs)
             predictions = predictors.observe(m.phase, m.held)
+            if self._folded:  # the predictors' tables still hold a folded phase's ID
+                predictions = {n: self._folded.get(p, p) for n, p in predictions.items()}
+                predictors.prediction = self._folded.get(predictors.prediction, predictors.prediction)
             self.scoreboard.expect(iv.thread, m.phase, predictions)
             self.stats.threads[iv.thread].predictions = predictions
             mm = self.macro.observe(iv.thread, m.phase, m.relabel, m.relabel_seqs, None if self._pages else fp / self._scale) \
