@@ -6,8 +6,8 @@ what it shows is never more than that late. An unwatched run (plain lines to a f
 ``--log``, ``--summary``, ``--bbv``, ...) wakes only when its data asks (a ring's batch of samples,
 counted by the kernel whatever the host read in between) or for what must be seen at once:
 ``--duration``'s deadline and a stop signal's grace period. Its status lines and checkpoints come
-with the data's wake-ups once due, and one wake-up saves the windows of a target gone quiet
-:data:`CHECKPOINT_EVERY` after the checkpoint it missed (docs/performance.md, issue 31, stop 47).
+with the data's wake-ups once due, and one wake-up reads and saves the windows of a target gone
+quiet :data:`CHECKPOINT_EVERY` after the checkpoint it missed (docs/performance.md, issue 31, stop 47).
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ class LoopClock:
         self.watched = watched
         self.deadline = deadline
         self.next_checkpoint = now + CHECKPOINT_EVERY
-        self.unsaved = False  # windows classified since the last checkpoint (set by the loop)
+        #: windows classified since the last checkpoint (set by the loop), or, at the start, maybe
+        #: waiting in the rings: a target that never fills a batch is read and saved all the same
+        self.unsaved = True
 
     def due(self, now: float, passed_on: Optional[float] = None) -> float:
         """Seconds from ``now`` the loop may sleep (``inf``: until data, an event or a signal);
