@@ -16,25 +16,27 @@ def test_an_unwatched_run_sleeps_until_its_data_comes():
     clock = LoopClock(VIEW, watched=False, deadline=None, now=100.0)
     assert clock.due(100.0) == 2 * CHECKPOINT_EVERY  # once: the rings read and saved if no batch came
     assert clock.checkpoint_due(110.0)
+    clock.flowing = False  # that read brought nothing
     assert clock.due(110.0) == math.inf  # no checkpoint, no status line, no quiet bound
     assert clock.due(200.0) == math.inf
 
 
 def test_an_unwatched_run_wakes_for_duration_and_a_passed_on_signal():
     clock = LoopClock(VIEW, watched=False, deadline=160.0, now=100.0)
-    clock.unsaved = False
+    clock.flowing = False
     assert clock.due(100.0) == 60.0
     assert clock.due(100.0, passed_on=103.5) == 3.5
 
 
-def test_windows_no_wake_up_saved_get_one_wake_up_a_checkpoint_later():
-    clock = LoopClock(VIEW, watched=False, deadline=None, now=100.0)
-    clock.unsaved = True  # windows came, the checkpoint (at 105) not yet due
+def test_a_checkpoint_the_data_missed_is_made_up_while_reads_bring_windows():
+    clock = LoopClock(VIEW, watched=False, deadline=None, now=100.0)  # the checkpoint due at 105
     assert clock.due(101.0) == 100.0 + 2 * CHECKPOINT_EVERY - 101.0
-    assert not clock.checkpoint_due(104.9) and clock.unsaved
-    assert clock.checkpoint_due(106.0) and not clock.unsaved  # a wake-up at 106 saved them
-    assert clock.due(107.0) == math.inf
+    assert not clock.checkpoint_due(104.9)
+    assert clock.checkpoint_due(106.0)  # a wake-up at 106 made it
     assert clock.next_checkpoint == 106.0 + CHECKPOINT_EVERY
+    assert clock.due(107.0) == 106.0 + 2 * CHECKPOINT_EVERY - 107.0  # its windows: the rings may hold more
+    clock.flowing = False  # a read brought nothing: the target is quiet
+    assert clock.due(107.0) == math.inf
 
 
 def test_a_watched_run_wakes_for_its_view_checkpoint_and_quiet_bound():

@@ -109,15 +109,18 @@ def test_an_unwatched_run_wakes_on_its_data_not_on_the_clock(build, tmp_path):
     """A target that uses a third of a core (40 ms of CPU, 80 ms asleep, 60 times: 2.4 s of CPU
     over 7 s or more), sampled at 1000 Hz with its lines in a file: the rings' batches (a second
     of CPU each) wake the loop, about three times. Before stop 47 the loop's 1.5 s quiet bound,
-    its 5 s checkpoint and status line woke it besides, five to nine times, more under load."""
+    its 5 s checkpoint and status line woke it besides, more often the more loaded the machine."""
     exe, out, summary, log = build("duty.c"), tmp_path / "out.txt", tmp_path / "s.json", tmp_path / "run.jsonl"
+    began = time.monotonic()
     r, waits = counted_waits("--mode", "sampled", "--rate", "1000", "--no-dashboard", "-o", str(out), "--summary",
                              str(summary), "--log", str(log), "-f", exe, "60", "40", "80")
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.startswith("checksum ")
     assert waits is not None, r.stderr[-2000:]
-    clock = on_the_clock(waits)
-    assert len(clock) <= 1, (clock, waits)  # one at most: a checkpoint the data's wake-ups missed
+    took, clock = time.monotonic() - began, on_the_clock(waits)
+    # one 10 s in, and under load (batches further apart than 5 s) one a checkpoint missed, 10 s after
+    # it: main woke every 1.5 s at most, 27 times over this run at load 17
+    assert len(clock) <= 1 + took / 10, (took, clock, waits)
     s = json.loads(summary.read_text())
     assert s["end"]["how"] == "exited" and s["whole"]["intervals"] == len(read_records(log)) >= 20
     assert "intervals," in out.read_text()  # a status line still, with the data's wake-ups
@@ -141,13 +144,13 @@ def test_a_target_gone_quiet_before_its_first_batch_is_saved_while_it_sleeps(bui
     summary = tmp_path / "s.json"
     proc = subprocess.Popen(cli_command("--mode", "sampled", "--rate", "1000", "--no-dashboard", "-o",
                                         str(tmp_path / "o"), "--summary", str(summary), "-f", build("duty.c"),
-                                        "1", "600", "40000"),
+                                        "1", "600", "120000"),
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         def saved():
             s = json.loads(summary.read_text()) if summary.exists() else None
             return s if s is not None and s["whole"]["intervals"] >= 5 else None
-        s = wait_for(saved, timeout=35, what="a checkpoint with the target's windows")
+        s = wait_for(saved, timeout=90, what="a checkpoint with the target's windows")
         assert s["end"]["how"] == "running"
     finally:
         proc.terminate()  # passed on to the target, which ends: phasescope exits 143's way

@@ -187,10 +187,11 @@ class LiveRun:
             self.view.tick(now)
 
         on_the_clock()  # the first status line (tracing has started), before the first wait
+        fresh = False  # windows came since the last wait's end
         wakes = capability(self.session, Wakes)  # sleeps until data, an event or a signal comes
         for event in wakes.events_until(due) if wakes is not None else self.session.events(timeout=TICK):
             if isinstance(event, IntervalEvent):
-                clock.unsaved = True
+                fresh = True
                 if wakes is not None and event.interval.pid is None:
                     self.woken.append(event.interval)
                     continue
@@ -202,6 +203,8 @@ class LiveRun:
                 self._handle(event)
                 if isinstance(event, Ended):
                     break
+            else:  # a wait's end: did it bring windows?
+                clock.flowing, fresh = fresh, False
             on_the_clock()
 
     def _feed_woken(self) -> None:

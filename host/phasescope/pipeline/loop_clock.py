@@ -6,8 +6,9 @@ what it shows is never more than that late. An unwatched run (plain lines to a f
 ``--log``, ``--summary``, ``--bbv``, ...) wakes only when its data asks (a ring's batch of samples,
 counted by the kernel whatever the host read in between) or for what must be seen at once:
 ``--duration``'s deadline and a stop signal's grace period. Its status lines and checkpoints come
-with the data's wake-ups once due, and one wake-up reads and saves the windows of a target gone
-quiet :data:`CHECKPOINT_EVERY` after the checkpoint it missed (docs/performance.md, issue 31, stop 47).
+with the data's wake-ups once due; while reads bring windows, a missed checkpoint is made up
+:data:`CHECKPOINT_EVERY` later by a wake-up that reads the rings, so the windows of a target gone
+quiet reach the files while it sleeps (docs/performance.md, issue 31, stop 47).
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ class LoopClock:
         self.watched = watched
         self.deadline = deadline
         self.next_checkpoint = now + CHECKPOINT_EVERY
-        #: windows classified since the last checkpoint (set by the loop), or, at the start, maybe
-        #: waiting in the rings: a target that never fills a batch is read and saved all the same
-        self.unsaved = True
+        #: the last wake-up brought windows (set by the loop), or none has come yet: the rings may
+        #: hold more, so an unwatched run is read and saved :data:`CHECKPOINT_EVERY` after a missed
+        #: checkpoint (a target that slowed, or never fills a batch), until a read brings nothing
+        self.flowing = True
 
     def due(self, now: float, passed_on: Optional[float] = None) -> float:
         """Seconds from ``now`` the loop may sleep (``inf``: until data, an event or a signal);
@@ -43,7 +45,7 @@ class LoopClock:
         dues = [d for d in (self.deadline, passed_on) if d is not None]
         if self.watched:
             dues += [self.next_checkpoint, self.view.due, now + MAX_QUIET]
-        elif self.unsaved:  # a target gone quiet: its last windows reach the summary all the same
+        elif self.flowing:  # a target gone quiet: its last windows reach the summary all the same
             dues.append(self.next_checkpoint + CHECKPOINT_EVERY)
         return min(dues, default=math.inf) - now
 
@@ -52,7 +54,6 @@ class LoopClock:
         if now < self.next_checkpoint:
             return False
         self.next_checkpoint = now + CHECKPOINT_EVERY
-        self.unsaved = False
         return True
 
 
