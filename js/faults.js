@@ -25,13 +25,36 @@ function sayUnfollowable(reason) {
 const faultScratch = Memory.alloc(16); // ps_fault_block's out: where the copy starts, its loop tag
 const MAX_SCAN = 1 << 12; // instructions of compiled code searched for a fault's real instruction
 
+// `size` bytes of zeroed memory (a struct sigaction, a sigset_t).
+function zeroed(size) {
+  const p = Memory.alloc(size);
+  for (let i = 0; i < size; i += 8)
+    p.add(i).writeU64(0);
+  return p;
+}
+
 // The program's disposition of signal `sig` as it set it (Frida's sigaction keeps the program's
-// own): NULL for SIG_DFL, ptr(1) for SIG_IGN, else its handler; null if it cannot be read.
-function programDisposition(sig) {
+// own): NULL for SIG_DFL, ptr(1) for SIG_IGN, else its handler; null if it cannot be read. With
+// `to` (NULL: SIG_DFL, ptr(1): SIG_IGN), sets it first, as the program's own sigaction would.
+function programDisposition(sig, to = null) {
   if (sigaction === null)
     sigaction = new NativeFunction(Module.getGlobalExportByName('sigaction'), 'int', ['int', 'pointer', 'pointer']);
+  if (to !== null) {
+    const act = zeroed(152); // struct sigaction: no flags, an empty mask
+    act.writePointer(to);
+    sigaction(sig, act, NULL);
+  }
   const sa = Memory.alloc(152); // struct sigaction
   return sigaction(sig, NULL, sa) === 0 ? sa.readPointer() : null;
+}
+
+// Frida's exceptor, as it attaches, keeps a SIG_IGN of the signals it takes over as SIG_DFL (its
+// sigaction then says SIG_DFL, and it gives SIG_DFL back at the detach): a sent SIGSEGV killed an
+// attached program that ignores it. `ignored`: those the host read as ignored in /proc/PID/status
+// before the attach (options.ignored), given back to Frida's record of the program's.
+function restoreIgnored(ignored) {
+  for (const sig of ignored)
+    programDisposition(sig, ptr(1));
 }
 
 // The program's own handler of signal `sig` (null: none, or SIG_DFL / SIG_IGN).
@@ -119,9 +142,7 @@ function requeue(sig) {
     blockSignal = new NativeFunction(Module.getGlobalExportByName('pthread_sigmask'), 'int', ['int', 'pointer', 'pointer']);
     syscall = new NativeFunction(Module.getGlobalExportByName('syscall'), 'long', ['long', 'long', 'long', 'long']);
   }
-  const set = Memory.alloc(128); // sigset_t
-  for (let i = 0; i < 128; i += 8)
-    set.add(i).writeU64(0);
+  const set = zeroed(128); // sigset_t
   set.writeU64(uint64(1).shl(sig - 1));
   blockSignal(0 /* SIG_BLOCK */, set, NULL);
   syscall(SYS_TGKILL, Process.id, Process.getCurrentThreadId(), sig);

@@ -156,6 +156,8 @@ function installHooks() {
       requeue(sig.signo);
       return false;
     }
+    if (sig.signo !== 0 && ptr(1).equals(programDisposition(sig.signo) || NULL)) // an ignored fault: the kernel
+      programDisposition(sig.signo, NULL); // makes it SIG_DFL and the program dies of it (Frida retried it forever)
     const handles = programHandles(details.type);
     if (handles === HOOK_PENDING)
       return true; // resumed as it was: the same fault comes again once the hook is live
