@@ -102,7 +102,8 @@ function programHandles(type) {
 // signal frame holds it right after the kernel's ucontext (rt_sigframe: pretcode, uc, info), which
 // is what nativeContext points to. {signo, name, sender}: sender is null for a fault (si_code > 0:
 // the instruction faults again once Frida's handler returns) and the sending pid for a signal sent
-// with kill(2), tgkill(2), raise(3), abort(3) (si_code <= 0: nothing faults again). A frame that
+// with kill(2), tgkill(2), raise(3), abort(3) (si_code <= 0: nothing faults again); info: the
+// siginfo. A frame that
 // does not read as expected is taken as a fault, as before (Frida tells no more than the type).
 const KERNEL_UCONTEXT = 304; // uc_flags, uc_link, uc_stack (24), uc_mcontext (256), uc_sigmask (8)
 const SIGNALS_BY_TYPE = {
@@ -122,7 +123,7 @@ function signalOf(details) {
     if (!(signo in names))
       return fault;
     const sent = info.add(8).readS32() <= 0; // si_code: SI_USER 0, SI_QUEUE -1, SI_TKILL -6
-    return { signo, name: names[signo], sender: sent ? info.add(16).readS32() : null };
+    return { signo, name: names[signo], sender: sent ? info.add(16).readS32() : null, info };
   } catch (e) {
     return fault;
   }
@@ -136,16 +137,48 @@ function signalOf(details) {
 let blockSignal = null;
 let syscall = null;
 const SYS_TGKILL = 234; // x86-64
+const SYS_RT_TGSIGQUEUEINFO = 297;
+
+function sys(nr, a, b, c, p = NULL) { // (an unused last argument is harmless)
+  if (syscall === null)
+    syscall = new NativeFunction(Module.getGlobalExportByName('syscall'), 'long', ['long', 'long', 'long', 'long', 'pointer']);
+  return syscall(nr, a, b, c, p).toNumber();
+}
 
 function requeue(sig) {
-  if (syscall === null) {
+  if (blockSignal === null)
     blockSignal = new NativeFunction(Module.getGlobalExportByName('pthread_sigmask'), 'int', ['int', 'pointer', 'pointer']);
-    syscall = new NativeFunction(Module.getGlobalExportByName('syscall'), 'long', ['long', 'long', 'long', 'long']);
-  }
   const set = zeroed(128); // sigset_t
   set.writeU64(uint64(1).shl(sig - 1));
   blockSignal(0 /* SIG_BLOCK */, set, NULL);
-  syscall(SYS_TGKILL, Process.id, Process.getCurrentThreadId(), sig);
+  sys(SYS_TGKILL, Process.id, Process.getCurrentThreadId(), sig);
+}
+
+// A signal sent to the process that the kernel gave one of Frida's own threads, as it does when
+// every program thread blocks it (one takes it with sigwaitinfo, another joins, say): untraced a
+// program thread gets it; traced it was lost. Queued again with its siginfo (the sender kept;
+// si_code SI_QUEUE for kill's SI_USER and tgkill's SI_TKILL: the kernel lets only the main thread
+// queue those) to the first followed thread that does not block it (one in sigwaitinfo does not,
+// while it waits), else to the first that takes it; false when none does.
+function redirect(sig, info) {
+  const blocking = tid => {
+    try {
+      const m = File.readAllText(`/proc/self/task/${tid}/status`).match(/^SigBlk:\s*([0-9a-f]+)/m);
+      return m === null || !uint64('0x' + m[1]).shr(sig - 1).and(1).equals(0);
+    } catch (e) {
+      return true; // gone
+    }
+  };
+  const copy = zeroed(128); // siginfo_t
+  Memory.copy(copy, info, 128);
+  if (copy.add(8).readS32() === 0 || copy.add(8).readS32() === -6) // SI_USER, SI_TKILL
+    copy.add(8).writeS32(-1); // SI_QUEUE, sender kept
+  const tids = Array.from(threads.keys());
+  for (const tid of tids.filter(t => !blocking(t)).concat(tids)) {
+    if (sys(SYS_RT_TGSIGQUEUEINFO, Process.id, tid, sig, copy) === 0)
+      return true;
+  }
+  return false;
 }
 
 function codeBytes(p, size) {

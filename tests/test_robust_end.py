@@ -256,6 +256,20 @@ def test_a_program_that_raises_sigsegv_dies_of_it_traced(build):
     assert one_line_end(r.stderr).endswith("crashed (SIGSEGV)"), r.stderr
 
 
+def test_a_sigsegv_sent_while_every_program_thread_blocks_it_reaches_its_sigwaitinfo(build):
+    """Every thread of the program blocks SIGSEGV and one takes it with sigwaitinfo: the kernel gave
+    ``kill -SEGV`` to one of Frida's threads, where it was lost and the program ran on. (Spawned: an
+    attach clears the main thread's signal mask, docs/robustness.md.)"""
+    mon = subprocess.Popen(cli_command("--no-dashboard", "-f", build("robust.c", "-pthread"), "sent", "wait"),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        os.kill(int(mon.stdout.readline().split()[1]), signal.SIGSEGV)
+        stdout, stderr = mon.communicate(timeout=60)
+    finally:
+        end_process(mon)
+    assert (mon.returncode, stdout) == (0, "waited 11\n"), stderr
+
+
 def test_a_fault_a_spawned_program_ignores_kills_it(build):
     """A program that ignores SIGSEGV and then faults dies of it (the kernel puts SIG_DFL back for a
     fault). Traced, Frida's handler found SIG_IGN, returned, and the instruction faulted again,
