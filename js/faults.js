@@ -158,9 +158,13 @@ function requeue(sig) {
 // every program thread blocks it (one takes it with sigwaitinfo, another joins, say): untraced a
 // program thread gets it; traced it was lost. Queued again with its siginfo (the sender kept;
 // si_code SI_QUEUE for kill's SI_USER and tgkill's SI_TKILL: the kernel lets only the main thread
-// queue those) to the first followed thread that does not block it (one in sigwaitinfo does not,
-// while it waits), else to the first that takes it; false when none does.
-function redirect(sig, info) {
+// queue those) to a followed thread that does not block it (one in sigwaitinfo does not, while it
+// waits); while none does (untraced it would stay pending), tried again later, less and less often.
+function redirect(sig, info, wait = 0) {
+  const copy = zeroed(128); // siginfo_t
+  Memory.copy(copy, info, 128);
+  if (copy.add(8).readS32() === 0 || copy.add(8).readS32() === -6) // SI_USER, SI_TKILL
+    copy.add(8).writeS32(-1); // SI_QUEUE, sender kept
   const blocking = tid => {
     try {
       const m = File.readAllText(`/proc/self/task/${tid}/status`).match(/^SigBlk:\s*([0-9a-f]+)/m);
@@ -169,16 +173,12 @@ function redirect(sig, info) {
       return true; // gone
     }
   };
-  const copy = zeroed(128); // siginfo_t
-  Memory.copy(copy, info, 128);
-  if (copy.add(8).readS32() === 0 || copy.add(8).readS32() === -6) // SI_USER, SI_TKILL
-    copy.add(8).writeS32(-1); // SI_QUEUE, sender kept
-  const tids = Array.from(threads.keys());
-  for (const tid of tids.filter(t => !blocking(t)).concat(tids)) {
+  for (const tid of Array.from(threads.keys()).filter(t => !blocking(t))) {
     if (sys(SYS_RT_TGSIGQUEUEINFO, Process.id, tid, sig, copy) === 0)
-      return true;
+      return;
   }
-  return false;
+  if (!finished)
+    setTimeout(() => redirect(sig, copy, Math.min(1000, wait * 2 || 10)), wait || 10);
 }
 
 function codeBytes(p, size) {

@@ -146,8 +146,10 @@ function installHooks() {
   Process.setExceptionHandler(details => {
     const sig = signalOf(details);
     if (sig.sender !== null) { // sent (kill -SEGV, raise, abort), not a fault: see requeue
-      if (Cloak.hasCurrentThread() && redirect(sig.signo, sig.info))
+      if (Cloak.hasCurrentThread()) {
+        redirect(sig.signo, sig.info);
         return true; // one of Frida's threads got it: a program thread gets it instead, as untraced
+      }
       const disposition = programDisposition(sig.signo);
       if (disposition === null || !disposition.isNull()) {
         if (disposition !== null && hookedHandlers.get(disposition.toString()) === null) // hooked (faults.js): not a fault to translate
