@@ -25,13 +25,36 @@ function sayUnfollowable(reason) {
 const faultScratch = Memory.alloc(16); // ps_fault_block's out: where the copy starts, its loop tag
 const MAX_SCAN = 1 << 12; // instructions of compiled code searched for a fault's real instruction
 
+// `size` bytes of zeroed memory (a struct sigaction, a sigset_t).
+function zeroed(size) {
+  const p = Memory.alloc(size);
+  for (let i = 0; i < size; i += 8)
+    p.add(i).writeU64(0);
+  return p;
+}
+
 // The program's disposition of signal `sig` as it set it (Frida's sigaction keeps the program's
-// own): NULL for SIG_DFL, ptr(1) for SIG_IGN, else its handler; null if it cannot be read.
-function programDisposition(sig) {
+// own): NULL for SIG_DFL, ptr(1) for SIG_IGN, else its handler; null if it cannot be read. With
+// `to` (NULL: SIG_DFL, ptr(1): SIG_IGN), sets it first, as the program's own sigaction would.
+function programDisposition(sig, to = null) {
   if (sigaction === null)
     sigaction = new NativeFunction(Module.getGlobalExportByName('sigaction'), 'int', ['int', 'pointer', 'pointer']);
+  if (to !== null) {
+    const act = zeroed(152); // struct sigaction: no flags, an empty mask
+    act.writePointer(to);
+    sigaction(sig, act, NULL);
+  }
   const sa = Memory.alloc(152); // struct sigaction
   return sigaction(sig, NULL, sa) === 0 ? sa.readPointer() : null;
+}
+
+// Frida's exceptor, as it attaches, keeps a SIG_IGN of the signals it takes over as SIG_DFL (its
+// sigaction then says SIG_DFL, and it gives SIG_DFL back at the detach): a sent SIGSEGV killed an
+// attached program that ignores it. `ignored`: those the host read as ignored in /proc/PID/status
+// before the attach (options.ignored), given back to Frida's record of the program's.
+function restoreIgnored(ignored) {
+  for (const sig of ignored)
+    programDisposition(sig, ptr(1));
 }
 
 // The program's own handler of signal `sig` (null: none, or SIG_DFL / SIG_IGN).
@@ -79,7 +102,8 @@ function programHandles(type) {
 // signal frame holds it right after the kernel's ucontext (rt_sigframe: pretcode, uc, info), which
 // is what nativeContext points to. {signo, name, sender}: sender is null for a fault (si_code > 0:
 // the instruction faults again once Frida's handler returns) and the sending pid for a signal sent
-// with kill(2), tgkill(2), raise(3), abort(3) (si_code <= 0: nothing faults again). A frame that
+// with kill(2), tgkill(2), raise(3), abort(3) (si_code <= 0: nothing faults again); info: the
+// siginfo. A frame that
 // does not read as expected is taken as a fault, as before (Frida tells no more than the type).
 const KERNEL_UCONTEXT = 304; // uc_flags, uc_link, uc_stack (24), uc_mcontext (256), uc_sigmask (8)
 const SIGNALS_BY_TYPE = {
@@ -99,7 +123,7 @@ function signalOf(details) {
     if (!(signo in names))
       return fault;
     const sent = info.add(8).readS32() <= 0; // si_code: SI_USER 0, SI_QUEUE -1, SI_TKILL -6
-    return { signo, name: names[signo], sender: sent ? info.add(16).readS32() : null };
+    return { signo, name: names[signo], sender: sent ? info.add(16).readS32() : null, info };
   } catch (e) {
     return fault;
   }
@@ -113,18 +137,48 @@ function signalOf(details) {
 let blockSignal = null;
 let syscall = null;
 const SYS_TGKILL = 234; // x86-64
+const SYS_RT_TGSIGQUEUEINFO = 297;
+
+function sys(nr, a, b, c, p = NULL) { // (an unused last argument is harmless)
+  if (syscall === null)
+    syscall = new NativeFunction(Module.getGlobalExportByName('syscall'), 'long', ['long', 'long', 'long', 'long', 'pointer']);
+  return syscall(nr, a, b, c, p).toNumber();
+}
 
 function requeue(sig) {
-  if (syscall === null) {
+  if (blockSignal === null)
     blockSignal = new NativeFunction(Module.getGlobalExportByName('pthread_sigmask'), 'int', ['int', 'pointer', 'pointer']);
-    syscall = new NativeFunction(Module.getGlobalExportByName('syscall'), 'long', ['long', 'long', 'long', 'long']);
-  }
-  const set = Memory.alloc(128); // sigset_t
-  for (let i = 0; i < 128; i += 8)
-    set.add(i).writeU64(0);
+  const set = zeroed(128); // sigset_t
   set.writeU64(uint64(1).shl(sig - 1));
   blockSignal(0 /* SIG_BLOCK */, set, NULL);
-  syscall(SYS_TGKILL, Process.id, Process.getCurrentThreadId(), sig);
+  sys(SYS_TGKILL, Process.id, Process.getCurrentThreadId(), sig);
+}
+
+// A signal sent to the process that the kernel gave one of Frida's own threads, as it does when
+// every program thread blocks it (one takes it with sigwaitinfo, another joins, say): untraced a
+// program thread gets it; traced it was lost. Queued again with its siginfo (the sender kept;
+// si_code SI_QUEUE for kill's SI_USER and tgkill's SI_TKILL: the kernel lets only the main thread
+// queue those) to a followed thread that does not block it (one in sigwaitinfo does not, while it
+// waits); while none does (untraced it would stay pending), tried again later, less and less often.
+function redirect(sig, info, wait = 0) {
+  const copy = zeroed(128); // siginfo_t
+  Memory.copy(copy, info, 128);
+  if (copy.add(8).readS32() === 0 || copy.add(8).readS32() === -6) // SI_USER, SI_TKILL
+    copy.add(8).writeS32(-1); // SI_QUEUE, sender kept
+  const blocking = tid => {
+    try {
+      const m = File.readAllText(`/proc/self/task/${tid}/status`).match(/^SigBlk:\s*([0-9a-f]+)/m);
+      return m === null || !uint64('0x' + m[1]).shr(sig - 1).and(1).equals(0);
+    } catch (e) {
+      return true; // gone
+    }
+  };
+  for (const tid of Array.from(threads.keys()).filter(t => !blocking(t))) {
+    if (sys(SYS_RT_TGSIGQUEUEINFO, Process.id, tid, sig, copy) === 0)
+      return;
+  }
+  if (!finished)
+    setTimeout(() => redirect(sig, copy, Math.min(1000, wait * 2 || 10)), wait || 10);
 }
 
 function codeBytes(p, size) {

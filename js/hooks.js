@@ -146,6 +146,10 @@ function installHooks() {
   Process.setExceptionHandler(details => {
     const sig = signalOf(details);
     if (sig.sender !== null) { // sent (kill -SEGV, raise, abort), not a fault: see requeue
+      if (Cloak.hasCurrentThread()) {
+        redirect(sig.signo, sig.info);
+        return true; // one of Frida's threads got it: a program thread gets it instead, as untraced
+      }
       const disposition = programDisposition(sig.signo);
       if (disposition === null || !disposition.isNull()) {
         if (disposition !== null && hookedHandlers.get(disposition.toString()) === null) // hooked (faults.js): not a fault to translate
@@ -156,6 +160,8 @@ function installHooks() {
       requeue(sig.signo);
       return false;
     }
+    if (sig.signo !== 0 && ptr(1).equals(programDisposition(sig.signo) || NULL)) // an ignored fault: the kernel
+      programDisposition(sig.signo, NULL); // makes it SIG_DFL and the program dies of it (Frida retried it forever)
     const handles = programHandles(details.type);
     if (handles === HOOK_PENDING)
       return true; // resumed as it was: the same fault comes again once the hook is live

@@ -17,6 +17,7 @@ rpc.exports = {
   },
   init(opts) {
     setup(opts);
+    restoreIgnored(opts.ignored || []);
     const fast = transformFn === cm.transform;
     recv('ack', onAck);
     recv('window', onWindow);

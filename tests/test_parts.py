@@ -3,12 +3,14 @@ compiles and the one script Frida loads. Pure: no process is started."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 
 import pytest
 
 from phasescope.resources import PARTS, data_dir, joined, js_place, read_text, with_js_places
-from phasescope.sources.agent import c_exports
+from phasescope.sources.agent import c_exports, ignored_signals
 
 
 @pytest.mark.parametrize("name, suffix", [("agent", ".c"), ("js", ".js")])
@@ -45,3 +47,14 @@ def test_a_line_of_the_joined_script_is_named_by_its_part():
     third = PARTS["js"][2]
     first_two = sum(read_text("js", p).count("\n") for p in PARTS["js"][:2])
     assert with_js_places(f"script(line {first_two + 5}): SyntaxError") == f"script(js/{third}:5): SyntaxError"
+
+
+def test_the_ignored_exception_signals_are_read_from_the_kernel():
+    """This process ignores SIGTRAP and SIGUSR2 for the test: only SIGTRAP is one Frida takes over."""
+    old = [signal.signal(s, signal.SIG_IGN) for s in (signal.SIGTRAP, signal.SIGUSR2)]
+    try:
+        assert ignored_signals(os.getpid()) == [signal.SIGTRAP]
+    finally:
+        for s, h in zip((signal.SIGTRAP, signal.SIGUSR2), old):
+            signal.signal(s, h)
+    assert signal.SIGTRAP not in ignored_signals(os.getpid()) and ignored_signals(-1) == []

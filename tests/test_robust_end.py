@@ -212,13 +212,14 @@ def test_a_slow_final_ack_leaves_the_exiting_thread_its_counters(build):
                     "the target did not finish exiting")
 
 
-@pytest.mark.parametrize("how", ["default", "handle", "siginfo"])
+@pytest.mark.parametrize("how", ["default", "handle", "siginfo", "ignore", "ignore-fault"])
 def test_a_sigsegv_sent_to_a_traced_target_does_what_it_does_untraced(build, tmp_path, how):
     """``kill -SEGV`` while exact mode traces the target: Frida's handler took it as a fault and,
     finding no handler of the program's, put SIG_DFL back and returned, so the target ran on (and
     the agent had already said it crashed). Now it dies of it (``killed by SIGSEGV``, exit 3), as
-    untraced, and a program with a handler of its own gets it as untraced. (Not ``ignore``: Frida
-    loses a SIG_IGN of SIGSEGV when it attaches, docs/robustness.md.)"""
+    untraced, and a program with a handler of its own gets it as untraced. Frida keeps a SIG_IGN
+    set before the attach as SIG_DFL (the sent signal killed ``ignore``): the host reads it before
+    and the agent gives it back; a real fault of an ignored SIGSEGV then kills, as untraced."""
     exe, log = build("robust.c", "-pthread"), tmp_path / "log.jsonl"
     target = subprocess.Popen([exe, "spin"] if how == "default" else [exe, "sent", how], stdout=subprocess.PIPE,
                               text=True)
@@ -231,7 +232,7 @@ def test_a_sigsegv_sent_to_a_traced_target_does_what_it_does_untraced(build, tmp
         wait_for(lambda: log_lines(log) >= 5, 120, "5 intervals logged")
         os.kill(target.pid, signal.SIGSEGV)
         time.sleep(1)
-        if how == "ignore":
+        if how.startswith("ignore"):
             os.kill(target.pid, signal.SIGUSR1)
         status = target.wait(timeout=60)
         stdout, stderr = mon.communicate(timeout=60)
@@ -242,7 +243,7 @@ def test_a_sigsegv_sent_to_a_traced_target_does_what_it_does_untraced(build, tmp
     rest = target.stdout.read()
     handled = (7, "caught\n", 1, "exited with code 7")
     want = {"default": (-signal.SIGSEGV, "", 3, "killed by SIGSEGV"), "ignore": (0, "survived\n", 0, "exited with code 0"),
-            "handle": handled, "siginfo": handled}[how]
+            "handle": handled, "siginfo": handled, "ignore-fault": (-signal.SIGSEGV, "", 3, "crashed (SIGSEGV)")}[how]
     assert (status, rest, mon.returncode) == want[:3], stderr
     assert one_line_end(stderr).endswith(want[3]), stderr
 
@@ -253,3 +254,35 @@ def test_a_program_that_raises_sigsegv_dies_of_it_traced(build):
     r = run_cli("--no-dashboard", "-f", build("robust.c", "-pthread"), "sent", "raise", timeout=120)
     assert r.returncode == 3 and "survived" not in r.stdout, (r.stdout, r.stderr)
     assert one_line_end(r.stderr).endswith("crashed (SIGSEGV)"), r.stderr
+
+
+def test_a_sigsegv_sent_while_every_program_thread_blocks_it_reaches_its_sigwaitinfo(build):
+    """Every thread of the program blocks SIGSEGV and one takes it with sigwaitinfo: the kernel gave
+    ``kill -SEGV`` to one of Frida's threads, where it was lost and the program ran on. (Spawned: an
+    attach clears the main thread's signal mask, docs/robustness.md.)"""
+    mon = subprocess.Popen(cli_command("--no-dashboard", "-f", build("robust.c", "-pthread"), "sent", "wait"),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        os.kill(int(mon.stdout.readline().split()[1]), signal.SIGSEGV)
+        stdout, stderr = mon.communicate(timeout=60)
+    finally:
+        end_process(mon)
+    assert (mon.returncode, stdout) == (0, "waited 11\n"), stderr
+
+
+def test_a_fault_a_spawned_program_ignores_kills_it(build):
+    """A program that ignores SIGSEGV and then faults dies of it (the kernel puts SIG_DFL back for a
+    fault). Traced, Frida's handler found SIG_IGN, returned, and the instruction faulted again,
+    forever: phasescope said ``crashed`` and the target spun. The sent SIGSEGV before is ignored."""
+    mon = subprocess.Popen(cli_command("--no-dashboard", "-f", build("robust.c", "-pthread"), "sent", "ignore-fault"),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        pid = int(mon.stdout.readline().split()[1])
+        os.kill(pid, signal.SIGSEGV)
+        time.sleep(1)
+        os.kill(pid, signal.SIGUSR1)
+        stdout, stderr = mon.communicate(timeout=60)
+    finally:
+        end_process(mon)
+    assert mon.returncode == 3 and "survived" not in stdout, (stdout, stderr)
+    assert one_line_end(stderr).endswith("crashed (SIGSEGV)"), stderr

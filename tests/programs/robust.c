@@ -16,7 +16,9 @@
  *                           ignored, work until SIGUSR1, "survived"), handle ("ready PID", work until
  *                           SIGSEGV, whose handler says "caught" and _exit(7)s), siginfo (as handle,
  *                           with an SA_SIGINFO handler: "caught" only for a kill(2) from its parent),
- *                           raise (work, then raise(SIGSEGV) at SIG_DFL: it dies; "survived" if not)
+ *                           raise (work, then raise(SIGSEGV) at SIG_DFL: it dies; "survived" if not),
+ *                           ignore-fault (as ignore, then a real SIGSEGV fault: the kernel kills it),
+ *                           wait (every thread blocks SIGSEGV, one takes it with sigwaitinfo: "waited")
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -153,7 +155,25 @@ static void on_segv_info(int sig, siginfo_t *si, void *uc) {
     _exit(7);
 }
 
+static void *sent_waiter(void *set) {
+    siginfo_t si;
+    while (sigwaitinfo(set, &si) < 0) ;
+    printf("waited %d\n", si.si_signo);
+    exit(0);
+}
+
 static int sent_mode(const char *how) {
+    if (!strcmp(how, "wait")) {
+        static sigset_t set;
+        pthread_t t;
+        sigemptyset(&set);
+        sigaddset(&set, SIGSEGV);
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+        pthread_create(&t, NULL, sent_waiter, &set);
+        printf("ready %d\n", getpid());
+        fflush(stdout);
+        for (;;) work(1);
+    }
     if (!strcmp(how, "raise")) {
         printf("work %llu\n", (unsigned long long)work(5));
         raise(SIGSEGV);
@@ -165,11 +185,13 @@ static int sent_mode(const char *how) {
             sa.sa_flags = SA_SIGINFO;
             sigaction(SIGSEGV, &sa, NULL);
         } else {
-            signal(SIGSEGV, !strcmp(how, "ignore") ? SIG_IGN : on_segv);
+            signal(SIGSEGV, !strncmp(how, "ignore", 6) ? SIG_IGN : on_segv);
         }
         signal(SIGUSR1, on_sent_usr1);
         printf("ready %d\n", getpid());
+        fflush(stdout);
         while (!sent_usr1) work(1);
+        if (!strcmp(how, "ignore-fault")) *(volatile int *)8 = 1;
     }
     printf("survived\n");
     return 0;

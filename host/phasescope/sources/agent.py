@@ -42,6 +42,22 @@ def c_exports(source: str) -> dict:
 REP_COUNTS = ("iterations", "once")
 
 
+#: the signals Frida's exception handler takes over as it attaches (gumexceptor-posix.c)
+EXCEPTION_SIGNALS = (6, 11, 7, 4, 8, 5, 31)  # SIGABRT, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS
+
+
+def ignored_signals(pid: int) -> list:
+    """Which of :data:`EXCEPTION_SIGNALS` process ``pid`` ignores (``SigIgn`` of /proc/PID/status),
+    read before the agent is injected: Frida keeps their ``SIG_IGN`` as ``SIG_DFL`` (the agent's
+    ``ignored`` option gives it back). ``[]`` when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            mask = int(next(line.split()[1] for line in f if line.startswith("SigIgn:")), 16)
+    except (OSError, StopIteration, ValueError, IndexError):
+        return []
+    return [sig for sig in EXCEPTION_SIGNALS if mask >> (sig - 1) & 1]
+
+
 def agent_options(*, interval: int, slots: int, buffer_bytes: int, window: int, bare, watch: bool,
                   trust_threshold: Optional[int], portable: bool, locality: Optional[dict],
                   counter_source: Optional[str], rep_count: str = "iterations") -> dict:
@@ -66,4 +82,5 @@ def agent_options(*, interval: int, slots: int, buffer_bytes: int, window: int, 
         "source": wire.c_defines() + source,
         "api": c_exports(source),
         "stats": list(wire.STATS),
+        "ignored": [],  # the program's ignored signals among EXCEPTION_SIGNALS, read at the attach (ignored_signals)
     }

@@ -40,7 +40,7 @@ import frida
 from phasescope.errors import InputError, PhasescopeError
 from phasescope.resources import joined, js_place, with_js_places
 from phasescope.sources import wire
-from phasescope.sources.agent import REP_COUNTS, agent_options
+from phasescope.sources.agent import REP_COUNTS, agent_options, ignored_signals
 from phasescope.sources.agent_queries import AgentQueries
 from phasescope.sources.calls import (BLOCKED_WAIT, DETACH_TIMEOUT, GONE, STOP_TIMEOUT, BoundedRpc, attach_failed,
                                      bounded, detach_session, first_line, kill_quietly, unload, unload_stuck_line)
@@ -247,6 +247,7 @@ class TraceSession(AgentQueries):
             raise InputError(f"cannot run {argv[0]}: {first_line(e)}") from None
 
     def _attach(self) -> None:
+        self._options["ignored"] = ignored_signals(self.pid) if is_local(self.device) else []  # before the injection
         try:
             self._session = self.device.attach(self.pid)
         except frida.ProcessNotFoundError:
