@@ -20,11 +20,10 @@ Events, in the order the agent produced them:
   ``"detached"`` (``stop()``; target left running) or ``"lost"`` (the connection to the agent
   ended: how the target ended is not known)
 
-Flow control: the agent keeps at most ``window`` bytes of interval data in flight; the host acks
-messages once :meth:`TraceSession.events` has handed out their intervals (a slow consumer makes the
-agent buffer, then drop and report), in batches of at least an eighth of the window: each ack wakes
-the target's threads (sqlite3 bench: one ack a message cost 0.31 s of CPU, batched 0.25 s).
-"""
+Flow control: the agent keeps at most ``window`` bytes of interval data in flight; the host acks messages
+once :meth:`TraceSession.events` has handed out their intervals (a slow consumer makes the agent buffer,
+then drop and report), in batches of at least an eighth of the window: each ack wakes the target's
+threads (sqlite3 bench: one ack a message cost 0.31 s of CPU, batched 0.25 s)."""
 
 from __future__ import annotations
 
