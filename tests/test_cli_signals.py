@@ -135,3 +135,24 @@ def test_a_second_stop_signal_before_the_loop_saw_the_first_still_detaches_in_sa
     finally:
         proc.kill()
         proc.wait()
+
+
+def _ignoring(*sigs):
+    """A preexec_fn: the child starts with ``sigs`` ignored (nohup, a script's ``cmd &``, a parent
+    that ignores SIGCHLD), as the spawned program then inherits them."""
+    return lambda: [signal.signal(s, signal.SIG_IGN) for s in sigs]
+
+
+@pytest.mark.parametrize("mode", ["exact", "sampled"])
+def test_a_spawned_program_inherits_the_ignored_signals_an_untraced_one_would(tmp_path, mode):
+    # review of stop 47: phasescope caught what it was told to ignore, so the program got SIGINT,
+    # SIGHUP at their defaults (a script's Ctrl-C killed its `phasescope -f ./prog &`); with SIGCHLD
+    # ignored the kernel reaped the sampled child itself and the run waited for ever (ECHILD)
+    ignored = _ignoring(signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGCHLD, signal.SIGUSR1)
+    prog = ["/bin/grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"]
+    untraced = subprocess.run(prog, capture_output=True, text=True, preexec_fn=ignored, check=True).stdout
+    assert "SigIgn:\t0000000000010207" in untraced, untraced  # the signals above, nothing else
+    traced = subprocess.run(cli_command("--mode", mode, "--no-dashboard", "-o", str(tmp_path / "out"), "-f", prog[0],
+                                        "--", *prog[1:]), capture_output=True, text=True, preexec_fn=ignored, timeout=120)
+    assert traced.returncode == 0 and traced.stdout == untraced, (traced.stdout, traced.stderr)
+    assert "Traceback" not in traced.stderr, traced.stderr

@@ -33,7 +33,7 @@ class StopRequest:
     one (kept in :attr:`again`: the command exits 130), unless the run is :meth:`finishing` (its
     detach and final writes): then it is said once and kept, not raised, since an output cut off
     there would be half a file or none (the summary, the phase database and ``--profile`` are
-    written at the end). Installed for the whole run."""
+    written at the end). Installed for the whole run, on the stop signals not ignored when it starts."""
 
     def __init__(self):
         self.requested: Optional[str] = None
@@ -43,7 +43,8 @@ class StopRequest:
 
     def __enter__(self) -> "StopRequest":
         for sig in STOP_SIGNALS:
-            self._old[sig] = signal.signal(sig, self._handle)
+            if signal.getsignal(sig) != signal.SIG_IGN:  # ignored (nohup, a script's `cmd &`): it stays so,
+                self._old[sig] = signal.signal(sig, self._handle)  # for phasescope and its spawned program
         return self
 
     def _handle(self, signum, frame):

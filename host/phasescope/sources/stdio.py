@@ -41,19 +41,38 @@ def fork_held() -> Tuple[int, Callable[[], None]]:
     blocked across the fork, and the child sets them to their defaults (what exec does to a caught
     signal) before ``before_exec()`` unblocks them: a Ctrl-C that reached the child before its exec
     ran phasescope's handler there and was lost, the program running on (stop 47); now it ends
-    the child as it would end the program at its first instruction."""
+    the child as it would end the program at its first instruction. A stop signal ignored when
+    phasescope started is not caught (:class:`phasescope.commands.runner.StopRequest`) and stays
+    ignored here; SIGCHLD inherited ignored is set back to ignored before exec. Main thread only."""
+    chld_ignored = _waitable()
     old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     pid = os.fork()
     if pid != 0:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
         return pid, lambda: None
-    for sig in STOP_SIGNALS:
+    for sig in STOP_SIGNALS + ((signal.SIGCHLD,) if chld_ignored else ()):
         try:
-            if signal.getsignal(sig) not in (signal.SIG_IGN, None):
+            if sig == signal.SIGCHLD:
+                signal.signal(sig, signal.SIG_IGN)  # as the program would have inherited it
+            elif signal.getsignal(sig) not in (signal.SIG_IGN, None):
                 signal.signal(sig, signal.SIG_DFL)
         except (OSError, ValueError):  # never keep the program from running
             pass
     return 0, lambda: signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+_CHLD_IGNORED: list = []  # whether SIGCHLD was ignored when phasescope first forked (set once)
+
+
+def _waitable() -> bool:
+    """SIGCHLD at its default, for a forked child's end to be waited for; whether it was inherited
+    ignored (the kernel then reaps every child itself: waitpid failed with ECHILD and a sampled
+    run waited for ever, stop 47 review), for the child to get it back before exec."""
+    if not _CHLD_IGNORED:
+        _CHLD_IGNORED.append(signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN)
+    if _CHLD_IGNORED[0] and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    return _CHLD_IGNORED[0]
 
 
 def with_default_signals(spawn: Callable[..., int], *args, **kwargs) -> int:
