@@ -256,7 +256,7 @@ class TraceSession(AgentQueries):
                     "another tracer holds, or a security policy)" if os.geteuid() == 0
                     else "run as the process owner or as root")
             raise InputError(f"permission denied attaching to pid {self.pid} ({first_line(e)}); {hint}") from None
-        except (frida.ProcessNotRespondingError, frida.NotSupportedError, frida.TransportError) as e:
+        except (frida.ProcessNotRespondingError, frida.NotSupportedError, frida.TransportError, frida.ProtocolError) as e:
             spawned = (self.target.describe(), self._exit_status) if self.target.spawn and self._exit_status else None
             raise attach_failed(e, self.pid, spawned) from None
         self._session.on("detached", self._on_detached)
