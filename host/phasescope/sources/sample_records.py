@@ -170,7 +170,10 @@ class SampleRecords:
     def _adopt(self, pid: int, ppid: int) -> None:
         """A child forked by a followed process (``children``): followed, with modules of its own."""
         if self.children and pid != ppid and self._is_followed(ppid) and not self._is_followed(pid):
-            self._kids[pid] = [process_comm(pid), None, set()]
+            # a fork keeps its parent's name and modules: a child already gone when its record is read
+            # (an unwatched run reads its rings at their batch, stop 47) is named and keyed all the same
+            parent = self._kids.get(ppid) or [self.target_comm or process_comm(ppid), self.modules]
+            self._kids[pid] = [process_comm(pid) or parent[0], parent[1], set()]
 
     def _record(self, data: bytes, rtype: int, misc: int, off: int, size: int, exits: List[int]) -> None:
         """A LOST, FORK, EXIT, MMAP or COMM record (the target's, or a followed child's)."""
@@ -192,6 +195,8 @@ class SampleRecords:
                 self._mapped(pid, t, addr, length, pgoff, path)
         elif rtype == PERF_RECORD_COMM and misc & PERF_RECORD_MISC_COMM_EXEC:
             rpid, name = comm_record(data, off, size)
+            if rpid == self.pid:
+                self.target_comm = name
             kid = self._kids.get(rpid)
             if kid is not None:  # a child's exec: another program, other modules
                 kid[:] = [name, None, set()]

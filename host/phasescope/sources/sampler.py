@@ -140,6 +140,7 @@ class Sampler(SampleRecords, SampleCode):
         self._hotspot = HotSpotCode(pid)
         #: followed child processes (``children``): pid -> [comm, module map, pages looked up]
         self._kids: Dict[int, list] = {}
+        self.target_comm = ""  # the target's name once its exec (or a child's fork) was seen
         self._ended_kids: List[int] = []
         self._own_modules = modules is None
         #: the process is held before its exec: its maps are still its parent's (phasescope's own
