@@ -34,13 +34,14 @@ settings.load_profile(os.environ.get("PHASESCOPE_HYPOTHESIS", "default"))
 from phasescope.formats.log import log_records
 
 # The stop signals as a terminal gives them: a suite started in the background of a script (`cmd &`,
-# nohup) inherits SIGINT and SIGQUIT ignored, which phasescope, as the program it traces, then keeps
+# nohup) inherits SIGINT and SIGQUIT (nohup: SIGHUP) ignored, which phasescope, as the program it traces, then keeps
 # ignoring (stop 47), and the tests that send them would test that case instead. Set here, a
 # handler becomes the default in every process the tests start (exec resets caught signals).
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
-if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
-    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+for _sig in (signal.SIGQUIT, signal.SIGHUP, signal.SIGTERM):  # nohup ignores SIGHUP
+    if signal.getsignal(_sig) == signal.SIG_IGN:
+        signal.signal(_sig, signal.SIG_DFL)
 
 PROGRAMS = Path(__file__).parent / "programs"
 
