@@ -221,3 +221,22 @@ def test_profile_diff_refuses_its_output_before_it_prints_the_table(tmp_path, mo
     assert main(["profile", "run.base.pb.gz", "--diff", "0", "1", "-o", target]) == 2
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1, (out, err)
+
+
+KERNEL_FILES = [(["-f", "/bin/true", "--log", "/proc/self/status"], "--log"),
+                (["replay", "{log}", "--log", "/proc/self/comm"], "--log"),
+                (["replay", "{log}", "--profile", "/sys/kernel/mm/transparent_hugepage/enabled"], "--profile")]
+
+
+@pytest.mark.parametrize("argv, option", [k for k in KERNEL_FILES if k[1]], ids=lambda v: str(v))
+def test_a_file_of_proc_or_sys_is_refused_before_the_target_runs(tmp_path, monkeypatch, capsys, argv, option):
+    """``--log /proc/self/status`` opened, and its first write failed (EINVAL) after the target had
+    started: the trace stopped after one interval and the run ended in exit 1 (stop 47). A run that
+    starts a process here fails the fast lane's guard, so the refusal comes before anything runs."""
+    path = argv[-1]
+    if not os.path.exists(path):
+        pytest.skip(f"{path} is not on this machine")
+    log = synthetic_log(tmp_path / "run.jsonl")
+    assert main([a.format(log=log) for a in argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{option} {path}: a file of the kernel's /proc or /sys" in err, err
