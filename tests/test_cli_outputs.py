@@ -5,6 +5,7 @@ fails is one line and exit 1 (issue: stop 46, h46d)."""
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
@@ -200,6 +201,14 @@ def test_messages_name_a_dash_as_the_user_typed_it_not_dev_stdout(tmp_path, caps
         want = "- (standard output)" + (": cannot write" if case == "full" else " is the input LOG")
     err = capsys.readouterr().err
     assert want in err and "/dev/std" not in err, err
+
+
+def test_a_summary_records_an_input_dash_as_typed(tmp_path):
+    """``replay - --summary S < LOG`` recorded ``input.path`` ``/dev/stdin``, a path the user never
+    wrote and that names nothing once the run is over (stop 47)."""
+    log, summary = synthetic_log(tmp_path / "run.jsonl"), tmp_path / "s.json"
+    assert _with_fd(0, log, os.O_RDONLY, ["replay", "-", "--format", "log", "--summary", str(summary)]) == 0
+    assert json.loads(summary.read_text())["input"]["path"] == "-"
 
 
 def test_a_log_cut_short_is_said_once_where_a_command_reads_it_twice(tmp_path, capsys):

@@ -23,7 +23,7 @@ from phasescope.formats.log import read_log
 from phasescope.view.report import print_report
 from phasescope.formats.bbv import read_bb, read_pc_map
 from phasescope.pipeline.flow import Flow
-from phasescope.sinks.base import Sinks
+from phasescope.sinks.base import Sinks, as_typed
 from phasescope.sources.modules import JIT_MODULE
 
 
@@ -103,7 +103,7 @@ class ReplayCommand(Command):
             if args.interval is not None:
                 stream = merge_intervals(stream, args.interval)
             units = flow.units(stream)
-            flow.start({"target": args.file, "mode": "replay", "config": config.to_dict()})
+            flow.start({"target": as_typed(args.file), "mode": "replay", "config": config.to_dict()})
             while True:
                 batch = list(islice(units, BATCH))
                 if not batch:
@@ -111,7 +111,7 @@ class ReplayCommand(Command):
                 flow.feed_many(batch)
             flow.sinks.before_end(lambda keys: as_recorded(names, keys))  # on into --log and --profile
             summary = flow.engine.summary()
-            summary["input"] = {"path": args.file, "pc_out_file": args.pc_out_file}
+            summary["input"] = {"path": as_typed(args.file), "pc_out_file": args.pc_out_file}
             summary["end"] = {"how": "replayed", "code": None, "signal": None, "reason": None}
             flow.end(summary)
         except KeyboardInterrupt:  # a stop signal: the old --profile stays, not one of part of FILE
