@@ -249,3 +249,14 @@ def test_a_file_of_proc_or_sys_is_refused_before_the_target_runs(tmp_path, monke
     assert main([a.format(log=log) for a in argv]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{option} {path}: a file of the kernel's /proc or /sys" in err, err
+
+
+@pytest.mark.parametrize("argv", [["replay", "/dev/zero"], ["replay", "/dev/zero", "--format", "log"],
+                                  ["export-bbv", "/dev/zero", "{out}"], ["score", "/dev/zero", "--reference", "auto"]])
+def test_an_input_of_no_lines_is_refused_not_read_into_memory(tmp_path, monkeypatch, capsys, argv):
+    """``replay /dev/zero`` read one endless line until the machine killed phasescope (exit 137)."""
+    from phasescope.formats import lines
+    monkeypatch.setattr(lines, "LONGEST_LINE", 1 << 20)
+    assert main([a.format(out=tmp_path / "o.bb") for a in argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("/dev/zero:1: a line longer than 1 MiB: not a file phasescope wrote"), err
