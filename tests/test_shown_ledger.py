@@ -51,28 +51,30 @@ def test_a_fixed_cycle_is_foretold_as_before():
     assert tp.ledger.thread == ShownLedger.THREAD + len(foretold)
 
 
-def test_ledger_scores_only_the_changes_it_lets_through():
+def test_ledger_the_thread_scores_the_changes_shown_the_phase_every_change():
     g = ShownLedger()
-    assert g.observe(0, 1)  # phase 0's first change: the prior speaks
-    assert not g.observe(0, 0)  # the run went on (0 -> 0): no change proposed now
+    assert g.observe(0, 1)  # phase 0's first change: the priors speak
+    assert not g.observe(0, 0)  # the run went on (0 -> 0): both records lose one; no change now
     assert (g.thread, g.record(0)) == (ShownLedger.THREAD - 1, ShownLedger.PHASE - 1)
     assert g.observe(0, 1)  # phase 0's record 1: still ahead
     assert g.observe(2, 3)  # 2 came, neither 0 nor 1: both records stay; 2's first change is shown
     assert (g.thread, g.record(0), g.record(2)) == (ShownLedger.THREAD - 1, ShownLedger.PHASE - 1, ShownLedger.PHASE)
 
 
-def test_ledger_stops_a_phase_then_the_thread():
+def test_ledger_stops_a_phase_until_its_changes_come_true_and_the_thread_for_good():
     g = ShownLedger()
     for _ in range(ShownLedger.PHASE):  # phase 0's shown changes lose twice: phase 0 stops
         assert g.observe(0, 1)
-    assert not g.observe(0, 1)  # scored (the run went on); not shown
+    assert not g.observe(0, 1)  # scored (the run went on); proposed again, not shown
     assert g.record(0) == 0 and g.thread == ShownLedger.THREAD - ShownLedger.PHASE
-    assert not g.observe(0, 1)  # an unshown change is not scored: phase 0 stays stopped
-    assert g.record(0) == 0
-    assert g.observe(5, 6)  # phase 5 speaks on the thread's remaining budget, and loses it
-    assert not g.observe(5, 6)
-    assert g.thread == 0 and g.record(5) == ShownLedger.PHASE - 1
-    assert not g.observe(7, 8)  # the thread's budget is spent: no phase speaks again
+    assert not g.observe(1, 1)  # the change not shown came true: phase 0's record 1, the thread's unchanged
+    assert g.record(0) == 1 and g.thread == ShownLedger.THREAD - ShownLedger.PHASE
+    assert g.observe(0, 1)  # phase 0 speaks again ...
+    assert not g.observe(0, 0)  # ... and loses: the thread's budget is spent
+    assert g.thread == 0
+    assert not g.observe(5, 6)  # no phase speaks again, whatever its record
+    assert not g.observe(6, 7)
+    assert g.record(5) == ShownLedger.PHASE + 1  # though phase 5's change came true
 
 
 def test_ledger_phase_record_saturates():
@@ -81,3 +83,7 @@ def test_ledger_phase_record_saturates():
         assert g.observe(0, 1)
         assert not g.observe(1, 1)
     assert g.record(0) == ShownLedger.MAX and g.thread == ShownLedger.THREAD + 20
+    g = ShownLedger()
+    for _ in range(20):  # 2 -> 3 proposed, the run went on every time
+        g.observe(2, 3)
+    assert g.record(2) == -ShownLedger.MAX and g.thread == ShownLedger.THREAD - ShownLedger.PHASE
