@@ -31,7 +31,7 @@ from phasescope.engine.predictors import LruTable
 
 class ShownLedger:
     THREAD = 3  # the most mispredictions the thread's shown changes may make beyond last-phase's
-    PHASE = 2  # each phase's record before its first shown change
+    PHASE = 2  # each phase's record before its first change is scored
     MAX = 7  # a phase's record saturates at -MAX and MAX
 
     def __init__(self, entries: int = 4096):

@@ -29,9 +29,10 @@ own (``hybrid``, ``gated``, ``measured``, ``order_length``, ``cycle``, ``context
 - ``context`` (the default): ``cycle``, and in exact mode a third gated proposer, the phase that
   came more than half the times after the same phase and run length after the same runs before,
   while its proposals hold (:class:`phasescope.engine.contexts.RunContexts`; docs/quality.md,
-  stops 41-42); in exact mode its changes are shown only while the changes it showed, in the
-  thread and in the phase, are ahead of "no change" (:class:`phasescope.engine.ledger.ShownLedger`:
-  at most 3 mispredictions more than last-phase per thread, by construction; stop 48).
+  stops 41-42); in exact mode its changes are shown only while they are ahead of "no change" in
+  the phase (every change proposed there) and in the thread (the changes shown:
+  :class:`phasescope.engine.ledger.ShownLedger`, at most 3 mispredictions more than last-phase per
+  thread, by construction; stop 48).
 
 Every predictor runs and is scored on every interval; one is shown (``PredictorConfig.shown``,
 ``--shown-prediction``; ``rle_markov`` is the paper's, bit for bit), with a confidence (0..1) and
