@@ -131,13 +131,17 @@ PROGRAMS = {
     "truth-D": ("libraries", "held-out"),  # stop 44: recorded unseen after truth-C was scored
     "truth-E": ("libraries", "tune"),  # stop 47: the tuning half's second and third truth workloads
     "truth-F": ("libraries", "tune"),
+    "truth-G": ("libraries", "held-out"),  # stop 48: recorded unseen after held and held2 were scored
+    "truth-H": ("libraries", "held-out"),
 }
 TRUTH_ACTIVITIES = {"truth-A": ("sqlite,lzma,sha256,expat,decimal,json,sort,zlib", 1),
                     "truth-B": ("bz2,md5,regex,pickle,csv,inflate,unicode,sqlite", 2),
                     "truth-C": ("zlib,bz2,regex,decimal,inflate,json,md5,expat", 3),
                     "truth-D": ("sqlite,lzma,bz2,sort,csv,unicode,sha256,regex", 4),
                     "truth-E": ("pickle,md5,json,inflate,sort,expat,csv,lzma", 5),
-                    "truth-F": ("regex,unicode,decimal,sha256,zlib,sqlite,bz2,pickle", 6)}
+                    "truth-F": ("regex,unicode,decimal,sha256,zlib,sqlite,bz2,pickle", 6),
+                    "truth-G": ("md5,unicode,expat,lzma,zlib,sort,decimal,pickle", 7),
+                    "truth-H": ("json,bz2,csv,sha256,inflate,regex,sqlite,lzma", 8)}
 
 
 @dataclass

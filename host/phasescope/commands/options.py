@@ -142,7 +142,8 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                    help=f"the predictor whose prediction is shown and acted on (default {_P.shown}: the next phase of a "
                         "recurring order once such claims have held, else a change only where it has beaten 'no "
                         "change', in exact mode in its phase too, and the phase that came more than half the times after the same "
-                        "runs; cycle: without those runs; rle_markov: the paper's); one of "
+                        "runs, while the changes shown are ahead of 'no change' (exact mode); cycle: without those "
+                        "runs; rle_markov: the paper's); one of "
                         + ", ".join(PREDICTORS))
     p.add_argument("--gpht-entries", type=int, default=_P.gpht_entries, metavar="N",
                    help=f"GPHT entries, LRU (default {_P.gpht_entries})")

@@ -29,7 +29,10 @@ own (``hybrid``, ``gated``, ``measured``, ``order_length``, ``cycle``, ``context
 - ``context`` (the default): ``cycle``, and in exact mode a third gated proposer, the phase that
   came more than half the times after the same phase and run length after the same runs before,
   while its proposals hold (:class:`phasescope.engine.contexts.RunContexts`; docs/quality.md,
-  stops 41-42).
+  stops 41-42); in exact mode its changes are shown only while they are ahead of "no change" in
+  the phase (every change proposed there) and in the thread (the changes shown:
+  :class:`phasescope.engine.ledger.ShownLedger`, at most 3 mispredictions more than last-phase per
+  thread, by construction; stop 48).
 
 Every predictor runs and is scored on every interval; one is shown (``PredictorConfig.shown``,
 ``--shown-prediction``; ``rle_markov`` is the paper's, bit for bit), with a confidence (0..1) and
@@ -44,6 +47,7 @@ from phasescope.engine.config import PREDICTORS, PRIMARY, PredictorConfig  # noq
 from phasescope.engine.predictors import (STREAM_PREDICTORS, ChangeGate, Confidence, Gated, Hybrid, LruTable,
                                           Measured, OrderLength, Periodic, Referee)
 from phasescope.engine.contexts import RunContexts
+from phasescope.engine.ledger import ShownLedger
 
 HYBRID_MEMBERS = ("gpht", "rle_markov_q", "duration", "rle_markov", "last_phase")  # ties: the first
 GATED_MEMBER = "rle_markov"  # whose change predictions ``gated`` passes on once confirmed
@@ -96,6 +100,7 @@ class ThreadPredictors:
         self.referee = Referee()  # the page tracker's streams: ``measured``'s changes in ``cycle``
         self.run_contexts = RunContexts()  # exact mode's ``context``: a third proposer
         self.gates = {"context": ChangeGate(), "measured": ChangeGate(), "hybrid": ChangeGate()}  # earned changes
+        self.ledger = ShownLedger()  # exact mode's ``context``: its shown changes against "no change"
         self._contexts: Dict[str, tuple] = {}
         #: (name, its context now) of each stream predictor: :func:`context_of` without its look-ups
         self._context_of = [(n, p.context if hasattr(p, "context") else (lambda p=p: getattr(p, "last", None)))
@@ -142,6 +147,8 @@ class ThreadPredictors:
             earned = {name: self.gates[name].observe(phase, to) for name, (to, _) in proposals.items()}
             out["cycle"], cycle_confidence = self._earned(phase, proposals, earned, ("measured", "hybrid"))
             out["context"], context_confidence = self._earned(phase, proposals, earned, tuple(proposals))
+            if not self.ledger.observe(phase, out["context"]):  # no change, or one its record has not earned
+                out["context"], context_confidence = phase, self.measured.stay_accuracy
         if self.leaving:
             out["context"], context_confidence = out["cycle"], cycle_confidence
         self.prediction = out[self.shown]
