@@ -5,10 +5,13 @@ gains one misprediction on last-phase when the next interval comes in the phase 
 when the run goes on, and neither when both are wrong. :class:`ShownLedger` keeps two records of
 those outcomes, and a change is shown only while both are above 0:
 
-- **the thread's** scores the changes shown, and no others. It starts at ``THREAD``, so the
-  shown prediction of a thread never makes more than ``THREAD`` mispredictions more than
-  last-phase, at any point of any run, by construction (once it has lost that many more than it
-  gained, it shows "no change" for the rest of the run).
+- **the thread's** scores the changes shown, and no others, from ``THREAD``: once the shown
+  changes have lost that many more than they gained, the thread shows "no change". Stopped, it
+  scores the changes it would have shown, and speaks again (record 1) once they have gained
+  ``THREAD`` on last-phase, then 2x that after its second stop, 4x after its third: a long run whose
+  behaviour turns predictable is not silenced for good, and the shown prediction makes at most
+  ``THREAD`` + s mispredictions more than last-phase after s stops, where s grows as the log of the
+  changes that came true while stopped (a stream made against it: 3000 intervals, +10).
 - **the phase's** scores every change proposed after an interval in the phase, shown or not,
   from ``PHASE`` within -``MAX``..``MAX``: a phase whose changes lose stops within ``PHASE``
   losses from the start, and leaves the thread's budget to the phases that earn; a phase stopped
@@ -36,6 +39,8 @@ class ShownLedger:
 
     def __init__(self, entries: int = 4096):
         self.thread = self.THREAD
+        self.stops = 0  # how many times the thread's record has stopped its changes
+        self._shadow = 0  # while stopped: what the changes it would have shown gained on last-phase
         self.phases = LruTable(entries)
         self._proposed: Optional[Tuple[int, int, bool]] = None  # (phase, change, shown) awaiting the next phase
 
@@ -45,7 +50,14 @@ class ShownLedger:
         if self._proposed is not None:
             at, to, shown = self._proposed
             d = 1 if phase == to else -1 if phase == at else 0
-            self.thread += d if shown else 0
+            if shown:
+                self.thread += d
+                if self.thread <= 0:  # stopped: it speaks again after twice the evidence it last needed
+                    self.stops, self._shadow = self.stops + 1, 0
+            elif self.thread <= 0:  # the change it would have shown, scored as if shown
+                self._shadow += d
+                if self._shadow >= self.THREAD << (self.stops - 1):
+                    self.thread = 1
             self.phases.put(at, max(-self.MAX, min(self.MAX, self.record(at) + d)))
         shown = proposal != phase and self.thread > 0 and self.record(phase) > 0
         self._proposed = None if proposal == phase else (phase, proposal, shown)

@@ -32,7 +32,7 @@ own (``hybrid``, ``gated``, ``measured``, ``order_length``, ``cycle``, ``context
   stops 41-42); in exact mode its changes are shown only while they are ahead of "no change" in
   the phase (every change proposed there) and in the thread (the changes shown:
   :class:`phasescope.engine.ledger.ShownLedger`, at most 3 mispredictions more than last-phase per
-  thread, by construction; stop 48).
+  thread, and one more each time a stopped thread speaks again; stop 48).
 
 Every predictor runs and is scored on every interval; one is shown (``PredictorConfig.shown``,
 ``--shown-prediction``; ``rle_markov`` is the paper's, bit for bit), with a confidence (0..1) and
