@@ -121,6 +121,10 @@ class TrackerConfig:
     #: spreads (the mean distance of each one's matches) folds into it: two IDs over one noisy
     #: behaviour (engine/tracker.py; 0: off)
     overlap: float = 0.0
+    #: a phase matched fewer than ``retire`` times that no interval has matched for 400 intervals
+    #: (engine/folds.py ``RETIRE_IDLE``) folds into its nearest phase, its intervals relabelled: a
+    #: short-lived phase of a program's start or of a passage between activities (0: off)
+    retire: int = 0
     #: the page tracker (sampled mode) splits a phase whose recent windows are two activities taking
     #: turns (engine/phase_split.py; ``--tracker split``; docs/quality.md, stop 41)
     split: bool = False
@@ -168,6 +172,8 @@ class TrackerConfig:
                  f"offshoot must be 0 (off) or a number of intervals, with transition (got {self.offshoot!r})")
         _require(isinstance(self.overlap, (int, float)) and 0 <= self.overlap <= 10,
                  f"overlap must be a number from 0 to 10 (got {self.overlap!r})")
+        _require(isinstance(self.retire, int) and 0 <= self.retire <= 1 << 20,
+                 f"retire must be an integer from 0 to {1 << 20} (got {self.retire!r})")
         _require(self.transition_label in TRANSITION_LABELS,
                  f"transition label must be one of {', '.join(TRANSITION_LABELS)} (got {self.transition_label!r})")
         _require(self.calibrate_on in CALIBRATE_ON,

@@ -74,6 +74,12 @@ Issue 28 (the ``stable`` preset):
   the threshold cut into several phases (bzip2's) is one phase again; tight phases stay apart.
   A candidate within :data:`FOLDED_REACH` x the spread of a phase that has folded is not
   confirmed, so the folded behaviour's far intervals do not make new phases that fold again.
+- ``retire`` (the ``confirmed`` preset, 10; stop 48): a phase matched fewer than ``retire`` times
+  that no interval has matched for :data:`RETIRE_IDLE` intervals folds into the phase whose
+  representative is nearest its own (``merged``, ``relabel``, as ``overlap``'s fold; that phase
+  keeps its representative): the parts of a program's start and of the passages between its
+  activities that recurred just enough to be confirmed no longer each keep an ID (truth-E's 43 IDs
+  for SimPoint's 16). ``crowd`` counts the phases retired as still known.
 - ``archive``: evicted phases (ID and representative) are kept, oldest dropped first; an interval
   that matches no phase in the table takes back the nearest archived one within the threshold.
 - ``calibrate``: the threshold is ``calibrate`` x the median Manhattan distance between each
@@ -106,6 +112,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from phasescope.engine.calibration import CALIBRATION_WINDOW, Calibration  # noqa: F401
+from phasescope.engine.folds import FOLDED_REACH, OVERLAP_LEAST, RETIRE_IDLE, Folds  # noqa: F401
 from phasescope.engine.footprint import footprints, manhattan
 from phasescope.engine.multinomial import g_statistic, null_moments, smoothed
 from phasescope.engine.phase_table import BoundedTable, Match
@@ -115,11 +122,9 @@ from phasescope.engine.config import (EVICT_POLICIES, FULL_POLICIES, MAX_INTERVA
 
 TRANSITION = 0  # the transition phase's ID when ``transition`` is on
 OFFSHOOT_FLOOR, OFFSHOOT_RADIUS = 0.75, 0.5  # ``offshoot``: x the threshold (docs/quality.md, stop 46)
-OVERLAP_LEAST = 4  # ``overlap``: matches a phase needs before its spread counts (docs/quality.md, stop 47)
-FOLDED_REACH = 2.0  # ``overlap``: x its spread, where a phase that has folded takes no new phase
 
 
-class Tracker(Calibration, BoundedTable):
+class Tracker(Calibration, Folds, BoundedTable):
     """Accumulator, footprint and bounded phase table. Not thread-safe; one per process."""
 
     def __init__(self, config: Optional[TrackerConfig] = None):
@@ -151,12 +156,13 @@ class Tracker(Calibration, BoundedTable):
         self.known: set = set()  # phase IDs preloaded from earlier runs (a phase database)
         self._current: dict = {}  # thread -> phase of its last interval (for ``stay``)
         self.merges = 0
+        self.retired = 0  # ``retire``: short-lived phases folded into their nearest
         self._archive_reps = np.zeros((c.archive, c.buckets))  # evicted phases, oldest dropped first
         self._archive_ids = np.full(c.archive, -1, dtype=np.int64)
         self._archive_next = 0
         self.restored = 0  # recurrences that got their archived ID back
         self._init_calibration()
-        self._settled: Optional[List[int]] = [] if c.overlap else None  # each interval's phase, relabels applied
+        self._settled: Optional[List[int]] = [] if c.overlap or c.retire else None  # each interval's phase, relabels applied
 
     # -- accumulator and footprint ------------------------------------------------------------
     def footprints(self, keys: Sequence[np.ndarray], counts: Sequence[np.ndarray]):
@@ -188,6 +194,8 @@ class Tracker(Calibration, BoundedTable):
             if self.config.calibrate:
                 self._calibrate(f[i], thread)
             match, slots = self._classify_row(f[i], dist[i, : self._used], self._current.get(thread))
+            if self.config.retire and match.relabel is None and match.merged is None:
+                match, slots = self._retire(match, slots)
             self._current[thread] = match.phase
             if self._settled is not None:
                 for seq in match.relabel_seqs or ():
@@ -278,8 +286,7 @@ class Tracker(Calibration, BoundedTable):
             if other is not None:
                 gone, folded = self._fold(best, other)
                 changed = sorted(set(changed) | set(folded))
-                seqs = tuple(s for s, phase in enumerate(self._settled) if phase == gone[0])
-                return Match(gone[1], d / self._scale, False, merged=gone, relabel=gone[1], relabel_seqs=seqs,
+                return Match(gone[1], d / self._scale, False, merged=gone, relabel=gone[1], relabel_seqs=self._seqs_of(gone[0]),
                              revisable=waits), changed
             return Match(int(self._ids[best]), d / self._scale, False, revisable=waits), changed
         dist = None if d is None else d / self._scale
@@ -342,53 +349,6 @@ class Tracker(Calibration, BoundedTable):
         s = int(hit[0])
         return s if row[s] < self.config.stay * self._thresholds([s])[0] else None
 
-    def _fold(self, a: int, b: int):
-        """Fold slots ``a`` and ``b`` into one phase: a phase database's (:attr:`known`) before a
-        new one, then the one matched by more intervals (ties: the older) keeps its ID and gets
-        the hit-weighted mean; the other's slot is freed (the last slot moves into it). Returns
-        ((gone ID, kept ID), slots whose content changed)."""
-        keep, gone = sorted((a, b), key=lambda s: (int(self._ids[s]) not in self.known, -self._hits[s], self._ids[s]))
-        ids = (int(self._ids[gone]), int(self._ids[keep]))
-        h = self._hits[keep] + self._hits[gone]
-        self._reps[keep] = (self._reps[keep] * self._hits[keep] + self._reps[gone] * self._hits[gone]) / h
-        self._hits[keep] = h
-        self._dsum[keep] += self._dsum[gone]
-        self._dsq[keep] += self._dsq[gone]
-        self._carried[keep] += self._carried[gone]
-        self._folded[keep] = True
-        self._last_used[keep] = max(self._last_used[keep], self._last_used[gone])
-        last = self._used - 1
-        self._null.clear()  # representatives changed and moved slots (a rare event)
-        for arr in (self._reps, self._ids, self._hits, self._last_used, self._dsum, self._dsq, self._carried, self._folded):
-            arr[gone] = arr[last]
-        self._used -= 1
-        self.merges += 1
-        if keep == last:
-            keep = gone
-        return ids, [s for s in (keep, gone) if s < self._used]
-
-    def _overlapping(self, slot: int) -> Optional[int]:
-        """``overlap``: the stable slot nearest ``slot`` when their representatives are closer than
-        ``overlap`` x the sum of the two phases' spreads (the mean distance of the intervals that
-        carry each one, to its representative then), each phase matched :data:`OVERLAP_LEAST` times
-        or more; else None."""
-        hits = self._hits[: self._used]
-        if hits[slot] < OVERLAP_LEAST:
-            return None
-        others = np.flatnonzero(hits >= OVERLAP_LEAST)
-        others = others[others != slot]
-        if not len(others):
-            return None
-        spread = self._spreads()
-        ratio = np.abs(self._reps[others] - self._reps[slot]).sum(axis=1) / np.maximum(spread[others] + spread[slot], 1e-12)
-        j = int(ratio.argmin())
-        return int(others[j]) if ratio[j] < self.config.overlap else None
-
-    def _spreads(self) -> np.ndarray:
-        """Each stable slot's spread for ``overlap`` (0 until it is matched OVERLAP_LEAST times)."""
-        n = self._used
-        return np.where(self._hits[:n] >= OVERLAP_LEAST, self._carried[:n, 0] / np.maximum(self._carried[:n, 1], 1), 0.0)
-
     def _closest_pair(self):
         """(distance, slot, slot) of the two nearest representatives of a full table."""
         r = self._reps[: self._used]
@@ -439,7 +399,7 @@ class Tracker(Calibration, BoundedTable):
         ``crowd`` phases or more, or ``overlap`` finds it within :data:`FOLDED_REACH` x the spread
         of a phase that has folded another in (its intervals keep their nearest phase)."""
         c = self.config
-        if c.apart and self._used >= c.crowd:
+        if c.apart and self._used + self.retired >= c.crowd:
             d = np.abs(self._reps[: self._used] - rep).sum(axis=1)
             if (d < c.apart * self._thresholds(np.arange(self._used))).any():
                 return None
