@@ -74,6 +74,7 @@ class Folds:
         self._hits[keep] += self._hits[gone]
         self._last_used[keep] = max(self._last_used[keep], self._last_used[gone])
         self.retired += 1
+        self.merges += 1  # a fold too (``merged``), as the summary's ``merges`` counts them
         moved = self._free(gone, keep)[1:]
         phase = ids[1] if match.phase == ids[0] else match.phase  # an interval labelled with it as its nearest
         slots = sorted({s for s in slots if s < self._used} | set(moved))
