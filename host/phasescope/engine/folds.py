@@ -43,7 +43,8 @@ class Folds:
         content changed."""
         last = self._used - 1
         self._null.clear()  # representatives changed and moved slots (a rare event)
-        for arr in (self._reps, self._ids, self._hits, self._last_used, self._dsum, self._dsq, self._carried, self._folded):
+        for arr in (self._reps, self._ids, self._hits, self._last_used, self._dsum, self._dsq, self._carried, self._folded,
+                    self._prior):
             arr[gone] = arr[last]
         self._used -= 1
         if keep == last:
@@ -97,6 +98,18 @@ class Folds:
         ratio = np.abs(self._reps[others] - self._reps[slot]).sum(axis=1) / np.maximum(spread[others] + spread[slot], 1e-12)
         j = int(ratio.argmin())
         return int(others[j]) if ratio[j] < self.config.overlap else None
+
+    def _reach(self) -> np.ndarray:
+        """Each slot's spread for :data:`FOLDED_REACH`: this run's (once it is matched
+        :data:`OVERLAP_LEAST` times) or the one a phase database saved, the wider."""
+        return np.maximum(self._spreads(), self._prior[: self._used])
+
+    def folded_spreads(self) -> dict:
+        """Phase -> spread (footprint units) of each phase in the table that has folded another
+        in, this run or an earlier one: what a phase database keeps, so that the next run makes no
+        new phase within :data:`FOLDED_REACH` x that spread either."""
+        reach = self._reach()
+        return {int(self._ids[s]): float(reach[s]) for s in np.flatnonzero(self._folded[: self._used])}
 
     def _spreads(self) -> np.ndarray:
         """Each stable slot's spread for ``overlap`` (0 until it is matched OVERLAP_LEAST times)."""

@@ -140,6 +140,7 @@ class Tracker(Calibration, Folds, BoundedTable):
         self._dsq = np.zeros(c.table_size)
         self._carried = np.zeros((c.table_size, 2))  # ``overlap``: distances of the intervals carrying each phase, and how many
         self._folded = np.zeros(c.table_size, dtype=bool)  # ``overlap``: the phase has taken another in
+        self._prior = np.zeros(c.table_size)  # ``overlap``: a folded phase's spread as a phase database saved it
         self._used = 0
         self._clock = 0
         # ID 0 is the transition phase's only where an interval can carry it (``transition_label``)
@@ -318,7 +319,7 @@ class Tracker(Calibration, Folds, BoundedTable):
         self._ids[slot] = phase
         self._hits[slot] = hits
         self._dsum[slot] = self._dsq[slot] = 0.0
-        self._carried[slot], self._folded[slot] = 0.0, False
+        self._carried[slot], self._folded[slot], self._prior[slot] = 0.0, False, 0.0
         self._last_used[slot] = self._clock
         return (Match(phase, dist, new, evicted, merged=merged, relabel=phase if earlier else None,
                       relabel_seqs=earlier or None), sorted(set(changed) | {slot}))
@@ -405,7 +406,7 @@ class Tracker(Calibration, Folds, BoundedTable):
                 return None
         if c.overlap and self._folded[: self._used].any():
             d = np.abs(self._reps[: self._used] - rep).sum(axis=1)
-            if (d < FOLDED_REACH * self._spreads() * self._folded[: self._used]).any():
+            if (d < FOLDED_REACH * self._reach() * self._folded[: self._used]).any():
                 return None
         return rep, hits, earlier
 
@@ -420,10 +421,11 @@ class Tracker(Calibration, Folds, BoundedTable):
             self._cand_seqs[:k] = [self._cand_seqs[j] for j in keep]
             self._cand_used = k
 
-    def preload(self, representatives: Sequence[tuple], next_id: int) -> None:
+    def preload(self, representatives: Sequence[tuple], next_id: int, folded: Optional[dict] = None) -> None:
         """Start from the representatives of earlier runs (a phase database): ``(phase, footprint)``
         pairs, at most ``table_size`` (the first ones are kept), into an empty table. Phase IDs
-        created from now on start at ``next_id``; the preloaded IDs are in :attr:`known`."""
+        created from now on start at ``next_id``; the preloaded IDs are in :attr:`known`.
+        ``folded``: phase -> spread of the phases that had folded another in (:meth:`folded_spreads`)."""
         if self._used:
             raise ValueError("preload needs an empty phase table")
         for phase, fp in list(representatives)[: self.config.table_size]:
@@ -432,6 +434,8 @@ class Tracker(Calibration, Folds, BoundedTable):
             self._ids[slot] = int(phase)
             self._hits[slot] = 1  # the representative itself (update policy mean averages from it)
             self._last_used[slot] = 0
+            if folded and int(phase) in folded:
+                self._folded[slot], self._prior[slot] = True, float(folded[int(phase)])
             self._used += 1
             self.known.add(int(phase))
         self.next_id = max(self.next_id, int(next_id), max(self.known, default=-1) + 1)
