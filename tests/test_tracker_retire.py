@@ -88,3 +88,16 @@ def test_the_paper_preset_never_retires():
     assert PRESETS["paper"].get("retire", 0) == 0
     t = Tracker(TrackerConfig(**dict(PRESETS["paper"], bits=None)))
     assert not any(m.merged for m in t.classify_many(passage(0))) and t.retired == 0
+
+
+def test_a_segment_counts_its_units_toward_retire():
+    # --segment-mode variable: a phase confirmed by two intervals, then matched by one row of 12
+    # recorded units (a long run the segmenter found alike), has 14 units of evidence, not 3
+    # matches: it is not short-lived and keeps its ID (OVERLAP_LEAST counts units the same way).
+    fps = passage(0)
+    units = np.ones(len(fps), dtype=np.int64)
+    units[52] = 12
+    ms = confirmed().classify_many(fps, units=units)
+    assert ms[51].new_phase and not any(m.merged for m in ms) and set(settled(ms)) == {0, 1}
+    units[52] = 3
+    assert set(settled(confirmed().classify_many(fps, units=units))) == {0}

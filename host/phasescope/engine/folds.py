@@ -12,7 +12,7 @@ import numpy as np
 
 from phasescope.engine.phase_table import Match
 
-OVERLAP_LEAST = 4  # ``overlap``: matches a phase needs before its spread counts (docs/quality.md, stop 47)
+OVERLAP_LEAST = 4  # ``overlap``: units matched (a segment's all) before a phase's spread counts (quality.md, stop 47)
 FOLDED_REACH = 2.0  # ``overlap``: x its spread, where a phase that has folded takes no new phase
 RETIRE_IDLE = 400  # ``retire``: intervals without a match after which a short-lived phase folds (stop 48)
 
@@ -30,6 +30,7 @@ class Folds:
         h = self._hits[keep] + self._hits[gone]
         self._reps[keep] = (self._reps[keep] * self._hits[keep] + self._reps[gone] * self._hits[gone]) / h
         self._hits[keep] = h
+        self._units_in[keep] += self._units_in[gone]
         self._dsum[keep] += self._dsum[gone]
         self._dsq[keep] += self._dsq[gone]
         self._carried[keep] += self._carried[gone]
@@ -43,8 +44,8 @@ class Folds:
         content changed."""
         last = self._used - 1
         self._null.clear()  # representatives changed and moved slots (a rare event)
-        for arr in (self._reps, self._ids, self._hits, self._last_used, self._dsum, self._dsq, self._carried, self._folded,
-                    self._prior):
+        for arr in (self._reps, self._ids, self._hits, self._units_in, self._last_used, self._dsum, self._dsq,
+                    self._carried, self._folded, self._prior):
             arr[gone] = arr[last]
         self._used -= 1
         if keep == last:
@@ -56,13 +57,13 @@ class Folds:
         return tuple(s for s, p in enumerate(self._settled) if p == phase)
 
     def _retire(self, match: Match, slots: List[int]):
-        """``retire``: when a phase (not a phase database's) matched fewer than ``retire`` times has
+        """``retire``: when a phase (not a phase database's) matched fewer than ``retire`` units has
         not been matched for :data:`RETIRE_IDLE` intervals, the one idle longest folds into the
         phase whose representative is nearest its own, which keeps its ID and its representative;
         ``match`` (one with no fold or relabel of its own) then carries the fold (``merged``) and
         the relabel of the retired phase's intervals. Returns (Match, slots whose content changed)."""
         n = self._used
-        idle = (self._hits[:n] < self.config.retire) & (self._last_used[:n] <= self._clock - RETIRE_IDLE)
+        idle = (self._units_in[:n] < self.config.retire) & (self._last_used[:n] <= self._clock - RETIRE_IDLE)
         if self.known:
             idle &= ~np.isin(self._ids[:n], list(self.known))
         if n < 2 or not idle.any():
@@ -73,6 +74,7 @@ class Folds:
         keep = int(d.argmin())
         ids = (int(self._ids[gone]), int(self._ids[keep]))
         self._hits[keep] += self._hits[gone]
+        self._units_in[keep] += self._units_in[gone]
         self._last_used[keep] = max(self._last_used[keep], self._last_used[gone])
         self.retired += 1
         self.merges += 1  # a fold too (``merged``), as the summary's ``merges`` counts them
@@ -87,7 +89,7 @@ class Folds:
         ``overlap`` x the sum of the two phases' spreads (the mean distance of the intervals that
         carry each one, to its representative then), each phase matched :data:`OVERLAP_LEAST` times
         or more; else None."""
-        hits = self._hits[: self._used]
+        hits = self._units_in[: self._used]
         if hits[slot] < OVERLAP_LEAST:
             return None
         others = np.flatnonzero(hits >= OVERLAP_LEAST)
@@ -114,4 +116,4 @@ class Folds:
     def _spreads(self) -> np.ndarray:
         """Each stable slot's spread for ``overlap`` (0 until it is matched OVERLAP_LEAST times)."""
         n = self._used
-        return np.where(self._hits[:n] >= OVERLAP_LEAST, self._carried[:n, 0] / np.maximum(self._carried[:n, 1], 1), 0.0)
+        return np.where(self._units_in[:n] >= OVERLAP_LEAST, self._carried[:n, 0] / np.maximum(self._carried[:n, 1], 1), 0.0)

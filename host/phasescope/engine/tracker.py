@@ -70,11 +70,12 @@ Issue 28 (the ``stable`` preset):
   phase fold into one (``merged``; the one matched more often keeps its ID, and ``relabel`` gives it
   every earlier interval of the other) when their representatives are closer than ``overlap`` x
   the sum of their spreads (the mean distance of the intervals that carry each, transitions
-  labelled with it included), each matched :data:`OVERLAP_LEAST` times: one noisy behaviour that
-  the threshold cut into several phases (bzip2's) is one phase again; tight phases stay apart.
+  labelled with it included), each matched :data:`OVERLAP_LEAST` recorded units (a segment counts
+  all of its): one noisy behaviour that the threshold cut into several phases (bzip2's) is one
+  phase again; tight phases stay apart.
   A candidate within :data:`FOLDED_REACH` x the spread of a phase that has folded is not
   confirmed, so the folded behaviour's far intervals do not make new phases that fold again.
-- ``retire`` (the ``confirmed`` preset, 10; stop 48): a phase matched fewer than ``retire`` times
+- ``retire`` (the ``confirmed`` preset, 10; stop 48): a phase matched fewer than ``retire`` units
   that no interval has matched for :data:`RETIRE_IDLE` intervals folds into the phase whose
   representative is nearest its own (``merged``, ``relabel``, as ``overlap``'s fold; that phase
   keeps its representative): the parts of a program's start and of the passages between its
@@ -135,6 +136,7 @@ class Tracker(Calibration, Folds, BoundedTable):
         self._reps = np.zeros((c.table_size, c.buckets), dtype=np.float64)
         self._ids = np.full(c.table_size, -1, dtype=np.int64)
         self._hits = np.zeros(c.table_size, dtype=np.int64)
+        self._units_in = np.zeros(c.table_size, dtype=np.int64)  # recorded units matched (a segment's all: ``overlap``, ``retire``)
         self._last_used = np.zeros(c.table_size, dtype=np.int64)
         self._dsum = np.zeros(c.table_size)  # distances of matched intervals (adaptive threshold)
         self._dsq = np.zeros(c.table_size)
@@ -274,6 +276,7 @@ class Tracker(Calibration, Folds, BoundedTable):
             offshoot = self._match_candidate(fp, OFFSHOOT_RADIUS * base, c.offshoot)
         if offshoot is None and best >= 0 and (fits or (full and c.full_policy == "nearest") or (pair is not None and d <= pair[0])):
             self._hits[best] += 1
+            self._units_in[best] += self._units
             self._last_used[best] = self._clock
             self._dsum[best] += d
             self._dsq[best] += d * d
@@ -318,6 +321,7 @@ class Tracker(Calibration, Folds, BoundedTable):
         self._null.pop(slot, None)
         self._ids[slot] = phase
         self._hits[slot] = hits
+        self._units_in[slot] = max(hits, self._units)
         self._dsum[slot] = self._dsq[slot] = 0.0
         self._carried[slot], self._folded[slot], self._prior[slot] = 0.0, False, 0.0
         self._last_used[slot] = self._clock
@@ -432,7 +436,7 @@ class Tracker(Calibration, Folds, BoundedTable):
             slot = self._used
             self._reps[slot] = np.asarray(fp, dtype=np.float64)
             self._ids[slot] = int(phase)
-            self._hits[slot] = 1  # the representative itself (update policy mean averages from it)
+            self._hits[slot] = self._units_in[slot] = 1  # the representative itself (update policy mean averages from it)
             self._last_used[slot] = 0
             if folded and int(phase) in folded:
                 self._folded[slot], self._prior[slot] = True, float(folded[int(phase)])
