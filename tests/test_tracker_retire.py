@@ -62,20 +62,20 @@ def test_the_statistics_settle_a_retired_phase_s_intervals_where_the_log_does():
 
 def test_classifying_a_whole_stream_is_classifying_one_interval_at_a_time_with_retirements():
     # Retirements free a slot (the last one moves into it) in the middle of classify_many's
-    # distance matrix: random streams of 8 behaviours with short far passages, in a roomy table
+    # distance matrix: random streams of 8 behaviours with short far passages (4 seeds), in a roomy table
     # and in one of 6 slots (retirements and evictions interleave).
     retired = 0
-    for seed in range(6):
+    for seed in range(4):
         rng = np.random.default_rng(seed)
         kinds = [phase(int(k)) for k in rng.integers(0, 8, 40).repeat(rng.integers(20, 60, 40))]
-        fps = np.array([phase(int(rng.integers(8, 32))) if rng.random() < 0.03 else f for f in kinds][:1500])
+        fps = np.array([phase(int(rng.integers(8, 32))) if rng.random() < 0.03 else f for f in kinds][:1000])
         for size in (64, 6):
             many = confirmed(table_size=size).classify_many(fps)
             t = confirmed(table_size=size)
             one = [t.classify_many(f[None, :])[0] for f in fps]
             assert many == one, f"seed {seed}, table {size}"
             retired += t.retired
-    assert retired >= 6
+    assert retired >= 4
 
 
 @pytest.mark.parametrize("value", [-1, 1.5, "x"])
