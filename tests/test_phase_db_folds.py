@@ -5,12 +5,14 @@ folded away is not saved to be preloaded again."""
 import json
 
 import numpy as np
+import pytest
 
 from phasescope.engine.config import EngineConfig
 from phasescope.engine.interval import Interval
 from phasescope.engine.phase_engine import PhaseEngine
+from phasescope.errors import InputError
 from phasescope.sinks.phase_db import PhaseDb
-from test_tracker_confirm import noisy_behaviour
+from test_tracker_confirm import noisy_behaviour, two_noisy_modes
 
 
 def run(db_path, fps):
@@ -46,3 +48,42 @@ def test_a_known_phase_keeps_its_id_and_a_folded_one_is_not_saved(tmp_path):
         gone = {r.merged[0] for r in results if r.merged is not None}
         assert not saved & gone, f"seed {seed}: {sorted(saved & gone)} folded away, yet saved"
     assert folds >= 3
+
+
+def new_phases_in_run_2(tmp_path, seed, forget):
+    """Run 1 (two noisy modes of one behaviour, which fold) then run 2 (the same behaviour, another
+    seed) on one database; with ``forget``, the file loses what main's did not save (``folded_spread``)
+    before run 2. The phases run 2 made, and the database run 1 left."""
+    db = tmp_path / f"db-{seed}-{forget}.json"
+    run(db, np.array(two_noisy_modes(seed)))
+    saved = json.loads(db.read_text())
+    if forget:
+        for r in saved["representatives"]:
+            r.pop("folded_spread", None)
+        db.write_text(json.dumps(saved))
+    engine, results = run(db, np.array(two_noisy_modes(seed + 10)))
+    return {r.phase for r in results if r.phase not in engine.tracker.known}, saved
+
+
+def test_the_database_remembers_a_phase_that_has_folded(tmp_path):
+    # stop 47's review: the database forgot that a phase had folded another in (FOLDED_REACH), so each
+    # run made phases beside it again (bzip2 replayed four times: 13, 17, 18, 18 phases saved; now
+    # 13, 15, 15, 15). Saved with its spread, the next run makes fewer new phases (4 seeds).
+    made, forgot = [], []
+    for seed in range(4):
+        new, saved = new_phases_in_run_2(tmp_path, seed, False)
+        assert any("folded_spread" in r for r in saved["representatives"]), f"seed {seed}: nothing folded"
+        made.append(len(new))
+        forgot.append(len(new_phases_in_run_2(tmp_path, seed, True)[0]))
+    assert all(m <= f for m, f in zip(made, forgot)) and sum(made) <= sum(forgot) // 3
+
+
+@pytest.mark.parametrize("value", ['"x"', "-1", "true"])
+def test_a_bad_folded_spread_is_refused(tmp_path, value):
+    db = tmp_path / "db.json"
+    run(db, np.array(two_noisy_modes(0)))
+    text = db.read_text().replace('"folded_spread": ', f'"folded_spread": {value}, "was": ', 1)
+    db.write_text(text)
+    with pytest.raises(InputError, match="bad folded_spread"):
+        PhaseDb(str(db), EngineConfig(), lock=False)
+    assert db.read_text() == text

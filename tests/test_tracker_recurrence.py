@@ -160,11 +160,11 @@ def test_confirmed_is_the_paper_with_an_id_budget():
     # The paper's footprint (32 buckets, 6 bits), threshold and 64-entry LRU table; what differs is
     # when an ID is made (how soon a candidate must recur, and how far from known phases once there
     # are many, or beside a phase that would swallow it), how a representative moves and how wide
-    # each phase's threshold is, and when two phases fold into one.
+    # each phase's threshold is, and when two phases fold into one (or a short-lived one into its nearest).
     paper, confirmed = PRESETS["paper"], PRESETS["confirmed"]
     assert {k for k in confirmed if confirmed[k] != paper.get(k)} == {
         "transition", "transition_label", "update_policy", "adaptive", "archive", "recur", "apart", "crowd",
-        "offshoot", "overlap"}
+        "offshoot", "overlap", "retire"}
 
 
 def test_confirmed_gives_a_new_phase_its_id_at_its_second_interval():

@@ -121,6 +121,10 @@ class TrackerConfig:
     #: spreads (the mean distance of each one's matches) folds into it: two IDs over one noisy
     #: behaviour (engine/tracker.py; 0: off)
     overlap: float = 0.0
+    #: a phase matched fewer than ``retire`` times that no interval has matched for 400 intervals
+    #: (engine/folds.py ``RETIRE_IDLE``) folds into its nearest phase, its intervals relabelled: a
+    #: short-lived phase of a program's start or of a passage between activities (0: off)
+    retire: int = 0
     #: the page tracker (sampled mode) splits a phase whose recent windows are two activities taking
     #: turns (engine/phase_split.py; ``--tracker split``; docs/quality.md, stop 41)
     split: bool = False
@@ -168,6 +172,8 @@ class TrackerConfig:
                  f"offshoot must be 0 (off) or a number of intervals, with transition (got {self.offshoot!r})")
         _require(isinstance(self.overlap, (int, float)) and 0 <= self.overlap <= 10,
                  f"overlap must be a number from 0 to 10 (got {self.overlap!r})")
+        _require(isinstance(self.retire, int) and 0 <= self.retire <= 1 << 20,
+                 f"retire must be an integer from 0 to {1 << 20} (got {self.retire!r})")
         _require(self.transition_label in TRANSITION_LABELS,
                  f"transition label must be one of {', '.join(TRANSITION_LABELS)} (got {self.transition_label!r})")
         _require(self.calibrate_on in CALIBRATE_ON,
@@ -281,9 +287,14 @@ PRESETS["drift"] = dict(PRESETS["clustered"], drift_ratio=3.0, drift_floor=0.15,
 # away (tuning mean +0.04, cc1 0.40 -> 0.56, tclsh 0.61 -> 0.72: docs/quality.md). Since stop 47
 # two phases whose centres come closer than 0.45x the sum of their spreads fold into one
 # (``overlap``): bzip2's noisy main behaviour had four IDs (tuning mean +0.06, bzip2 0.40 -> 0.82;
-# held out +0.001, truth-B 41 -> 37 IDs: docs/quality.md).
+# held out +0.001, truth-B 41 -> 37 IDs: docs/quality.md). Since stop 48 a phase matched fewer than
+# 10 times and not in the last 400 intervals folds into its nearest (``retire``): a program's start
+# and the passages between its activities kept an ID for each part that recurred just enough to be
+# confirmed (truth-E 43 -> 25 IDs for SimPoint's 16; tuning mean -0.003 to +0.001; held out -0.005,
+# perl -0.04, truth-D 48 -> 31 IDs: docs/quality.md).
 PRESETS["confirmed"] = dict(PRESETS["paper"], transition=True, transition_label="nearest", update_policy="mean",
-                            adaptive=True, archive=4096, recur=40, apart=2.0, crowd=18, offshoot=4, overlap=0.45)
+                            adaptive=True, archive=4096, recur=40, apart=2.0, crowd=18, offshoot=4, overlap=0.45,
+                            retire=10)
 # Online SimPoint (engine/kmeans_tracker.py): k-means labels, not a threshold. Lost to the paper on
 # the tuning half (docs/quality.md); kept as the measured alternative.
 PRESETS["kmeans"] = dict(PRESETS["paper"], method="kmeans", buckets=128, bits=None, table_size=30)

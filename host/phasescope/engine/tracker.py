@@ -70,10 +70,17 @@ Issue 28 (the ``stable`` preset):
   phase fold into one (``merged``; the one matched more often keeps its ID, and ``relabel`` gives it
   every earlier interval of the other) when their representatives are closer than ``overlap`` x
   the sum of their spreads (the mean distance of the intervals that carry each, transitions
-  labelled with it included), each matched :data:`OVERLAP_LEAST` times: one noisy behaviour that
-  the threshold cut into several phases (bzip2's) is one phase again; tight phases stay apart.
+  labelled with it included), each matched :data:`OVERLAP_LEAST` recorded units (a segment counts
+  all of its): one noisy behaviour that the threshold cut into several phases (bzip2's) is one
+  phase again; tight phases stay apart.
   A candidate within :data:`FOLDED_REACH` x the spread of a phase that has folded is not
   confirmed, so the folded behaviour's far intervals do not make new phases that fold again.
+- ``retire`` (the ``confirmed`` preset, 10; stop 48): a phase matched fewer than ``retire`` units
+  that no interval has matched for :data:`RETIRE_IDLE` intervals folds into the phase whose
+  representative is nearest its own (``merged``, ``relabel``, as ``overlap``'s fold; that phase
+  keeps its representative): the parts of a program's start and of the passages between its
+  activities that recurred just enough to be confirmed no longer each keep an ID (truth-E's 43 IDs
+  for SimPoint's 16). ``crowd`` counts the phases retired as still known.
 - ``archive``: evicted phases (ID and representative) are kept, oldest dropped first; an interval
   that matches no phase in the table takes back the nearest archived one within the threshold.
 - ``calibrate``: the threshold is ``calibrate`` x the median Manhattan distance between each
@@ -106,6 +113,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from phasescope.engine.calibration import CALIBRATION_WINDOW, Calibration  # noqa: F401
+from phasescope.engine.folds import FOLDED_REACH, OVERLAP_LEAST, RETIRE_IDLE, Folds  # noqa: F401
 from phasescope.engine.footprint import footprints, manhattan
 from phasescope.engine.multinomial import g_statistic, null_moments, smoothed
 from phasescope.engine.phase_table import BoundedTable, Match
@@ -115,11 +123,9 @@ from phasescope.engine.config import (EVICT_POLICIES, FULL_POLICIES, MAX_INTERVA
 
 TRANSITION = 0  # the transition phase's ID when ``transition`` is on
 OFFSHOOT_FLOOR, OFFSHOOT_RADIUS = 0.75, 0.5  # ``offshoot``: x the threshold (docs/quality.md, stop 46)
-OVERLAP_LEAST = 4  # ``overlap``: matches a phase needs before its spread counts (docs/quality.md, stop 47)
-FOLDED_REACH = 2.0  # ``overlap``: x its spread, where a phase that has folded takes no new phase
 
 
-class Tracker(Calibration, BoundedTable):
+class Tracker(Calibration, Folds, BoundedTable):
     """Accumulator, footprint and bounded phase table. Not thread-safe; one per process."""
 
     def __init__(self, config: Optional[TrackerConfig] = None):
@@ -130,11 +136,13 @@ class Tracker(Calibration, BoundedTable):
         self._reps = np.zeros((c.table_size, c.buckets), dtype=np.float64)
         self._ids = np.full(c.table_size, -1, dtype=np.int64)
         self._hits = np.zeros(c.table_size, dtype=np.int64)
+        self._units_in = np.zeros(c.table_size, dtype=np.int64)  # recorded units matched (a segment's all: ``overlap``, ``retire``)
         self._last_used = np.zeros(c.table_size, dtype=np.int64)
         self._dsum = np.zeros(c.table_size)  # distances of matched intervals (adaptive threshold)
         self._dsq = np.zeros(c.table_size)
         self._carried = np.zeros((c.table_size, 2))  # ``overlap``: distances of the intervals carrying each phase, and how many
         self._folded = np.zeros(c.table_size, dtype=bool)  # ``overlap``: the phase has taken another in
+        self._prior = np.zeros(c.table_size)  # ``overlap``: a folded phase's spread as a phase database saved it
         self._used = 0
         self._clock = 0
         # ID 0 is the transition phase's only where an interval can carry it (``transition_label``)
@@ -151,12 +159,13 @@ class Tracker(Calibration, BoundedTable):
         self.known: set = set()  # phase IDs preloaded from earlier runs (a phase database)
         self._current: dict = {}  # thread -> phase of its last interval (for ``stay``)
         self.merges = 0
+        self.retired = 0  # ``retire``: short-lived phases folded into their nearest
         self._archive_reps = np.zeros((c.archive, c.buckets))  # evicted phases, oldest dropped first
         self._archive_ids = np.full(c.archive, -1, dtype=np.int64)
         self._archive_next = 0
         self.restored = 0  # recurrences that got their archived ID back
         self._init_calibration()
-        self._settled: Optional[List[int]] = [] if c.overlap else None  # each interval's phase, relabels applied
+        self._settled: Optional[List[int]] = [] if c.overlap or c.retire else None  # each interval's phase, relabels applied
 
     # -- accumulator and footprint ------------------------------------------------------------
     def footprints(self, keys: Sequence[np.ndarray], counts: Sequence[np.ndarray]):
@@ -188,6 +197,8 @@ class Tracker(Calibration, BoundedTable):
             if self.config.calibrate:
                 self._calibrate(f[i], thread)
             match, slots = self._classify_row(f[i], dist[i, : self._used], self._current.get(thread))
+            if self.config.retire and match.relabel is None and match.merged is None:
+                match, slots = self._retire(match, slots)
             self._current[thread] = match.phase
             if self._settled is not None:
                 for seq in match.relabel_seqs or ():
@@ -265,6 +276,7 @@ class Tracker(Calibration, BoundedTable):
             offshoot = self._match_candidate(fp, OFFSHOOT_RADIUS * base, c.offshoot)
         if offshoot is None and best >= 0 and (fits or (full and c.full_policy == "nearest") or (pair is not None and d <= pair[0])):
             self._hits[best] += 1
+            self._units_in[best] += self._units
             self._last_used[best] = self._clock
             self._dsum[best] += d
             self._dsq[best] += d * d
@@ -278,8 +290,7 @@ class Tracker(Calibration, BoundedTable):
             if other is not None:
                 gone, folded = self._fold(best, other)
                 changed = sorted(set(changed) | set(folded))
-                seqs = tuple(s for s, phase in enumerate(self._settled) if phase == gone[0])
-                return Match(gone[1], d / self._scale, False, merged=gone, relabel=gone[1], relabel_seqs=seqs,
+                return Match(gone[1], d / self._scale, False, merged=gone, relabel=gone[1], relabel_seqs=self._seqs_of(gone[0]),
                              revisable=waits), changed
             return Match(int(self._ids[best]), d / self._scale, False, revisable=waits), changed
         dist = None if d is None else d / self._scale
@@ -310,8 +321,9 @@ class Tracker(Calibration, BoundedTable):
         self._null.pop(slot, None)
         self._ids[slot] = phase
         self._hits[slot] = hits
+        self._units_in[slot] = max(hits, self._units)
         self._dsum[slot] = self._dsq[slot] = 0.0
-        self._carried[slot], self._folded[slot] = 0.0, False
+        self._carried[slot], self._folded[slot], self._prior[slot] = 0.0, False, 0.0
         self._last_used[slot] = self._clock
         return (Match(phase, dist, new, evicted, merged=merged, relabel=phase if earlier else None,
                       relabel_seqs=earlier or None), sorted(set(changed) | {slot}))
@@ -341,53 +353,6 @@ class Tracker(Calibration, BoundedTable):
             return None
         s = int(hit[0])
         return s if row[s] < self.config.stay * self._thresholds([s])[0] else None
-
-    def _fold(self, a: int, b: int):
-        """Fold slots ``a`` and ``b`` into one phase: a phase database's (:attr:`known`) before a
-        new one, then the one matched by more intervals (ties: the older) keeps its ID and gets
-        the hit-weighted mean; the other's slot is freed (the last slot moves into it). Returns
-        ((gone ID, kept ID), slots whose content changed)."""
-        keep, gone = sorted((a, b), key=lambda s: (int(self._ids[s]) not in self.known, -self._hits[s], self._ids[s]))
-        ids = (int(self._ids[gone]), int(self._ids[keep]))
-        h = self._hits[keep] + self._hits[gone]
-        self._reps[keep] = (self._reps[keep] * self._hits[keep] + self._reps[gone] * self._hits[gone]) / h
-        self._hits[keep] = h
-        self._dsum[keep] += self._dsum[gone]
-        self._dsq[keep] += self._dsq[gone]
-        self._carried[keep] += self._carried[gone]
-        self._folded[keep] = True
-        self._last_used[keep] = max(self._last_used[keep], self._last_used[gone])
-        last = self._used - 1
-        self._null.clear()  # representatives changed and moved slots (a rare event)
-        for arr in (self._reps, self._ids, self._hits, self._last_used, self._dsum, self._dsq, self._carried, self._folded):
-            arr[gone] = arr[last]
-        self._used -= 1
-        self.merges += 1
-        if keep == last:
-            keep = gone
-        return ids, [s for s in (keep, gone) if s < self._used]
-
-    def _overlapping(self, slot: int) -> Optional[int]:
-        """``overlap``: the stable slot nearest ``slot`` when their representatives are closer than
-        ``overlap`` x the sum of the two phases' spreads (the mean distance of the intervals that
-        carry each one, to its representative then), each phase matched :data:`OVERLAP_LEAST` times
-        or more; else None."""
-        hits = self._hits[: self._used]
-        if hits[slot] < OVERLAP_LEAST:
-            return None
-        others = np.flatnonzero(hits >= OVERLAP_LEAST)
-        others = others[others != slot]
-        if not len(others):
-            return None
-        spread = self._spreads()
-        ratio = np.abs(self._reps[others] - self._reps[slot]).sum(axis=1) / np.maximum(spread[others] + spread[slot], 1e-12)
-        j = int(ratio.argmin())
-        return int(others[j]) if ratio[j] < self.config.overlap else None
-
-    def _spreads(self) -> np.ndarray:
-        """Each stable slot's spread for ``overlap`` (0 until it is matched OVERLAP_LEAST times)."""
-        n = self._used
-        return np.where(self._hits[:n] >= OVERLAP_LEAST, self._carried[:n, 0] / np.maximum(self._carried[:n, 1], 1), 0.0)
 
     def _closest_pair(self):
         """(distance, slot, slot) of the two nearest representatives of a full table."""
@@ -439,13 +404,13 @@ class Tracker(Calibration, BoundedTable):
         ``crowd`` phases or more, or ``overlap`` finds it within :data:`FOLDED_REACH` x the spread
         of a phase that has folded another in (its intervals keep their nearest phase)."""
         c = self.config
-        if c.apart and self._used >= c.crowd:
+        if c.apart and self._used + self.retired >= c.crowd:
             d = np.abs(self._reps[: self._used] - rep).sum(axis=1)
             if (d < c.apart * self._thresholds(np.arange(self._used))).any():
                 return None
         if c.overlap and self._folded[: self._used].any():
             d = np.abs(self._reps[: self._used] - rep).sum(axis=1)
-            if (d < FOLDED_REACH * self._spreads() * self._folded[: self._used]).any():
+            if (d < FOLDED_REACH * self._reach() * self._folded[: self._used]).any():
                 return None
         return rep, hits, earlier
 
@@ -460,18 +425,21 @@ class Tracker(Calibration, BoundedTable):
             self._cand_seqs[:k] = [self._cand_seqs[j] for j in keep]
             self._cand_used = k
 
-    def preload(self, representatives: Sequence[tuple], next_id: int) -> None:
+    def preload(self, representatives: Sequence[tuple], next_id: int, folded: Optional[dict] = None) -> None:
         """Start from the representatives of earlier runs (a phase database): ``(phase, footprint)``
         pairs, at most ``table_size`` (the first ones are kept), into an empty table. Phase IDs
-        created from now on start at ``next_id``; the preloaded IDs are in :attr:`known`."""
+        created from now on start at ``next_id``; the preloaded IDs are in :attr:`known`.
+        ``folded``: phase -> spread of the phases that had folded another in (:meth:`folded_spreads`)."""
         if self._used:
             raise ValueError("preload needs an empty phase table")
         for phase, fp in list(representatives)[: self.config.table_size]:
             slot = self._used
             self._reps[slot] = np.asarray(fp, dtype=np.float64)
             self._ids[slot] = int(phase)
-            self._hits[slot] = 1  # the representative itself (update policy mean averages from it)
+            self._hits[slot] = self._units_in[slot] = 1  # the representative itself (update policy mean averages from it)
             self._last_used[slot] = 0
+            if folded and int(phase) in folded:
+                self._folded[slot], self._prior[slot] = True, float(folded[int(phase)])
             self._used += 1
             self.known.add(int(phase))
         self.next_id = max(self.next_id, int(next_id), max(self.known, default=-1) + 1)

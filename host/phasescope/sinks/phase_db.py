@@ -8,7 +8,9 @@ touched): a file made with other tracker settings, or a corrupt or truncated one
 the summary marks those phases ``known``; at the end the run's representatives are merged in and
 the file is replaced atomically (temporary file in the same directory, then ``os.replace``). A
 phase the run folded into another (``merged_into``) counts as that phase and leaves the file; a
-known phase keeps its ID when it folds with a new one (engine/tracker.py ``_fold``).
+known phase keeps its ID when it folds with a new one (engine/folds.py ``_fold``), and a phase that
+has folded another in keeps ``folded_spread`` (its spread, footprint units), so that later runs
+make no new phase within ``FOLDED_REACH`` x it either (``overlap``).
 
 Format (JSON)::
 
@@ -167,6 +169,9 @@ class PhaseDb(Sink):
             if r["phase"] in seen or r["phase"] >= db["next_id"]:
                 return f"representative {i}: duplicate phase or phase >= next_id"
             seen.add(r["phase"])
+            spread = r.get("folded_spread", 0)
+            if isinstance(spread, bool) or not isinstance(spread, (int, float)) or not 0 <= spread < math.inf:
+                return f"representative {i}: bad folded_spread"
             why = _invalid_locality_runs(r.get("locality_runs", []))
             if why:
                 return f"representative {i}: {why}"
@@ -190,6 +195,9 @@ class PhaseDb(Sink):
         self.engine = engine
         reps = sorted(self.db["representatives"], key=lambda r: (-r.get("intervals", 0), r["phase"]))
         pages = {"shift": self.db.get("code_shift")} if self.settings["method"] == "pages" else {}
+        folded = {r["phase"]: r["folded_spread"] for r in reps if "folded_spread" in r}
+        if folded:  # only the table tracker's ``overlap`` saves them
+            pages["folded"] = folded
         engine.tracker.preload([(r["phase"], r["footprint"]) for r in reps], self.db["next_id"], **pages)
 
     def summary_sections(self) -> dict:
@@ -210,6 +218,7 @@ class PhaseDb(Sink):
         final = final_ids({p["phase"]: p["merged_into"] for p in stats.values() if p.get("merged_into") is not None})
         folded: Dict[int, list] = {}
         table = self.engine.tracker.table()
+        spreads = getattr(self.engine.tracker, "folded_spreads", dict)()
         for gone, kept in final.items():
             folded.setdefault(kept, []).append(stats[gone])
             if any(e["phase"] == kept for e in table):  # its code is that phase's now: not preloaded again
@@ -224,6 +233,8 @@ class PhaseDb(Sink):
                 r = by_phase[new_id(phase)] = {"phase": new_id(phase), "intervals": 0, "instructions": 0,
                                                "first_seen_run": run}
             r["footprint"] = entry["representative"]
+            if phase in spreads:  # it has folded another in: the next run makes no phase beside it
+                r["folded_spread"] = spreads[phase]
             counted = [p] + folded.get(phase, [])
             r["intervals"] = r.get("intervals", 0) + sum(q["intervals"] for q in counted)
             r["instructions"] = r.get("instructions", 0) + sum(q["instructions"] or 0 for q in counted)  # None: sampled
