@@ -103,7 +103,7 @@ function installHooks() {
         jvmLoaded = true;
         watchJit(m);
         sayUnfollowable('the JVM (libjvm.so) exactly: what its threads run in their first ' +
-            `${JVM_THREAD_DELAY_MS} ms is not counted, nor its JIT compiler threads (not followed, so they compile ` +
+            `${JVM_THREAD_DELAY_MS} ms is not counted, nor what its JIT compiler threads run (not followed: they compile ` +
             'as fast as natively)' + (nearReserved ? '' : ', and Java code can go wrong ' +
             '(Stalker\'s code could not be kept within 2 GB of the libraries)') + ' (issue 32)');
       }
