@@ -6,9 +6,13 @@
  * method it runs: the method of the innermost scope of the first debug point (PcDesc: calls,
  * safepoint polls) after the branch, in the nmethod's scope data (ScopeDesc::decode_body's
  * stream), so code inlined into a caller counts as its own method's, whichever tier inlined it;
- * where there is none, the nmethod's own method. The key (PS_PC_METHOD_KEY, the layout in
- * phasescope.sources.wire) is bit 63 and the Method* >> 3. Keeping the bytecode index in the key
- * too was worse: each tier puts its debug points elsewhere (bench figures: docs/exact-mode.md).
+ * where that point has no scope, or there is none, the last point at or before the branch; where
+ * neither has one, the nmethod's own method. The key (PS_PC_METHOD_KEY, the layout in
+ * phasescope.sources.wire) is bit 63 and the Method* >> 3, and in the method's own code (the scope
+ * is the nmethod's root) the point's bytecode index + 1 in bits 44-59: two loops of one method
+ * (JavaWork's ints and floats) apart, as sampled mode keys them (sources/hotspot.py). Stop 43 found
+ * the index worse while the compiler threads ran under Stalker (each activity's code moved through
+ * the tiers for seconds); with them unfollowed (js/hooks.js) it gained (docs/exact-mode.md, stop 48).
  * Other code in the code cache (the interpreter, stubs, adapters) and all code of other programs
  * keep their PC.
  * Keys are looked up once per branch PC at the record's cut (jit_keys map, under jit_lock) and
@@ -100,16 +104,29 @@ ps_jit_read_key (guint64 pc)
     else
       hi = mid;
   }
-  if (lo == (guint64) (pcs_end - pcs) / PS_JK_PCDESC)
+  {
+    guint64 n = (pcs_end - pcs) / PS_JK_PCDESC, tries[2];
+    int t;
+    tries[0] = lo; tries[1] = lo - 1;  /* the next point, else the last at or before (as sampled mode) */
+    for (t = 0; t < 2; t++)
+    {
+      gint64 raw;
+      if (tries[t] >= n)
+        continue;
+      s = scopes + *(gint32 *) (pcs + tries[t] * PS_JK_PCDESC + at[PS_JK_DECODE]);
+      if (s <= scopes || s >= pcs)
+        continue;
+      sender = ps_jit_read_int (&s, pcs);
+      index = ps_jit_read_int (&s, pcs);
+      raw = ps_jit_read_int (&s, pcs);  /* bci + 1 */
+      if (sender < 0 || index < 1 || index > (scopes - meta) / 8 || raw < 0)
+        continue;
+      if (sender != 0 || raw > 0xffff)
+        raw = 0;  /* inlined code: its method alone */
+      return ps_jit_method_key (((guint64 *) meta)[index - 1]) | (guint64) raw << 44;
+    }
     return ps_jit_method_key (method);
-  s = scopes + *(gint32 *) (pcs + lo * PS_JK_PCDESC + at[PS_JK_DECODE]);
-  if (s <= scopes || s >= pcs)  /* 0: no scope (DebugInformationRecorder::serialized_null) */
-    return ps_jit_method_key (method);
-  sender = ps_jit_read_int (&s, pcs);
-  index = ps_jit_read_int (&s, pcs);
-  if (sender < 0 || index < 1 || index > (scopes - meta) / 8)
-    return ps_jit_method_key (method);
-  return ps_jit_method_key (((guint64 *) meta)[index - 1]);
+  }
 }
 
 /* What a record names the branch at `pc` by: its key in an nmethod, else `pc` itself. */

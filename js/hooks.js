@@ -13,11 +13,25 @@ const JVM_THREAD_DELAY_MS = 20;
 let jvmLoaded = false;
 const lateThreads = new Set();
 
+// HotSpot's JIT compiler threads ("C1 CompilerThread0", "C2 CompilerThread0", named by the time
+// they are followed) are not followed: under Stalker they compiled 12-20x slower than natively, so
+// each Java activity ran its interpreter and C1 code for far longer than natively, and recurred
+// on other tiers' code (issue 32, stop 48). Their instructions are not counted (said once).
+function isJitCompiler(tid) {
+  let name;
+  try {
+    name = File.readAllText(`/proc/self/task/${tid}/comm`);
+  } catch (e) {
+    return false;
+  }
+  return /^C[12] CompilerThre/.test(name);
+}
+
 function followLater(tid) {
   lateThreads.add(tid);
   setTimeout(() => {
-    if (!lateThreads.delete(tid))
-      return; // gone meanwhile
+    if (!lateThreads.delete(tid) || isJitCompiler(tid))
+      return; // gone meanwhile, or a JIT compiler thread (kept native)
     try {
       followSurely(tid);
     } catch (e) {
@@ -62,11 +76,12 @@ function onlyInParent(name, when, fn) {
 }
 
 function installHooks() {
+  const jvmThere = !config.watch && Process.findModuleByName('libjvm.so') !== null; // attached to a JVM
   observers.push(Process.attachThreadObserver({
     onAdded(thread) {
       if (jvmLoaded && !config.watch)
         followLater(thread.id);
-      else
+      else if (!(jvmThere && isJitCompiler(thread.id)))
         followSurely(thread.id);
     },
     onRemoved(thread) {
@@ -88,7 +103,8 @@ function installHooks() {
         jvmLoaded = true;
         watchJit(m);
         sayUnfollowable('the JVM (libjvm.so) exactly: what its threads run in their first ' +
-            `${JVM_THREAD_DELAY_MS} ms is not counted` + (nearReserved ? '' : ', and Java code can go wrong ' +
+            `${JVM_THREAD_DELAY_MS} ms is not counted, nor what its JIT compiler threads run (not followed: they compile ` +
+            'as fast as natively)' + (nearReserved ? '' : ', and Java code can go wrong ' +
             '(Stalker\'s code could not be kept within 2 GB of the libraries)') + ' (issue 32)');
       }
       const base = m.base.toString();

@@ -184,3 +184,21 @@ def test_java_version_runs_to_its_end_and_exact_mode_names_what_it_misses(tmp_pa
     not_followed = json.loads(summary.read_text())["session"]["not_followed"]
     assert len(not_followed) == 1 and not_followed[0].startswith("the JVM (libjvm.so) exactly"), not_followed
     assert f"exact mode could not follow {not_followed[0]}" in done.stdout + done.stderr
+
+
+@pytest.mark.skipif(shutil.which("javac") is None, reason="java is not installed")
+def test_hotspots_compiler_threads_are_not_followed(tmp_path):
+    # Under Stalker C1 and C2 compiled 12-20x slower than natively, so each Java activity ran
+    # interpreted and C1 code for far longer than natively and recurred on other tiers' code (exact
+    # mode's phases split where sampled mode's did not): the compiler threads now run unfollowed.
+    source = os.path.join(os.path.dirname(__file__), "programs", "TaskNames.java")
+    subprocess.run(["javac", "-d", str(tmp_path), source], check=True, timeout=120)
+    trace = trace_spawn([shutil.which("java"), "-XX:+UseSerialGC", "-cp", str(tmp_path), "TaskNames", "2000"])
+    assert trace.ended.how == "exited" and trace.ended.code == 0, (trace.ended, trace.output.get(2, b"")[-2000:])
+    lines = trace.output.get(1, b"").decode().splitlines()
+    assert lines[0].startswith("checksum ")
+    names = dict(line.split(" ", 1) for line in lines[1:])
+    compilers = {int(tid) for tid, name in names.items() if "CompilerThre" in name}
+    followed = {i.thread for i in trace.intervals}
+    assert len(compilers) >= 2 and not compilers & followed, (names, trace.diagnosis())
+    assert int(next(tid for tid, name in names.items() if name == "VM Thread")) in followed, trace.diagnosis()

@@ -17,6 +17,7 @@ import pytest
 from conftest import run_cli
 from phasescope.sources.elf_symbols import symbol_values
 from phasescope.sources.hotspot import FREE_SEGMENT, HotSpotCode, _Blob, block_start, read_int
+from phasescope.sources.modules import METHOD_KEY, METHOD_KEY_END, method_of
 from phasescope.sources.perf_map import jit_tag
 from phasescope.sources.procfs import module_map_from_proc
 
@@ -171,3 +172,38 @@ def test_a_libjvm_whose_tables_are_not_vmstructs_is_left_alone():
         assert list(h._rows(id(h), 16, 12)) == []  # a name offset past the row
     finally:
         h.close()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("javac") is None, reason="java is not installed")
+def test_exact_mode_gives_two_loops_of_one_java_method_two_keys_and_phases(tmp_path):
+    # Exact mode keyed a branch in compiled Java code by its Method* alone, so two loops of one
+    # method (JavaWork's ints and floats, both in work) were one phase. The key now holds the
+    # bytecode index of the branch's debug point in the method's own code too, as sampled mode's
+    # (agent/jit_keys.c, issue 32). JavaWork runs ints, then floats, then ints again.
+    source = os.path.join(os.path.dirname(__file__), "..", "bench", "truth", "JavaWork.java")
+    subprocess.run(["javac", "-d", str(tmp_path), source], check=True, timeout=120)
+    log = tmp_path / "loops.jsonl"
+    r = run_cli("--no-dashboard", "--log", str(log), "-f", shutil.which("java"), "--", "-XX:+UseSerialGC", "-cp",
+                str(tmp_path), "JavaWork", str(tmp_path / "truth.jsonl"), "ints,floats", "cycle", "5", "2", timeout=300)
+    assert r.returncode == 0 and r.stdout.startswith("done "), r.stderr[-2000:]
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    records = [r for r in records if r.get("blocks") and r.get("phase") is not None]
+    weights = {}
+    for rec in records:
+        for key, n in rec["blocks"]:
+            if METHOD_KEY <= key < METHOD_KEY_END:
+                weights[key] = weights.get(key, 0) + n
+    (a, _), (b, _) = sorted(weights.items(), key=lambda kv: -kv[1])[:2]
+    assert method_of(a) == method_of(b) and a != b, [hex(k) for k in (a, b)]  # one method, two keys
+    phases = {a: [], b: []}
+    for rec in records:  # the phases of the intervals spent (90% or more) in each loop
+        total = sum(n for _, n in rec["blocks"])
+        for key in (a, b):
+            if sum(n for k, n in rec["blocks"] if k == key) >= 0.9 * total:
+                phases[key].append(rec["phase"])
+    # each loop's own phase (an interval that a new phase's confirmation waits for carries the
+    # nearest known one, relabelled later in the log: not counted here)
+    main = {key: max(set(got), key=got.count) if got else None for key, got in phases.items()}
+    assert main[a] is not None and main[b] is not None and main[a] != main[b], phases
+    assert all(got.count(main[key]) >= 0.8 * len(got) for key, got in phases.items()), phases

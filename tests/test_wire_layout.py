@@ -84,6 +84,11 @@ def test_a_jit_method_key_is_its_own_key_beside_modules_and_c_gets_its_bit():
     config = TrackerConfig()
     once, _ = footprints(config, [np.array([method, iv.keys[1]], np.uint64)], [np.array([40, 20])])
     assert np.allclose(footprints(config, [iv.keys], [iv.counts])[0], once)
+    # the same method's code at bytecode 9 (bits 44-59: 9 + 1): a key of its own, named by its method
+    from phasescope.sources.modules import METHOD_KEY_END, method_of
+    loop = method | 10 << 44
+    assert loop < METHOD_KEY_END and method_of(loop) == method_of(method) == 0x7f00_1234_5678
+    assert modules.describe(loop) == "java method 0x7f0012345678"
 
 
 def fnv_key(name, offset):

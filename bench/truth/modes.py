@@ -13,7 +13,7 @@ at ten points of every activity (the same fractions of the same activity in each
 macro phases against sampled's phases, both at the activity time scale (sampled mode's 100 ms
 windows are already there; its macro phases span several activities).
 
-    python3 bench/truth/modes.py [--dir DIR] [--reuse] [--only NAME,...]
+    python3 bench/truth/modes.py [--dir DIR] [--reuse] [--only NAME,...] [--points]
 """
 
 from __future__ import annotations
@@ -72,6 +72,8 @@ def main() -> int:
     ap.add_argument("--dir", help="keep logs and truth here (default: a temporary folder)")
     ap.add_argument("--reuse", action="store_true", help="score the logs already in --dir")
     ap.add_argument("--only", default=",".join(w.name for w in WORKLOADS if w.kind == "java"))
+    ap.add_argument("--points", action="store_true",
+                    help="also print, per activity, exact's macro phase and sampled's phase at each point")
     args = ap.parse_args()
     out_dir = args.dir or tempfile.mkdtemp(prefix="phasescope-modes-")
     print(f"# logs in {out_dir}; ARI against the truth, micro (the mode's intervals) and macro (the activity "
@@ -104,6 +106,12 @@ def main() -> int:
         count = 0
         while count < min(len(te), len(ts)) and te[count][0] == ts[count][0]:
             count += 1  # the same activities in the same order, up to where one run stopped
+        if args.points:
+            pairs = zip(at_points(ce, me, te, count, le).reshape(count, -1),
+                        at_points(cs, ps, ts, count, ls).reshape(count, -1))
+            for (name, _, _), (a, b) in zip(te, pairs):
+                row = " ".join(f"{x:3d}" for x in a), " ".join(f"{x:3d}" for x in b)
+                print(f"  {name:10s} exact macro {row[0]} | sampled {row[1]}")
         vs = [adjusted_rand_score(at_points(ce, a, te, count, le), at_points(cs, b, ts, count, ls))
               for a, b in ((pe, ps), (me, ms), (me, ps))]
         print(f"{w.name:15s} exact vs sampled over {count} activities: micro {vs[0]:.2f}, macro {vs[1]:.2f}, "

@@ -11,7 +11,7 @@ import frida
 
 from phasescope.sources.device import is_local
 from phasescope.sources.hotspot import HotSpotCode
-from phasescope.sources.modules import JIT_MODULE, KERNEL_KEY, METHOD_KEY
+from phasescope.sources.modules import JIT_MODULE, KERNEL_KEY, METHOD_KEY, method_of
 from phasescope.sources.perf_map import PerfMap
 
 
@@ -47,7 +47,7 @@ class AgentQueries:
             self._hotspot, self._perf_map = HotSpotCode(self.pid), PerfMap(self.pid)
         java = [i for i, pc in enumerate(pcs) if METHOD_KEY <= pc < KERNEL_KEY]
         if java:
-            methods = [(pcs[i] - METHOD_KEY) << 3 for i in java]
+            methods = [method_of(pcs[i]) for i in java]
             for i, name in zip(java, self._hotspot.method_names(methods, self.modules)):
                 out[i] = (JIT_MODULE, name) if name else None
         unnamed = [i for i, s in enumerate(out)

@@ -22,16 +22,22 @@ _MASK32 = 0xFFFFFFFF
 #: address and module key; named :data:`KERNEL_NAME`.
 KERNEL_KEY = 0xFFFF_FFFF_FFFF_FFFF
 KERNEL_NAME = "[kernel]"
-#: A branch in code HotSpot compiled, in exact mode: this bit and the ``Method*`` >> 3 of the Java
-#: method it runs, the same however often the JIT compiles it again (issue 32, agent/jit_keys.c; the
-#: record's ``pc``, :data:`phasescope.sources.wire.METHOD_KEY`). No module holds it, so
-#: :meth:`ModuleMap.keys` keeps it as its key.
+#: A branch in code HotSpot compiled, in exact mode: this bit, the ``Method*`` >> 3 of the Java
+#: method it runs (bits 0-43, :func:`method_of`) and, in that method's own (not inlined) code, its
+#: debug point's bytecode index + 1 (bits 44-59), as sampled mode keys it (issue 32,
+#: agent/jit_keys.c; the record's ``pc``, :data:`phasescope.sources.wire.METHOD_KEY`). No module
+#: holds it, so :meth:`ModuleMap.keys` keeps it as its key.
 METHOD_KEY = 1 << 63
-#: Method keys lie below this (a user-space ``Method*`` >> 3 is below 2**44); a module key whose
-#: tag has its top bit set lies above METHOD_KEY too, mostly above this.
-METHOD_KEY_END = METHOD_KEY + (1 << 44)
+#: Method keys lie below this; a module key whose tag has its top bit set lies above METHOD_KEY
+#: too, 7 in 8 above this (one below is asked for a method's name, and the JVM's tables name none).
+METHOD_KEY_END = METHOD_KEY + (1 << 60)
 #: The module name of JIT code named from a perf map or HotSpot's own tables (both modes).
 JIT_MODULE = "[jit]"
+
+
+def method_of(key: int) -> int:
+    """The ``Method*`` of a method key (:data:`METHOD_KEY`)."""
+    return (key & ((1 << 44) - 1)) << 3
 
 
 def jit_function(symbol: str) -> Optional[str]:
@@ -199,6 +205,6 @@ class ModuleMap:
         """``module+0xoffset`` or ``0xaddress``; a JIT method key (exact mode on HotSpot,
         :data:`~phasescope.sources.wire.METHOD_KEY`): ``java method 0xMETHOD``, its ``Method*``."""
         if METHOD_KEY <= pc < KERNEL_KEY:
-            return f"java method {(pc - METHOD_KEY) << 3:#x}"
+            return f"java method {method_of(pc):#x}"
         name, off = self.locate(pc)
         return f"{name}+{off:#x}" if name else f"{pc:#x}"

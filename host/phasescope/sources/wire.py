@@ -52,7 +52,9 @@ LOCALITY = (
 )
 # A pair's ``pc`` with METHOD_KEY set (imported from modules.py, where the kinds of key are
 # defined) is no address (user space is below 2**48) but a branch in code HotSpot compiled: the bit
-# and the ``Method*`` >> 3 of the innermost Java scope at the branch's next debug point. C gets it
+# and the ``Method*`` >> 3 of the innermost Java scope at the branch's next debug point (else its
+# last), and, in the method's own code, the point's bytecode index + 1 in bits 44-59
+# (modules.METHOD_KEY, method_of). C gets it
 # as ``PS_PC_METHOD_KEY``.
 KIND_INTERVAL = 1
 KIND_LOCALITY = 2
