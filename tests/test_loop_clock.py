@@ -4,10 +4,9 @@ passed-on signal's grace and a checkpoint its data's wake-ups missed."""
 
 from __future__ import annotations
 
-import math
 from types import SimpleNamespace
 
-from phasescope.pipeline.loop_clock import CHECKPOINT_EVERY, MAX_QUIET, LoopClock, on_terminal
+from phasescope.pipeline.loop_clock import CHECKPOINT_EVERY, IDLE_READ, MAX_QUIET, LoopClock, on_terminal
 
 VIEW = SimpleNamespace(due=100.0 + 3.0)  # the view's next draw, 3 s after the start
 
@@ -17,14 +16,14 @@ def test_an_unwatched_run_sleeps_until_its_data_comes():
     assert clock.due(100.0) == 2 * CHECKPOINT_EVERY  # once: the rings read and saved if no batch came
     assert clock.checkpoint_due(110.0)
     clock.flowing = False  # that read brought nothing
-    assert clock.due(110.0) == math.inf  # no checkpoint, no status line, no quiet bound
-    assert clock.due(200.0) == math.inf
+    assert clock.due(110.0) == IDLE_READ  # no checkpoint, no status line, no quiet bound: one idle read
+    assert clock.due(110.0) > MAX_QUIET * 10
 
 
 def test_an_unwatched_run_wakes_for_duration_and_a_passed_on_signal():
-    clock = LoopClock(VIEW, watched=False, deadline=160.0, now=100.0)
+    clock = LoopClock(VIEW, watched=False, deadline=120.0, now=100.0)
     clock.flowing = False
-    assert clock.due(100.0) == 60.0
+    assert clock.due(100.0) == 20.0
     assert clock.due(100.0, passed_on=103.5) == 3.5
 
 
@@ -36,7 +35,18 @@ def test_a_checkpoint_the_data_missed_is_made_up_while_reads_bring_windows():
     assert clock.next_checkpoint == 106.0 + CHECKPOINT_EVERY
     assert clock.due(107.0) == 106.0 + 2 * CHECKPOINT_EVERY - 107.0  # its windows: the rings may hold more
     clock.flowing = False  # a read brought nothing: the target is quiet
-    assert clock.due(107.0) == math.inf
+    assert clock.due(107.0) == 106.0 + IDLE_READ - 107.0
+
+
+def test_an_idle_run_still_reads_its_rings_now_and_then():
+    """A target that sleeps, works less than a batch, sleeps again: no ring wakes the loop, so once a
+    read brought nothing the rings are read IDLE_READ after the last checkpoint, and again after it
+    (before r47e: never, until the next batch or the end; minutes for a thread working 1 s a minute)."""
+    clock = LoopClock(VIEW, watched=False, deadline=None, now=100.0)
+    clock.flowing = False
+    assert clock.due(101.0) == 100.0 + IDLE_READ - 101.0  # no checkpoint yet: counted from the start
+    assert clock.checkpoint_due(100.0 + IDLE_READ)  # that read saves what it brought
+    assert clock.due(100.0 + IDLE_READ) == IDLE_READ
 
 
 def test_a_watched_run_wakes_for_its_view_checkpoint_and_quiet_bound():

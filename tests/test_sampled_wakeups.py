@@ -137,24 +137,38 @@ def test_a_watched_run_still_wakes_on_the_clock(build, tmp_path):
     assert len(on_the_clock(waits)) >= 2, waits  # 7 s or more of wall time, a wake-up at least every 1.5 s
 
 
-def test_a_target_gone_quiet_before_its_first_batch_is_saved_while_it_sleeps(build, tmp_path):
-    """0.6 s of CPU (no ring takes a batch: a second each), then asleep: an unwatched run still
-    reads its windows and writes them to ``--summary`` while the target sleeps, so a phasescope
-    killed then (SIGKILL, no end) leaves them on disk, as the 5 s checkpoint did on the clock."""
+def saved_while_it_sleeps(build, tmp_path, duty: tuple, intervals: int, timeout: float) -> dict:
+    """The first checkpoint of an unwatched 1000 Hz run of ``duty DUTY`` that holds ``intervals``
+    windows, read from ``--summary`` while the target sleeps (its end would save them anyway)."""
     summary = tmp_path / "s.json"
     proc = subprocess.Popen(cli_command("--mode", "sampled", "--rate", "1000", "--no-dashboard", "-o",
                                         str(tmp_path / "o"), "--summary", str(summary), "-f", build("duty.c"),
-                                        "1", "600", "120000"),
+                                        *duty),
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         def saved():
             s = json.loads(summary.read_text()) if summary.exists() else None
-            return s if s is not None and s["whole"]["intervals"] >= 5 else None
-        s = wait_for(saved, timeout=90, what="a checkpoint with the target's windows")
+            return s if s is not None and s["whole"]["intervals"] >= intervals else None
+        s = wait_for(saved, timeout=timeout, what=f"a checkpoint with {intervals} of the target's windows")
         assert s["end"]["how"] == "running"
+        return s
     finally:
         proc.terminate()  # passed on to the target, which ends: phasescope exits 143's way
         try:
             proc.wait(timeout=30)
         finally:
             end_process(proc)
+
+
+def test_a_target_gone_quiet_before_its_first_batch_is_saved_while_it_sleeps(build, tmp_path):
+    """0.6 s of CPU (no ring takes a batch: a second each), then asleep: an unwatched run still
+    reads its windows and writes them to ``--summary`` while the target sleeps, so a phasescope
+    killed then (SIGKILL, no end) leaves them on disk, as the 5 s checkpoint did on the clock."""
+    saved_while_it_sleeps(build, tmp_path, ("1", "600", "120000"), intervals=5, timeout=90)
+
+
+def test_a_short_burst_after_an_idle_read_is_saved_while_the_target_sleeps(build, tmp_path):
+    """200 ms of CPU, 35 s asleep, 200 ms again, 35 s asleep (far from a batch): the reads after the
+    first burst bring its windows, then nothing; the second burst's reach ``--summary`` at the next
+    idle read (loop_clock.IDLE_READ, ~50 s in), not only at the target's end (before r47e: no read came)."""
+    saved_while_it_sleeps(build, tmp_path, ("2", "200", "35000"), intervals=3, timeout=65)

@@ -8,7 +8,9 @@ counted by the kernel whatever the host read in between) or for what must be see
 ``--duration``'s deadline and a stop signal's grace period. Its status lines and checkpoints come
 with the data's wake-ups once due; while reads bring windows, a missed checkpoint is made up
 :data:`CHECKPOINT_EVERY` later by a wake-up that reads the rings, so the windows of a target gone
-quiet reach the files while it sleeps (docs/performance.md, issue 31, stop 47).
+quiet reach the files while it sleeps (docs/performance.md, issue 31, stop 47); once a read brings
+nothing, the rings are read :data:`IDLE_READ` after the last checkpoint, so a target that works again
+for less than a batch, then sleeps, has those windows saved too (r47e).
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ TICK = 0.05  # seconds between the loop's looks at the clock, for a session that
 #: one at 97 Hz, 1.03 s), so a thread running flat out is read once a batch, not also by a timeout
 #: a moment before its ring's wake-up (twice the loop's work a batch: docs/performance.md, stop 44)
 MAX_QUIET = 1.5
+#: seconds from an unwatched run's last checkpoint to a read of its rings once a read brought nothing
+#: (the target idle): a later burst shorter than a batch would otherwise wait for the next batch, minutes
+#: of wall time for a thread that works a second a minute; two wake-ups a minute while nothing runs
+IDLE_READ = 30.0
 
 
 class LoopClock:
@@ -40,13 +46,15 @@ class LoopClock:
         self.flowing = True
 
     def due(self, now: float, passed_on: Optional[float] = None) -> float:
-        """Seconds from ``now`` the loop may sleep (``inf``: until data, an event or a signal);
+        """Seconds from ``now`` the loop may sleep (data, an event or a signal end it sooner);
         ``passed_on``: when a spawned target passed a stop signal should have ended."""
         dues = [d for d in (self.deadline, passed_on) if d is not None]
         if self.watched:
             dues += [self.next_checkpoint, self.view.due, now + MAX_QUIET]
         elif self.flowing:  # a target gone quiet: its last windows reach the summary all the same
             dues.append(self.next_checkpoint + CHECKPOINT_EVERY)
+        else:  # idle: a short burst since is read all the same, later
+            dues.append(self.next_checkpoint - CHECKPOINT_EVERY + IDLE_READ)
         return min(dues, default=math.inf) - now
 
     def checkpoint_due(self, now: float) -> bool:
