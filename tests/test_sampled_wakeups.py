@@ -168,7 +168,8 @@ def test_a_target_gone_quiet_before_its_first_batch_is_saved_while_it_sleeps(bui
 
 
 def test_a_short_burst_after_an_idle_read_is_saved_while_the_target_sleeps(build, tmp_path):
-    """200 ms of CPU, 35 s asleep, 200 ms again, 35 s asleep (far from a batch): the reads after the
-    first burst bring its windows, then nothing; the second burst's reach ``--summary`` at the next
-    idle read (loop_clock.IDLE_READ, ~50 s in), not only at the target's end (before r47e: no read came)."""
-    saved_while_it_sleeps(build, tmp_path, ("2", "200", "35000"), intervals=3, timeout=65)
+    """200 ms of CPU then 35 s asleep, three times (600 samples: far from a batch): the reads after
+    the first burst bring its windows, then nothing; the second burst's reach ``--summary`` at the
+    next idle read (loop_clock.IDLE_READ, ~50 s in), not only at the target's end, 105 s in
+    (before r47e no read came: the wait times out)."""
+    saved_while_it_sleeps(build, tmp_path, ("3", "200", "35000"), intervals=3, timeout=90)
