@@ -292,8 +292,8 @@ class Sampler(SampleRecords, SampleCode):
     def _drain(self, final: bool) -> List[Interval]:
         watermark = time.time_ns()
         exits: list = []
-        data = b"".join([ring.read() for ring in self._rings.values()])  # complete records from each ring
-        batch = self._parse(data, exits) if data else self._held[:0]
+        chunks = [ring.read() for ring in self._rings.values()]  # complete records from each ring
+        batch = self._parse(chunks, exits) if any(chunks) else self._held[:0]
         if len(self._held):
             batch = np.concatenate([self._held, batch])
         if final:
