@@ -7,8 +7,8 @@ into the Sampler, whose state it reads and counts in.
 Two ways, one result. With call chains (``stacks``) a sample record's size varies, so the records
 are walked one by one in Python. Without them (the default: only ``--log`` and ``--profile`` keep
 chains) every sample is 40 bytes, and a wake-up brings whole windows of them: runs of samples are
-decoded with numpy a run at a time, and any other record ends a run (about a tenth of the loop's CPU a sample; tests/test_ring_parse.py checks both ways on the
-same records).
+decoded with numpy a run at a time, and any other record ends a run (about a tenth of the loop's
+CPU a sample; tests/test_ring_parse.py checks both ways on the same records).
 """
 
 from __future__ import annotations
