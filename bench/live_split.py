@@ -49,8 +49,12 @@ def main() -> None:
     if wake:
         from phasescope.commands import sources
         sources.UNWATCHED_WAKE = float(wake)
-        live.MAX_QUIET = 1.5 * float(wake)
-        live.CHECKPOINT_EVERY = max(live.CHECKPOINT_EVERY, 1.5 * float(wake))
+        try:  # the loop's clock, since stop 47
+            from phasescope.pipeline import loop_clock as clocks
+        except ImportError:
+            clocks = live
+        clocks.MAX_QUIET = 1.5 * float(wake)
+        clocks.CHECKPOINT_EVERY = max(clocks.CHECKPOINT_EVERY, 1.5 * float(wake))
         extra = ["--status-every", str(max(5.0, 1.5 * float(wake)))]
     if hasattr(flow.Flow, "feed_together"):  # a wake-up's windows in one batch (stop 46)
         timed(flow.Flow, "feed_together", "batch")

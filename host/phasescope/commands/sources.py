@@ -58,8 +58,8 @@ def wants_stacks(args) -> bool:
 
 
 #: Seconds of CPU time whose windows one wake-up may bring when nothing watches them live (plain
-#: lines, files); the live loop's quiet bound (``pipeline.live.MAX_QUIET``) is longer, so a thread
-#: running flat out wakes the host once a batch.
+#: lines, files); the live loop's quiet bound (``pipeline.loop_clock.MAX_QUIET``, plain lines on a
+#: terminal) is longer, so a thread running flat out wakes the host once a batch.
 UNWATCHED_WAKE = 1.0
 
 

@@ -16,6 +16,7 @@ from typing import List, Optional, TextIO
 from phasescope import __version__
 from phasescope.engine import EngineConfig
 from phasescope.pipeline.flow import Flow
+from phasescope.pipeline.loop_clock import TICK, LoopClock, on_terminal
 from phasescope.pipeline.processes import ProcessEngines
 from phasescope.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_KILLED, EXIT_OK, PhasescopeError
 from phasescope.sinks.base import Sink
@@ -36,14 +37,7 @@ from phasescope.view.snapshot import LiveState
 HOT_PHASES = 20  # phases whose top blocks are named and disassembled
 TOP_BLOCKS = 8
 HOT_REPORTED = 3  # phases whose hottest block the final report shows
-CHECKPOINT_EVERY = 5.0  # seconds between summaries handed to the sinks
 PASS_ON_GRACE = 3.0  # seconds a spawned target has to end on a stop signal passed on, then on SIGTERM
-TICK = 0.05  # seconds between the loop's looks at the clock, for a session that wakes on a clock
-#: seconds a session that wakes on its data may leave the loop without windows: longer than the
-#: CPU time of what one wake-up brings when nothing watches live (a second: ten windows at 1000 Hz,
-#: one at 97 Hz, 1.03 s), so a thread running flat out is read once a batch, not also by a timeout
-#: a moment before its ring's wake-up (twice the loop's work a batch: docs/performance.md, stop 44)
-MAX_QUIET = 1.5
 DRAIN_S = 1.0  # seconds the events a cut-short loop left may take to reach the end (sampled mode: at once)
 NOT_FOLLOWED_KEPT = 16  # reasons exact mode could not follow kept in the summary (the rest counted)
 
@@ -96,6 +90,8 @@ class LiveRun:
         #: the traced process's windows of the current wake-up, classified together once it has
         #: brought them all (a session that wakes on data ends each wake-up with another event or None)
         self.woken: List = []
+        #: someone reads the run as it goes: the loop also wakes on the clock (pipeline/loop_clock.py)
+        self.watched = dashboard or self.flow.sinks.watched or on_terminal(out)
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -168,18 +164,14 @@ class LiveRun:
 
     def _loop(self, stop) -> None:
         deadline = None if self.duration is None else time.monotonic() + self.duration - self.waited
-        next_checkpoint = time.monotonic() + CHECKPOINT_EVERY
+        clock = LoopClock(self.view, self.watched, deadline, time.monotonic())
 
         def due() -> float:
             """Seconds until the loop has something to do on the clock (a stop signal ends the wait)."""
-            dues = [next_checkpoint, self.view.due, time.monotonic() + MAX_QUIET]
-            dues += [] if deadline is None else [deadline]
-            dues += [] if self.passed_on is None else [self.passed_on[1]]
-            return min(dues) - time.monotonic()
+            return clock.due(time.monotonic(), None if self.passed_on is None else self.passed_on[1])
 
         def on_the_clock() -> None:
             """After each event (and a wake-up's windows): a stop signal, --duration, a checkpoint, the view."""
-            nonlocal next_checkpoint
             now = time.monotonic()
             if self.stop_reason is None:
                 if self.passed_on is not None:
@@ -190,16 +182,19 @@ class LiveRun:
                         self._request_stop(f"stopped by {stop.requested}")
                 elif deadline is not None and now >= deadline:
                     self._request_stop(f"--duration {self.duration:g}s reached")
-            if now >= next_checkpoint:
+            if clock.checkpoint_due(now):
                 self._checkpoint()
-                next_checkpoint = now + CHECKPOINT_EVERY
             self.view.tick(now)
 
+        on_the_clock()  # the first status line (tracing has started), before the first wait
+        fresh = False  # windows came since the last wait's end
         wakes = capability(self.session, Wakes)  # sleeps until data, an event or a signal comes
         for event in wakes.events_until(due) if wakes is not None else self.session.events(timeout=TICK):
-            if wakes is not None and isinstance(event, IntervalEvent) and event.interval.pid is None:
-                self.woken.append(event.interval)
-                continue
+            if isinstance(event, IntervalEvent):
+                fresh = True
+                if wakes is not None and event.interval.pid is None:
+                    self.woken.append(event.interval)
+                    continue
             if self.woken:
                 self._feed_woken()
                 if event is not None:  # as after each window: a Ctrl-C is passed on before the end that came with it
@@ -208,6 +203,8 @@ class LiveRun:
                 self._handle(event)
                 if isinstance(event, Ended):
                     break
+            else:  # a wait's end: did it bring windows?
+                clock.flowing, fresh = fresh, False
             on_the_clock()
 
     def _feed_woken(self) -> None:
@@ -279,8 +276,8 @@ class LiveRun:
         self.symbols.request(*self._hot_pcs(phases))
 
     def _checkpoint(self) -> None:
-        """Every CHECKPOINT_EVERY s: the main phases' hot code and the other phases' top blocks'
-        names asked for (the summary names them all), the summary to the sinks that read it."""
+        """At each checkpoint (pipeline/loop_clock.py): the main phases' hot code and the other phases'
+        top blocks' names asked for (the summary names them all), the summary to the sinks that read it."""
         self._request_hot_code()
         self.symbols.request(self._hot_pcs(self.engine.stats.by_share()[HOT_PHASES:])[0])
         self.flow.checkpoint(self._summary)

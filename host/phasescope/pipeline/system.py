@@ -17,6 +17,7 @@ from phasescope.engine import EngineConfig
 from phasescope.errors import EXIT_OK
 from phasescope.pipeline.processes import MAX_PROCESSES, RECENT_S, ProcessEngines
 from phasescope.pipeline.flow import Flow
+from phasescope.pipeline.loop_clock import CHECKPOINT_EVERY
 from phasescope.sinks.base import Sink
 from phasescope.sources.elf_symbols import ElfSymbols
 from phasescope.sources.modules import KERNEL_KEY, KERNEL_NAME
@@ -25,8 +26,6 @@ from phasescope.view.plain import PlainView, said
 from phasescope.view.screen import DashboardScreen
 from phasescope.view.snapshot import transition
 from phasescope.view.system_view import print_system_report, render
-
-CHECKPOINT_EVERY = 5.0
 
 
 class SystemRun:

@@ -77,7 +77,10 @@ class Summary(TypedDict, total=False):
 
 
 class Sink:
-    """Base of every sink: no-op defaults."""
+    """Base of every sink: no-op defaults. ``watched``: read by someone as the run goes (a
+    socket's clients), so a live run reads its windows on the clock too, not only as they come."""
+
+    watched = False
 
     def prepare(self, engine) -> None:
         """Once, with the :class:`~phasescope.engine.PhaseEngine` before its first interval: a sink may
@@ -138,6 +141,11 @@ class Sinks(Sink):
         """Whether any sink reads checkpoints (overrides :meth:`Sink.on_checkpoint`): a run builds
         its summary every few seconds only then (issue 31: ~30% of a 97 Hz loop's CPU otherwise)."""
         return any(type(s).on_checkpoint is not Sink.on_checkpoint for s in self.sinks)
+
+    @property
+    def watched(self) -> bool:  # type: ignore[override]
+        """Whether any sink is read as the run goes (:attr:`Sink.watched`)."""
+        return any(s.watched for s in self.sinks)
 
     def summary_sections(self) -> Summary:
         sections: Summary = {}

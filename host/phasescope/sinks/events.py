@@ -150,6 +150,8 @@ class EventServer(Sink):
     """Serve JSON Lines events on a Unix or TCP socket. Binds in the constructor, so a bad
     address fails (InputError, exit 2) before the target is touched."""
 
+    watched = True  # its clients read the run as it goes
+
     def __init__(self, address: str, allow_remote: bool = False, queue_events: int = QUEUE_EVENTS):
         self.address = address
         self.queue_events = queue_events

@@ -37,6 +37,8 @@ class MetricsServer(Sink):
     """Serve the run's metrics on ``host:port``; binds in the constructor (a bad address or a port
     in use is one line, exit 2, before the target is touched)."""
 
+    watched = True  # its clients read the run as it goes
+
     def __init__(self, address: str, allow_remote: bool = False):
         from prometheus_client import start_http_server
         from prometheus_client.registry import CollectorRegistry

@@ -1,18 +1,20 @@
 """What a :class:`~phasescope.sources.sampler.Sampler` keeps of the records it reads from its rings:
-the target's (and followed children's) samples, as a structured array in ring order, with
-LOST, FORK, EXIT, MMAP and COMM records handled where they fall. :class:`SampleRecords` is mixed into
-the Sampler, whose state it reads and counts in.
+the target's (and followed children's) samples, as a structured array in ring order. The LOST,
+FORK, EXIT, MMAP and COMM records of all the rings read at once are handled first, in time order
+(tests/test_ring_order.py), then the samples are kept or dropped. :class:`SampleRecords` is mixed
+into the Sampler, whose state it reads and counts in.
 
 Two ways, one result. With call chains (``stacks``) a sample record's size varies, so the records
 are walked one by one in Python. Without them (the default: only ``--log`` and ``--profile`` keep
 chains) every sample is 40 bytes, and a wake-up brings whole windows of them: runs of samples are
-decoded with numpy a run at a time, and any other record is handled where the run stops
-(about a tenth of the loop's CPU a sample; tests/test_ring_parse.py checks both ways on the
-same records).
+decoded with numpy a run at a time, and any other record ends a run (about a tenth of the loop's
+CPU a sample; tests/test_ring_parse.py checks both ways on the same records).
 """
 
 from __future__ import annotations
 
+import heapq
+from operator import itemgetter
 from typing import List, Optional
 
 import numpy as np
@@ -21,8 +23,8 @@ from phasescope.sources.modules import KERNEL_KEY
 from phasescope.sources.perf_event import (CHAIN_AT, LOST_RECORD, PERF_RECORD_COMM, PERF_RECORD_EXIT,
                                           PERF_RECORD_FORK, PERF_RECORD_LOST, PERF_RECORD_MISC_COMM_EXEC,
                                           PERF_RECORD_MISC_CPUMODE_MASK, PERF_RECORD_MISC_USER, PERF_RECORD_MMAP,
-                                          PERF_RECORD_SAMPLE, RECORD_HEADER, SAMPLE_RECORD, TASK_RECORD, comm_record,
-                                          mmap_record)
+                                          PERF_RECORD_SAMPLE, RECORD_HEADER, SAMPLE_ID, SAMPLE_RECORD, TASK_RECORD,
+                                          comm_record, mmap_record)
 from phasescope.sources.procfs import process_comm
 
 #: An accepted sample: its IP (or KERNEL_KEY), thread, time and raw user call chain (the record's
@@ -71,20 +73,46 @@ class SampleRecords:
     cache), ``_kids``, ``_t`` and ``_thread``, and the counters ``samples``, ``lost``, ``foreign``,
     ``duplicates`` and ``kernel_samples``."""
 
-    def _parse(self, data: bytes, exits: List[int]) -> np.ndarray:
-        """Samples of a chunk, accepted and in order (:data:`SAMPLE_DTYPE`, or :data:`LEAF_DTYPE`
-        without ``stacks``); LOST/FORK/EXIT/COMM handled in place, exits added to ``exits``."""
-        recs = self._parse_chains(data, exits) if self.stacks else self._parse_leaves(data, exits)
+    def _parse(self, chunks: List[bytes], exits: List[int]) -> np.ndarray:
+        """Samples of the chunks read from the rings (one a ring), accepted (:data:`SAMPLE_DTYPE`, or
+        :data:`LEAF_DTYPE` without ``stacks``); LOST/FORK/EXIT/MMAP/COMM handled first, in time order
+        across the rings, exits added to ``exits``. The rings are read one after another: a child's
+        samples on one CPU must find its FORK record from another, a library's MMAP records must be
+        taken in the order they happened, however late the read (a batch of an unwatched run, stop 48)."""
+        split = self._split_chains if self.stacks else self._split_leaves
+        parts = [split(data) for data in chunks if data]
+        for _, data, rtype, misc, off, size in heapq.merge(*[others for _, others in parts], key=itemgetter(0)):
+            self._record(data, rtype, misc, off, size, exits)
+        raw = [run for runs, _ in parts for run in runs if isinstance(run, np.ndarray)]
+        chained = [sample for runs, _ in parts for run in runs if isinstance(run, list) for sample in run]
+        recs = [self._accept(raw[0] if len(raw) == 1 else np.concatenate(raw))] if raw else []
+        if chained or self.stacks:
+            with_chains = self._accept_chains(chained)
+            recs.append(with_chains if self.stacks else leaves(with_chains))
+        recs = recs[0] if len(recs) == 1 else np.concatenate(recs) if recs else np.zeros(0, dtype=LEAF_DTYPE)
         self.samples += len(recs)
         return recs
 
-    def _parse_chains(self, data: bytes, exits: List[int]) -> np.ndarray:
-        """The loop runs once per sample, so it is written out: one header and one body unpacked,
-        the call chain kept as a slice of raw bytes."""
-        recs: list = []
-        keep = recs.append
+    @staticmethod
+    def _other(data: bytes, rtype: int, misc: int, off: int, size: int) -> tuple:
+        """A record other than a sample, as :meth:`_parse` orders them: its time first (FORK and EXIT
+        carry it in their body, MMAP and COMM at their end, ``sample_id_all``; the rest: 0)."""
+        if rtype in (PERF_RECORD_FORK, PERF_RECORD_EXIT):
+            t = TASK_RECORD.unpack_from(data, off + 8)[4]
+        elif rtype in (PERF_RECORD_MMAP, PERF_RECORD_COMM) and size >= 8 + SAMPLE_ID.size:
+            t = SAMPLE_ID.unpack_from(data, off + size - SAMPLE_ID.size)[2]
+        else:
+            t = 0
+        return t, data, rtype, misc, off, size
+
+    def _split_chains(self, data: bytes) -> tuple:
+        """``([samples], others)`` of a chunk with call chains: each sample as a tuple for
+        :meth:`_accept_chains`, its other records for :meth:`_record`. The loop runs once per sample,
+        so it is written out: one header and one body unpacked, the call chain kept as raw bytes."""
+        samples: list = []
+        others: list = []
+        keep = samples.append
         header, sample = RECORD_HEADER.unpack_from, SAMPLE_RECORD.unpack_from
-        own, id_tid, pid, kids = self._own, self._id_tid, self.pid, self._kids
         off, n = 0, len(data)
         while off + 8 <= n:
             if off + SAMPLE_RECORD.size <= n:  # read as a sample (most are), the header checked first
@@ -94,24 +122,33 @@ class SampleRecords:
             if size < 8 or off + size > n:
                 break
             if rtype == PERF_RECORD_SAMPLE:
-                chain = data[off + CHAIN_AT: off + size]
-                if spid != pid and spid not in kids:
-                    self.foreign += 1
-                elif tid in own and id_tid.get(ident, tid) != tid:
-                    self.duplicates += 1
-                elif misc & PERF_RECORD_MISC_CPUMODE_MASK == PERF_RECORD_MISC_USER:
-                    keep((ip, tid, t, chain))
-                else:
-                    self._kernel_sample(recs, tid, t, chain)
+                keep((ip, tid, t, data[off + CHAIN_AT: off + size], spid, ident, misc))
             else:
-                self._record(data, rtype, misc, off, size, exits)
+                others.append(self._other(data, rtype, misc, off, size))
             off += size
+        return [samples], others
+
+    def _accept_chains(self, samples: list) -> np.ndarray:
+        """The samples :meth:`_split_chains` found that are kept, as :data:`SAMPLE_DTYPE`."""
+        recs: list = []
+        keep = recs.append
+        own, id_tid, pid, kids = self._own, self._id_tid, self.pid, self._kids
+        for ip, tid, t, chain, spid, ident, misc in samples:
+            if spid != pid and spid not in kids:
+                self.foreign += 1
+            elif tid in own and id_tid.get(ident, tid) != tid:
+                self.duplicates += 1
+            elif misc & PERF_RECORD_MISC_CPUMODE_MASK == PERF_RECORD_MISC_USER:
+                keep((ip, tid, t, chain))
+            else:
+                self._kernel_sample(recs, tid, t, chain)
         return np.array(recs, dtype=SAMPLE_DTYPE)
 
-    def _parse_leaves(self, data: bytes, exits: List[int]) -> np.ndarray:
-        """Runs of 40-byte samples decoded with numpy; a record of another kind or size ends a run
-        and is handled alone, in order (a FORK adopts a child before its samples come)."""
-        runs, off, n, size = [], 0, len(data), RAW_LEAF.itemsize
+    def _split_leaves(self, data: bytes) -> tuple:
+        """``(runs, others)`` of a chunk without call chains: runs of 40-byte samples as numpy views
+        (:data:`RAW_LEAF`, for :meth:`_accept`), found a run at a time; a record of another kind or
+        size ends a run and is kept for :meth:`_record`."""
+        runs, others, off, n, size = [], [], 0, len(data), RAW_LEAF.itemsize
         while off + 8 <= n:
             count = (n - off) // size
             if count:
@@ -119,24 +156,22 @@ class SampleRecords:
                 fits = (raw["type"] == PERF_RECORD_SAMPLE) & (raw["size"] == size)
                 run = count if fits.all() else int(fits.argmin())
                 if run:
-                    runs.append(self._accept(raw[:run]))
+                    runs.append(raw[:run])
                     off += run * size
                     continue
             rtype, misc, rsize = RECORD_HEADER.unpack_from(data, off)
             if rsize < 8 or off + rsize > n:
                 break
             if rtype == PERF_RECORD_SAMPLE:  # with chains (a ring recorded with stacks, replayed): the loop
-                runs.append(leaves(self._parse_chains(data[off:], exits)))
-                break
-            self._record(data, rtype, misc, off, rsize, exits)
+                chained, rest = self._split_chains(data[off:])
+                return runs + chained, others + rest
+            others.append(self._other(data, rtype, misc, off, rsize))
             off += rsize
-        if len(runs) == 1:
-            return runs[0]
-        return np.concatenate(runs) if runs else np.zeros(0, dtype=LEAF_DTYPE)
+        return runs, others
 
     def _accept(self, raw: np.ndarray) -> np.ndarray:
-        """The samples of a run that are kept, as :data:`LEAF_DTYPE` (the same tests as
-        :meth:`_parse_chains`, on whole arrays)."""
+        """The samples of runs of :data:`RAW_LEAF` that are kept, as :data:`LEAF_DTYPE` (the same
+        tests as :meth:`_accept_chains`, on whole arrays)."""
         mine = raw["pid"] == self.pid
         if self._kids:
             mine |= _lookup(dict.fromkeys(self._kids, 0), raw["pid"])[0]

@@ -243,8 +243,8 @@ class Sampler(SampleRecords, SampleCode):
         self._watched.add(fd)
 
     def poll(self, timeout: float = 0.1) -> List[Interval]:
-        """Wait up to ``timeout`` s for a ring to take a window of samples (or a descriptor given to
-        :meth:`watch` to be readable), read them all and return the completed windows."""
+        """Wait up to ``timeout`` s (``inf``: no bound) for a ring to take its batch of samples (or a
+        descriptor given to :meth:`watch` to be readable), read them all and return the completed windows."""
         if not self._started or self._stopped:
             return []
         if timeout and timeout > 0:
@@ -254,9 +254,9 @@ class Sampler(SampleRecords, SampleCode):
                 if left <= 0:
                     break
                 if not self._polled and not self._watched:  # every ring owner exited: nothing can wake us
-                    time.sleep(left)
+                    time.sleep(min(left, 1.0))
                     break
-                ready = self._poller.poll(max(1, math.ceil(left * 1000)))
+                ready = self._poller.poll(None if math.isinf(left) else max(1, math.ceil(left * 1000)))
                 hung = [fd for fd, ev in ready if ev & (select.POLLHUP | select.POLLERR) and fd in self._polled]
                 for fd in hung:  # the owner thread exited (its ring still receives inherited samples)
                     self._poller.unregister(fd)
@@ -292,8 +292,8 @@ class Sampler(SampleRecords, SampleCode):
     def _drain(self, final: bool) -> List[Interval]:
         watermark = time.time_ns()
         exits: list = []
-        data = b"".join([ring.read() for ring in self._rings.values()])  # complete records from each ring
-        batch = self._parse(data, exits) if data else self._held[:0]
+        chunks = [ring.read() for ring in self._rings.values()]  # complete records from each ring
+        batch = self._parse(chunks, exits) if any(chunks) else self._held[:0]
         if len(self._held):
             batch = np.concatenate([self._held, batch])
         if final:

@@ -207,8 +207,10 @@ class SystemSampler(Sampler):
         return ended
 
     # -- records ----------------------------------------------------------------------------
-    def _parse(self, data: bytes, exits: List[int]) -> np.ndarray:
+    def _parse(self, chunks: List[bytes], exits: List[int]) -> np.ndarray:
         recs: list = []
+        data = b"".join(chunks)  # records in ring order (a process's exit, fork or exec on one CPU may be
+        # taken before its samples on another: -a's loop reads its rings every tick, not once a batch)
         unpack_sample = SAMPLE_RECORD.unpack_from
         procs, threads = self.processes, self._t
         for rtype, misc, off, size in records(data):
