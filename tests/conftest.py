@@ -82,6 +82,42 @@ def fast_lane_starts_no_process(request, monkeypatch):
     yield
 
 
+def _programs_under(base: str) -> set:
+    """Pids of the processes running a program that lies under ``base`` (a test's compiled ones)."""
+    pids = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.readlink(f"/proc/{entry}/exe").startswith(base):
+                    pids.add(int(entry))
+            except OSError:
+                pass
+    return pids
+
+
+@pytest.fixture(autouse=True)
+def no_program_left_running(request, tmp_path_factory):
+    """A test that failed or timed out while a program it compiled ran (a target phasescope spawned,
+    or one the test started) left it spinning through the rest of the suite and after it: such
+    programs, started during the test, are killed when it ends."""
+    if request.node.get_closest_marker("slow") is None:
+        yield
+        return
+    base = str(tmp_path_factory.getbasetemp())
+    before = _programs_under(base)
+    yield
+    left = _programs_under(base) - before
+    for pid in left:
+        for sig in (signal.SIGKILL, signal.SIGCONT):
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+    end = time.monotonic() + 2
+    while left and (left := _programs_under(base) & left) and time.monotonic() < end:  # the kill lands
+        time.sleep(0.01)
+
+
 @pytest.fixture(scope="session")
 def build(tmp_path_factory):
     """build("name.c", *flags) -> path of tests/programs/name.c compiled with cc (cached per flags)."""

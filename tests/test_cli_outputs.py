@@ -5,6 +5,7 @@ fails is one line and exit 1 (issue: stop 46, h46d)."""
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
@@ -202,6 +203,14 @@ def test_messages_name_a_dash_as_the_user_typed_it_not_dev_stdout(tmp_path, caps
     assert want in err and "/dev/std" not in err, err
 
 
+def test_a_summary_records_an_input_dash_as_typed(tmp_path):
+    """``replay - --summary S < LOG`` recorded ``input.path`` ``/dev/stdin``, a path the user never
+    wrote and that names nothing once the run is over (stop 47)."""
+    log, summary = synthetic_log(tmp_path / "run.jsonl"), tmp_path / "s.json"
+    assert _with_fd(0, log, os.O_RDONLY, ["replay", "-", "--format", "log", "--summary", str(summary)]) == 0
+    assert json.loads(summary.read_text())["input"]["path"] == "-"
+
+
 def test_a_log_cut_short_is_said_once_where_a_command_reads_it_twice(tmp_path, capsys):
     """``score CUT --reference CUT`` (and ``plot CUT``) read the log twice and said the cut-short
     last line twice (stop 47)."""
@@ -221,3 +230,33 @@ def test_profile_diff_refuses_its_output_before_it_prints_the_table(tmp_path, mo
     assert main(["profile", "run.base.pb.gz", "--diff", "0", "1", "-o", target]) == 2
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1, (out, err)
+
+
+KERNEL_FILES = [(["-f", "/bin/true", "--log", "/proc/self/status"], "--log"),
+                (["replay", "{log}", "--log", "/proc/self/comm"], "--log"),
+                (["replay", "{log}", "--profile", "/sys/kernel/mm/transparent_hugepage/enabled"], "--profile")]
+
+
+@pytest.mark.parametrize("argv, option", [k for k in KERNEL_FILES if k[1]], ids=lambda v: str(v))
+def test_a_file_of_proc_or_sys_is_refused_before_the_target_runs(tmp_path, monkeypatch, capsys, argv, option):
+    """``--log /proc/self/status`` opened, and its first write failed (EINVAL) after the target had
+    started: the trace stopped after one interval and the run ended in exit 1 (stop 47). A run that
+    starts a process here fails the fast lane's guard, so the refusal comes before anything runs."""
+    path = argv[-1]
+    if not os.path.exists(path):
+        pytest.skip(f"{path} is not on this machine")
+    log = synthetic_log(tmp_path / "run.jsonl")
+    assert main([a.format(log=log) for a in argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{option} {path}: a file of the kernel's /proc or /sys" in err, err
+
+
+@pytest.mark.parametrize("argv", [["replay", "/dev/zero"], ["replay", "/dev/zero", "--format", "log"],
+                                  ["export-bbv", "/dev/zero", "{out}"], ["score", "/dev/zero", "--reference", "auto"]])
+def test_an_input_of_no_lines_is_refused_not_read_into_memory(tmp_path, monkeypatch, capsys, argv):
+    """``replay /dev/zero`` read one endless line until the machine killed phasescope (exit 137)."""
+    from phasescope.formats import lines
+    monkeypatch.setattr(lines, "LONGEST_LINE", 1 << 20)
+    assert main([a.format(out=tmp_path / "o.bb") for a in argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("/dev/zero:1: a line longer than 1 MiB: not a file phasescope wrote"), err

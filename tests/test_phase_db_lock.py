@@ -83,3 +83,38 @@ def test_a_second_system_wide_run_does_without_a_program_database_in_use(tmp_pat
     first.close(), second.close()
     assert [f for f in os.listdir(tmp_path) if f.endswith(".lock")] == []
     assert [f for f in os.listdir(tmp_path) if f.startswith("prog-") and f.endswith(".json")]
+
+
+def _windows(pid: int, page: int, n: int = 3):
+    for seq in range(n):
+        yield Interval(thread=pid, seq=seq, instructions=None, keys=np.array([page << 12], dtype=np.uint64),
+                       counts=np.array([100], dtype=np.uint64), mode="sampled", samples=100, period_ns=1_000_000,
+                       pid=pid, comm="prog")
+
+
+def test_two_processes_of_one_program_in_one_system_wide_run_both_keep_their_phases(tmp_path):
+    """Each process of a program loaded the database at its start and saved at its end: the last
+    to end saved over the first (its phases lost), and both had handed out the same new ID to
+    different code (stop 47). Each now merges into what the ones before it saved."""
+    config = EngineConfig(tracker=TrackerConfig(**PRESETS["sampled"]))
+    engines = ProcessEngines(config, phase_db_dir=str(tmp_path))
+    for pid, page in ((100, 7), (101, 9)):
+        for iv in _windows(pid, page):
+            engines.feed(iv)
+    engines.end(100)
+    engines.end(101)
+    engines.close()
+    [name] = [f for f in os.listdir(tmp_path) if f.startswith("prog-")]
+    saved = json.loads((tmp_path / name).read_text())
+    phases = [r["phase"] for r in saved["representatives"]]
+    assert saved["runs"] == 1 and len(phases) == 2 and len(set(phases)) == 2, saved
+    assert saved["next_id"] == max(phases) + 1
+    assert sorted(r["intervals"] for r in saved["representatives"]) == [3, 3]
+    # the next run's processes know both programs' code: each gets its saved ID, known
+    again = ProcessEngines(config, phase_db_dir=str(tmp_path))
+    for pid, page in ((200, 9), (201, 7)):
+        for iv in _windows(pid, page, 1):
+            again.feed(iv)
+    ids = {pid: again.runs[pid].engine.summary()["phases"][0] for pid in (200, 201)}
+    assert all(p["known"] for p in ids.values()) and {p["phase"] for p in ids.values()} == set(phases)
+    again.close()

@@ -258,8 +258,8 @@ def test_a_program_that_raises_sigsegv_dies_of_it_traced(build):
 
 def test_a_sigsegv_sent_while_every_program_thread_blocks_it_reaches_its_sigwaitinfo(build):
     """Every thread of the program blocks SIGSEGV and one takes it with sigwaitinfo: the kernel gave
-    ``kill -SEGV`` to one of Frida's threads, where it was lost and the program ran on. (Spawned: an
-    attach clears the main thread's signal mask, docs/robustness.md.)"""
+    ``kill -SEGV`` to one of Frida's threads, where it was lost and the program ran on. (Attached, see
+    the test below.)"""
     mon = subprocess.Popen(cli_command("--no-dashboard", "-f", build("robust.c", "-pthread"), "sent", "wait"),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -268,6 +268,30 @@ def test_a_sigsegv_sent_while_every_program_thread_blocks_it_reaches_its_sigwait
     finally:
         end_process(mon)
     assert (mon.returncode, stdout) == (0, "waited 11\n"), stderr
+
+
+def _blocked(pid: int) -> str:
+    with open(f"/proc/{pid}/status") as f:
+        return next(line.split()[1] for line in f if line.startswith("SigBlk:"))
+
+
+def test_an_attach_and_its_detach_leave_the_main_threads_signal_mask_as_it_was(build):
+    """Frida's injection, and its unload after the detach, cleared the signal mask of a main thread
+    asleep in ``pthread_join`` (SigBlk 0x400 -> 0), for good: a ``kill -SEGV`` meant for the
+    ``sigwaitinfo`` thread then killed the program (stop 47). The host gives it back."""
+    target = subprocess.Popen([build("robust.c", "-pthread"), "sent", "wait-join"], stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(target.stdout.readline().split()[1])
+        time.sleep(0.2)  # main is in pthread_join
+        before = _blocked(pid)
+        r = run_cli("--no-dashboard", "-p", str(pid), "--duration", "1", "-o", "/dev/null", timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert (before, _blocked(pid)) == ("0000000000000400",) * 2
+        os.kill(pid, signal.SIGSEGV)
+        stdout, _ = target.communicate(timeout=30)
+    finally:
+        end_process(target)
+    assert (target.returncode, stdout) == (0, "waited 11\n")
 
 
 def test_a_fault_a_spawned_program_ignores_kills_it(build):

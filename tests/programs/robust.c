@@ -163,7 +163,7 @@ static void *sent_waiter(void *set) {
 }
 
 static int sent_mode(const char *how) {
-    if (!strcmp(how, "wait")) {
+    if (!strcmp(how, "wait") || !strcmp(how, "wait-join")) {  /* wait-join: main sleeps in pthread_join */
         static sigset_t set;
         pthread_t t;
         sigemptyset(&set);
@@ -172,6 +172,7 @@ static int sent_mode(const char *how) {
         pthread_create(&t, NULL, sent_waiter, &set);
         printf("ready %d\n", getpid());
         fflush(stdout);
+        if (how[4]) pthread_join(t, NULL);
         for (;;) work(1);
     }
     if (!strcmp(how, "raise")) {

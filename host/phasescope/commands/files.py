@@ -1,6 +1,6 @@
 """One rule for the files a command is given: an output that is also an input (the file standard
 input reads included), or two outputs that are the same file, are refused (one line, exit 2)
-before anything is opened for writing.
+before anything is opened for writing, and so is an output that is a file of /proc or /sys.
 
 "The same file" is the same inode (a hard link or another spelling of a path that exists) or the
 same resolved path (one that does not exist yet). Each command names its inputs and outputs as
@@ -57,6 +57,23 @@ def _inode(st: os.stat_result) -> Tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
+def is_kernel_file(path: str) -> bool:
+    """Whether ``path`` is a file of the kernel's /proc or /sys: it opens for writing, and the first
+    write fails (EINVAL), after the target has run. A symlink there (``/proc/self/fd/1``) counts as the
+    file it names."""
+    try:
+        dev = os.stat(path).st_dev
+    except OSError:
+        return False
+    kernel = set()
+    for root in ("/proc", "/sys"):
+        try:
+            kernel.add(os.stat(root).st_dev)
+        except OSError:
+            pass
+    return dev in kernel
+
+
 def check_files(args, inputs: Dict[str, str], outputs: Dict[str, str],
                 more_inputs: Sequence[Tuple[str, str]] = (), to_stdout: Sequence[str] = (),
                 stdout_why: str = "standard output is not free") -> None:
@@ -83,6 +100,8 @@ def check_files(args, inputs: Dict[str, str], outputs: Dict[str, str],
     ins += [(label, p) for label, p in more_inputs if p]
     outs: List[Tuple[str, str]] = [(label, p) for label, dest in outputs.items() if (p := _path(args, dest))]
     for i, (label, path) in enumerate(outs):
+        if is_kernel_file(path):
+            raise InputError(f"{label} {path}: a file of the kernel's /proc or /sys, which takes no output")
         for in_label, in_path in ins:
             if same_file(path, in_path):
                 raise InputError(f"{label} {path} is the input {in_label}: phasescope never writes over its input")

@@ -18,32 +18,27 @@ from phasescope.engine.interval import Interval
 from phasescope.engine.segments import NO_INSTRUCTIONS, merge_intervals
 from phasescope.commands.options import add_engine_options, engine_config_from_args
 from phasescope.commands.outputs import OUTPUT_FILES, add_output_options, open_sinks
-from phasescope.formats.lines import refuse_pipe
+from phasescope.formats.lines import numbered_lines, refuse_pipe
 from phasescope.formats.log import read_log
 from phasescope.view.report import print_report
 from phasescope.formats.bbv import read_bb, read_pc_map
 from phasescope.pipeline.flow import Flow
-from phasescope.sinks.base import Sinks
+from phasescope.sinks.base import Sinks, as_typed
 from phasescope.sources.modules import JIT_MODULE
 
 
 def detect_format(path: str) -> str:
     """``log`` or ``bb`` from the first non-blank line."""
     refuse_pipe(path, "its format is read from its first line before the whole is read: give --format log or bb")
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for lineno, line in enumerate(f, 1):
-                text = line.strip()
-                if not text:
-                    continue
-                if text.startswith("{"):
-                    return "log"
-                if text.startswith(("T", "#")):
-                    return "bb"
-                raise InputError(f"{path}:{lineno}: neither a phasescope log record nor a .bb interval "
-                                 "(use --format)")
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+    for lineno, line in numbered_lines(path):
+        text = line.strip()
+        if not text:
+            continue
+        if text.startswith("{"):
+            return "log"
+        if text.startswith(("T", "#")):
+            return "bb"
+        raise InputError(f"{path}:{lineno}: neither a phasescope log record nor a .bb interval (use --format)")
     raise InputError(f"{path}: empty input")
 
 
@@ -103,7 +98,7 @@ class ReplayCommand(Command):
             if args.interval is not None:
                 stream = merge_intervals(stream, args.interval)
             units = flow.units(stream)
-            flow.start({"target": args.file, "mode": "replay", "config": config.to_dict()})
+            flow.start({"target": as_typed(args.file), "mode": "replay", "config": config.to_dict()})
             while True:
                 batch = list(islice(units, BATCH))
                 if not batch:
@@ -111,7 +106,7 @@ class ReplayCommand(Command):
                 flow.feed_many(batch)
             flow.sinks.before_end(lambda keys: as_recorded(names, keys))  # on into --log and --profile
             summary = flow.engine.summary()
-            summary["input"] = {"path": args.file, "pc_out_file": args.pc_out_file}
+            summary["input"] = {"path": as_typed(args.file), "pc_out_file": args.pc_out_file}
             summary["end"] = {"how": "replayed", "code": None, "signal": None, "reason": None}
             flow.end(summary)
         except KeyboardInterrupt:  # a stop signal: the old --profile stays, not one of part of FILE

@@ -34,6 +34,12 @@ class Dash(str):
         return format(self.shown, spec)
 
 
+def as_typed(path: str) -> str:
+    """``path`` as the user typed it, for data that records it (a summary's input): ``-`` for a
+    :class:`Dash`, which ``json`` would write as its ``/dev`` path."""
+    return "-" if isinstance(path, Dash) else path
+
+
 #: an output ``-`` where a command sends it to standard output (:func:`phasescope.commands.files.check_files`)
 STDOUT = Dash("/dev/stdout", "standard output")
 

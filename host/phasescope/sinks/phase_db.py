@@ -30,7 +30,9 @@ refused (one line, exit 2). Both had loaded the same phases and handed out the s
 different code, and the second save replaced the first's (its phases lost, ``runs`` counted once).
 The lock is ``flock`` on ``.NAME.lock`` beside the file (a FIFO or a device is not locked), removed
 at the end. ``-a`` locks each program's database the same way, once for all its processes: a second
-``-a`` run (or a ``--phase-db`` run on that file) does without it, saying so.
+``-a`` run (or a ``--phase-db`` run on that file) does without it, saying so. Within one ``-a`` run,
+each of a program's processes merges into the file as the ones that ended before it saved it: a
+phase new to two of them is saved under two IDs, and none is lost.
 
 ``runs`` counts the runs saved into it; ``first_seen_run``/``last_seen_run`` are run numbers. The
 page tracker's (``"method": "pages"``, sampled mode) representatives are sparse,
@@ -89,6 +91,7 @@ class PhaseDb(Sink):
         #: a database whose mode allows no writing is used as it is: loaded, never saved
         self.read_only = os.path.exists(path) and not os.stat(path).st_mode & 0o222
         self._lock = None if self.read_only or not lock or written_in_place(path) else hold_lock(path)
+        self._shared = not lock  # -a: the program's other processes in this run may save before this one
         try:
             self.db = self._load()
         except BaseException:
@@ -195,8 +198,13 @@ class PhaseDb(Sink):
     def on_end(self, summary: dict) -> None:
         if self.engine is None or self.read_only:
             return
-        run = self.db["runs"] + 1
-        by_phase: Dict[int, dict] = {r["phase"]: r for r in self.db["representatives"]}
+        loaded, saved = self.db, self._saved_by_this_run()
+        # IDs this process handed out after its load: past those its siblings saved, never the same ID twice
+        shift = saved["next_id"] - loaded["next_id"] if saved else 0
+        new_id = lambda phase: phase + shift if phase >= loaded["next_id"] else phase
+        base = saved or loaded
+        run = base["runs"] if saved else base["runs"] + 1
+        by_phase: Dict[int, dict] = {r["phase"]: r for r in base["representatives"]}
         stats = {p["phase"]: p for p in summary.get("phases", [])}
         # a phase folded into another (--full-policy merge) counts as the phase it ended up in
         final = final_ids({p["phase"]: p["merged_into"] for p in stats.values() if p.get("merged_into") is not None})
@@ -205,15 +213,16 @@ class PhaseDb(Sink):
         for gone, kept in final.items():
             folded.setdefault(kept, []).append(stats[gone])
             if any(e["phase"] == kept for e in table):  # its code is that phase's now: not preloaded again
-                by_phase.pop(gone, None)
+                by_phase.pop(new_id(gone), None)
         for entry in table:
             phase = entry["phase"]
             p = stats.get(phase)
             if p is None:
                 continue  # preloaded and not seen in this run: keep the saved entry as is
-            r = by_phase.get(phase)
+            r = by_phase.get(new_id(phase))
             if r is None:
-                r = by_phase[phase] = {"phase": phase, "intervals": 0, "instructions": 0, "first_seen_run": run}
+                r = by_phase[new_id(phase)] = {"phase": new_id(phase), "intervals": 0, "instructions": 0,
+                                               "first_seen_run": run}
             r["footprint"] = entry["representative"]
             counted = [p] + folded.get(phase, [])
             r["intervals"] = r.get("intervals", 0) + sum(q["intervals"] for q in counted)
@@ -224,11 +233,23 @@ class PhaseDb(Sink):
             if signature is not None:
                 r.setdefault("locality_runs", []).append(signature)
         self.db = {"format": FORMAT, "version": VERSION, "settings": self.settings, "runs": run,
-                   "next_id": max(self.db["next_id"], self.engine.tracker.next_id),
+                   "next_id": max(base["next_id"], new_id(self.engine.tracker.next_id)),
                    "representatives": sorted(by_phase.values(), key=lambda r: r["phase"])}
         if self.settings["method"] == "pages":  # the page tracker's code granularity, kept for the next run
             self.db["code_shift"] = self.engine.tracker.shift
         self._save()
+
+    def _saved_by_this_run(self) -> Optional[dict]:
+        """-a: the database as another process of the program saved it since this one loaded it
+        (the run holds the program's lock, so no other run can have), None if none did. Merging
+        into it keeps that process's phases, which a save of this one's load replaced (stop 47)."""
+        if not self._shared or written_in_place(self.path):
+            return None
+        try:
+            current = self._load()
+        except InputError:
+            return None
+        return current if current["runs"] != self.db["runs"] else None
 
     def _signature(self, summary: dict, p: dict, run: int) -> Optional[dict]:
         """--locality: the phase's reuse signature in this run, with the run's input size (see

@@ -64,6 +64,11 @@ def agent_options(*, interval: int, slots: int, buffer_bytes: int, window: int, 
     """The agent's ``init`` options (see :class:`~phasescope.sources.session.TraceSession`)."""
     from phasescope.sources import wire  # here: the command line reads REP_COUNTS without numpy
     source = counter_source or joined("agent")
+    if locality:
+        # A window ships as one record, which must fit an output buffer beside what other threads
+        # wrote there: a 2M-access window (16 MiB) never fitted the 16 MiB default and was dropped.
+        record = wire.LOC_HEADER.itemsize + 8 * int(locality.get("window", 65536))
+        buffer_bytes, window = max(buffer_bytes, 2 * record), max(window, 2 * record)
     return {
         "interval": int(interval),
         "slots": int(slots),

@@ -68,10 +68,13 @@ def exit_events(data: bytes):
 def process_status(pid: int, events, status: Optional[int], leader_gone: bool):
     """``(status, leader_gone)`` of process ``pid`` after exit ``events`` (``(tid, tgid, status)``):
     its main thread's status is the process's (a group exit, by ``exit`` or a signal, gives every
-    thread its code), or the last one of a thread that ends after the main thread; the threads
-    that end before it (an injected agent's helpers: status 0) tell nothing of the process's end."""
+    thread its code), or the last nonzero one of a thread that ends after the main thread (a main
+    thread that called ``pthread_exit`` ends with 0, and the group's code comes later); a thread
+    that ends with 0 after a nonzero status (one Frida was starting as a signal killed the group)
+    and the threads that end before the main thread (an injected agent's helpers: status 0) tell
+    nothing of the process's end."""
     for tid, tgid, code in events:
-        if tgid == pid and (tid == tgid or leader_gone):
+        if tgid == pid and (tid == tgid or (leader_gone and (code or not status))):
             status, leader_gone = code, True
     return status, leader_gone
 

@@ -50,6 +50,7 @@ from phasescope.sources.exit_status import ExitStatus
 from phasescope.sources.modules import Module, ModuleMap, library_name
 from phasescope.sources.procfs import main_thread_cpu, process_cpu
 from phasescope.sources.protocol import Agent, Locality
+from phasescope.sources.signal_mask import UNLOAD_WAIT, give_back, main_thread_mask
 from phasescope.sources.stdio import PipedStdio, with_default_signals
 from phasescope.sources.stopped import Continued, end_stuck_helpers, session_of
 
@@ -118,17 +119,11 @@ class TraceSession(AgentQueries):
         self.interval = int(interval)
         self.stdio = stdio
         self.bare = bare
-        if locality:
-            # A window ships as one record, which must fit an output buffer beside what other threads
-            # wrote there: a 2M-access window (16 MiB) never fitted the 16 MiB default and was dropped.
-            record = wire.LOC_HEADER.itemsize + 8 * int(locality.get("window", 65536))
-            buffer_bytes = max(buffer_bytes, 2 * record)
-            window = max(window, 2 * record)
         self._options = agent_options(interval=self.interval, slots=slots, buffer_bytes=buffer_bytes, window=window,
                                       bare=bare, watch=watch, trust_threshold=trust_threshold, portable=portable,
                                       locality=locality, counter_source=counter_source, rep_count=rep_count)
         self._pending_windows: dict = {}
-        self._ack_batch = max(1, int(window) // 8)
+        self._ack_batch = max(1, self._options["window"] // 8)
         self._unacked = 0  # bytes consumed but not yet acknowledged to the agent
         self.modules = ModuleMap()
         self.pid: Optional[int] = None
@@ -247,6 +242,7 @@ class TraceSession(AgentQueries):
 
     def _attach(self) -> None:
         self._options["ignored"] = ignored_signals(self.pid) if is_local(self.device) else []  # before the injection
+        mask = main_thread_mask(self.pid) if is_local(self.device) else None  # the injection clears it
         try:
             self._session = self.device.attach(self.pid)
         except frida.ProcessNotFoundError:
@@ -260,6 +256,7 @@ class TraceSession(AgentQueries):
             spawned = (self.target.describe(), self._exit_status) if self.target.spawn and self._exit_status else None
             raise attach_failed(e, self.pid, spawned) from None
         self._session.on("detached", self._on_detached)
+        give_back(self.pid, mask)
 
     def _load(self) -> None:
         try:
@@ -280,6 +277,7 @@ class TraceSession(AgentQueries):
     def stop(self) -> None:
         """Detach cleanly: unfollow every thread, ship partial intervals, unload; target keeps running."""
         self._stopping = True
+        mask = main_thread_mask(self.pid) if is_local(self.device) and self.pid else None  # the unload clears it
         self._post_final_ack()  # an ending target waits for it: the unload would wait on that thread
         script = self._script
         ask = script is not None and self._ended is None and self._final is None
@@ -314,6 +312,7 @@ class TraceSession(AgentQueries):
             self.unload_stuck = unload_stuck_line(self.pid, blocked)
         self._script = None
         self._teardown(detach_timeout=BLOCKED_WAIT if blocked and not finished else DETACH_TIMEOUT)
+        give_back(self.pid, mask, UNLOAD_WAIT)
         with self._lock:
             if self._ended is None:
                 self._ended = self._final or Ended("detached")
