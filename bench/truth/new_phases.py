@@ -76,9 +76,9 @@ def main() -> int:
             main_of[p] = c.most_common(1)[0][0] if c else ""
         for i, p, dist, cov, back in events:
             if dist < args.near:
-                a = act[i] if i < len(act) else ""
-                print(f"{name:14s} window {i:4d} {a or '-':10s} nearest {p} ({main_of.get(p) or '-'}) {dist:.2f} apart, "
-                      f"on its pages {cov:.2f}, it on these {back:.2f} {'SAME' if a and a == main_of.get(p) else 'diff'}")
+                a, b = act[i] if i < len(act) else "", main_of.get(p) or "-"
+                print(f"{name:14s} window {i:4d} {a or '-':10s} nearest {p} ({b}) {dist:.2f} apart, "
+                      f"on its pages {cov:.2f}, it on these {back:.2f} {'SAME' if a and a == b else 'diff'}")
     return 0
 
 
