@@ -397,3 +397,26 @@ def test_the_slot_a_young_phase_folded_out_of_is_neither_in_the_table_nor_evicte
     assert not any(r.evicted is not None for r in results)
     table = [t["phase"] for t in engine.tracker.table()]
     assert sorted(table) == sorted(set(settled(results))) and -1 not in table
+
+
+def _reshuffled():
+    """An activity on 10 pages, its shares reversed in a later occurrence (0.91 apart, L1), another
+    activity, and the reversed mixture with 15% of its samples on 4 pages of its own."""
+    pages, p = activity(10, 3)
+    p = np.sort(p)[::-1]
+    moved = (np.concatenate([pages, np.arange(40, 44)]), np.concatenate([p[::-1] * 0.85, np.full(4, 0.0375)]))
+    return (pages, p), (pages, p[::-1]), activity(12, 5, base=500), moved
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_an_activity_back_on_the_same_pages_in_other_shares_keeps_its_phase(seed):
+    first, again, other, moved = _reshuffled()
+    order = np.array([0] * 20 + [1] * 15 + [2] * 20 + [1] * 10 + [2] * 10 + [0] * 10)
+    inside = np.r_[False, order[1:] == order[:-1]]  # a run's first window is held in the phase before
+    engine, lab = labels(windows([first, other, again], order, seed=seed))
+    assert set(lab[inside & (order != 1)]) == {0}  # main: its later occurrences a new ID
+    assert set(lab[inside & (order == 1)]) == {1}
+    assert sorted(e["phase"] for e in engine.phase_table()) == [0, 1]  # a phase of two centres listed once
+    # other pages too (15% of its samples): a phase of its own, as before
+    _, lab = labels(windows([first, other, moved], order, seed=seed))
+    assert set(lab[inside & (order == 2)]) == {2} and set(lab[inside & (order == 0)]) == {0}

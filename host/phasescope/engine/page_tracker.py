@@ -39,6 +39,13 @@ O(table) per window) and changes five things:
   thresholds of an older phase folds into it (``Match.merged``): the older takes its windows (the
   log relabels them), its spread (its threshold widens) and the threads in it. A window of the
   young phase that a later look-back moved elsewhere goes with it (rare).
+- **One activity, two mixtures of the same pages: one phase, two centres.** An activity can come
+  back running the same code pages in other shares (liblzma's two hottest pages 0.6 / 0.3 in one
+  occurrence, 0.3 / 0.5 in a later one: 0.6-0.8 apart, beyond its match threshold). A window pair
+  that would make a new phase instead becomes a second centre of the nearest phase (same ID) when
+  it is within ``AGREE`` of it and each puts at least ``SAME_PAGES`` of its samples on pages the
+  other uses (the other's buckets over ``SUPPORT``): two activities on one engine still differ in
+  some of their pages (10-20% on the tuning half). Only while a slot is free (no eviction for it).
 - **A phase that holds two activities splits** (``--tracker split``, off by default). Two activities on one engine (point queries and
   updates of SQLite) can be nearer each other than a window is to its own centre, and share one
   phase. Each phase clusters its recent windows in two now and then, and splits when the two
@@ -81,6 +88,8 @@ YOUNG = 32  # windows of a phase during which it folds into an older phase its c
 FOLD = 0.4  # ... nearer than this fraction of the smaller of the two match thresholds
 FOLD_EVERY = 8  # matches between two looks (the first at 8)
 DISPLAY_BUCKETS = 32
+SAME_PAGES = 0.95  # a new window pair this much on the nearest phase's pages, and it on theirs: that phase
+SUPPORT = 0.01  # a centre's pages: its buckets over this share
 
 
 class PageTracker(BoundedTable):
@@ -369,16 +378,33 @@ class PageTracker(BoundedTable):
                     del self._current[t]
             for s in self._siblings.pop(slot, ()):
                 self._siblings.get(s, set()).discard(slot)
+            if (self._ids[: self._used] == evicted).sum() > 1:  # one of its two centres: the phase lives on
+                evicted = None
         return slot, evicted
 
     def _new(self, v: np.ndarray, thread: int, nearest: Optional[float]) -> Match:
+        same = self._same_pages(v)
         slot, evicted = self._fresh_slot()
-        phase = self.next_id
-        self.next_id += 1
+        phase = self.next_id if same is None else same
         self._place(slot, phase, v)
         self._current[thread] = slot
         self._held.pop(thread, None)
+        if same is not None:  # a second centre of a known phase (module docstring)
+            return Match(phase, nearest, False, None)
+        self.next_id += 1
         return Match(phase, nearest, True, evicted)
+
+    def _same_pages(self, v: np.ndarray) -> Optional[int]:
+        """The phase whose centre ``v`` is the same pages of, in other shares (module docstring), if
+        a slot is free for a second centre; else None."""
+        if not self._used or (self._used == self.config.table_size and not (self._ids[: self._used] < 0).any()):
+            return None
+        d = np.where(self._ids[: self._used] >= 0, self._distances(v), np.inf)
+        j = int(d.argmin())
+        rep = self._reps[j]
+        if d[j] < AGREE and v[rep > SUPPORT].sum() >= SAME_PAGES and rep[v > 0].sum() >= SAME_PAGES:
+            return int(self._ids[j])
+        return None
 
     def _place(self, slot: int, phase: int, v: np.ndarray) -> None:
         self._reps[slot] = v
@@ -413,9 +439,14 @@ class PageTracker(BoundedTable):
 
     def table(self) -> List[dict]:
         """Current phase table; each representative sparse, ``[[bucket, weight], ...]``; none for a
-        slot a young phase folded out of."""
-        return [{"phase": int(self._ids[s]), "hits": int(self._hits[s]), "last_used": int(self._last_used[s]),
-                 "representative": self._sparse(s)} for s in range(self._used) if self._ids[s] >= 0]
+        slot a young phase folded out of; a phase of two centres by its most matched one."""
+        best: Dict[int, int] = {}
+        for s in range(self._used):
+            p = int(self._ids[s])
+            if p >= 0 and (p not in best or self._hits[s] > self._hits[best[p]]):
+                best[p] = s
+        return [{"phase": p, "hits": int(self._hits[s]), "last_used": int(self._last_used[s]),
+                 "representative": self._sparse(s)} for p, s in sorted(best.items(), key=lambda kv: kv[1])]
 
     def representative(self, phase: int) -> Optional[list]:
         """The sparse representative of ``phase``, None if not (or no longer) in the table."""
