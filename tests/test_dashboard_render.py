@@ -215,3 +215,20 @@ def test_a_stopped_target_is_shown_stopped_only_while_tracing():
     assert state.snapshot().status == state.shown_status
     state.status = "detaching"
     assert state.shown_status == "detaching"
+
+
+def test_the_report_marks_a_folded_phase_with_the_phase_that_counts_it():
+    # A passage's phase (ID 1) retires into phase 0 (``retire``): before r48d the end-of-run report
+    # said "2 phases" and listed 1 as a phase of its own, where the log and the summary's
+    # merged_into had folded it (live bzip2: "13 phases", 4 at the end).
+    import io
+    from phasescope.view.report import print_report
+    from test_stats_settled import on_footprints
+    from test_tracker_retire import passage
+
+    engine, _ = on_footprints(passage(0))
+    out = io.StringIO()
+    print_report(engine.summary(), 20, out)
+    text = out.getvalue()
+    assert "2 phases (1 folded into others: 1 at the end)" in text
+    assert re.search(r"│ 1>0 +│", text), text

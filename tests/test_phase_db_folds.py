@@ -87,3 +87,37 @@ def test_a_bad_folded_spread_is_refused(tmp_path, value):
     with pytest.raises(InputError, match="bad folded_spread"):
         PhaseDb(str(db), EngineConfig(), lock=False)
     assert db.read_text() == text
+
+
+def test_a_retired_phase_s_code_takes_no_new_id_in_the_next_run(tmp_path):
+    # A passage confirmed as a phase of its own (3 matches) that retires once idle; the same
+    # stream three times on one database. Before r48d the database kept nothing of the retired
+    # phase: each run made a new ID for the passage's code (1, 2, 3) and retired it again, the
+    # database's next_id growing by one a run. Now it keeps the retired representative, and the
+    # later runs label the passage with its nearest phase from the start, as run 1's log settled it.
+    from phasescope.engine.phase_table import settled
+    from test_tracker_retire import passage
+
+    db = tmp_path / "db.json"
+    fps = passage(0)
+    for i in range(3):
+        engine, results = run(db, fps)
+        assert [r.new_phase for r in results].count(True) == (2 if i == 0 else 0), f"run {i + 1}"
+        assert set(settled(results)) == {0}
+        saved = json.loads(db.read_text())
+        assert saved["next_id"] == 2 and [r["phase"] for r in saved["representatives"]] == [0]
+    assert len(saved["retired"]) == 1
+
+
+@pytest.mark.parametrize("value", ['"x"', "[[1, 2]]", "[null]"])
+def test_a_bad_retired_list_is_refused(tmp_path, value):
+    from test_tracker_retire import passage
+
+    db = tmp_path / "db.json"
+    run(db, passage(0))
+    saved = json.loads(db.read_text())
+    saved["retired"] = json.loads(value)
+    db.write_text(text := json.dumps(saved))
+    with pytest.raises(InputError, match="bad retired"):
+        PhaseDb(str(db), EngineConfig(), lock=False)
+    assert db.read_text() == text

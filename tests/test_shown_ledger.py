@@ -93,3 +93,24 @@ def test_ledger_phase_record_saturates():
     for _ in range(20):  # 2 -> 3 proposed, the run went on every time
         g.observe(2, 3)
     assert g.record(2) == -ShownLedger.MAX and g.thread == ShownLedger.THREAD - ShownLedger.PHASE
+
+
+def test_the_ledger_scores_a_folded_phase_s_change_as_the_engine_shows_it():
+    # Phase 3 of the cycle folds into phase 2 (``overlap``, ``retire``) after three turns: its
+    # intervals are phase 2 from then on, and the predictors' tables still propose 3 after 2's run
+    # (twice), which the engine shows as 2, "no change", and which comes true. Scored as a change to
+    # 3 (before r48d: 1 of 1336 proposals on truth-E, 1 of 20 on bzip2), each was a loss: phase
+    # 2's record fell from 3 to 1, one loss from silencing its true change 2 -> 0, and the
+    # thread's fell 2 behind.
+    folded_turn = [2 if p == 3 else p for p in TURN]
+    records = {}
+    for folded in (None, {3: 2}):
+        tp = ThreadPredictors(PredictorConfig(shown="context"))
+        for phase in TURN * 3:
+            tp.observe(phase)
+        before = tp.ledger.record(2)
+        for phase in folded_turn * 3:
+            tp.observe(phase, folded=folded)
+        records[bool(folded)] = tp.ledger.record(2), tp.ledger.thread
+    assert records[True][0] >= before == 3
+    assert records[True][1] == records[False][1] + 2  # the two proposals of 3, no longer losses

@@ -15,6 +15,7 @@ from phasescope.engine.phase_table import Match
 OVERLAP_LEAST = 4  # ``overlap``: units matched (a segment's all) before a phase's spread counts (quality.md, stop 47)
 FOLDED_REACH = 2.0  # ``overlap``: x its spread, where a phase that has folded takes no new phase
 RETIRE_IDLE = 400  # ``retire``: intervals without a match after which a short-lived phase folds (stop 48)
+RETIRED_KEPT = 256  # ``retire``: the most retired representatives a phase database keeps (newest)
 
 
 class Folds:
@@ -77,12 +78,27 @@ class Folds:
         self._units_in[keep] += self._units_in[gone]
         self._last_used[keep] = max(self._last_used[keep], self._last_used[gone])
         self.retired += 1
+        self.retired_reps.append(self._reps[gone].copy())
         self.merges += 1  # a fold too (``merged``), as the summary's ``merges`` counts them
         moved = self._free(gone, keep)[1:]
         phase = ids[1] if match.phase == ids[0] else match.phase  # an interval labelled with it as its nearest
         slots = sorted({s for s in slots if s < self._used} | set(moved))
         return dataclasses.replace(match, phase=phase, merged=ids, relabel=ids[1],
                                    relabel_seqs=self._seqs_of(ids[0]) or None), slots
+
+    def retired_representatives(self) -> list:
+        """The representatives of the phases this run retired: what a phase database keeps (the
+        newest :data:`RETIRED_KEPT`), so that later runs make no new phase within the threshold of
+        one (:meth:`_was_retired`)."""
+        return [list(map(float, r)) for r in self.retired_reps]
+
+    def _was_retired(self, rep: np.ndarray) -> bool:
+        """Whether ``rep`` is within the threshold of a phase a phase database saw retired: its
+        code was a short-lived phase of an earlier run, and makes no new ID each run (its intervals
+        keep their nearest phase, where that run's log settled them)."""
+        if not self._retired_before:
+            return False
+        return bool((np.abs(np.asarray(self._retired_before) - rep).sum(axis=1) < self._threshold_units).any())
 
     def _overlapping(self, slot: int) -> Optional[int]:
         """``overlap``: the stable slot nearest ``slot`` when their representatives are closer than

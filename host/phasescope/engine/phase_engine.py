@@ -162,7 +162,7 @@ class PhaseEngine:
             previous = self.stats.add(iv, m.phase, self._seq, pending=m.transition or m.held or m.revisable)
             if m.relabel is not None:
                 self.stats.relabel(m.relabel, m.relabel_seqs)
-            predictions = predictors.observe(m.phase, m.held)
+            predictions = predictors.observe(m.phase, m.held, self._folded)
             if self._folded:  # the predictors' tables still hold a folded phase's ID
                 predictions = {n: self._folded.get(p, p) for n, p in predictions.items()}
                 predictors.prediction = self._folded.get(predictors.prediction, predictors.prediction)

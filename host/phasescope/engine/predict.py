@@ -110,9 +110,11 @@ class ThreadPredictors:
         self.confidence: Optional[float] = None
         self.expected_remaining: Optional[int] = None
 
-    def observe(self, phase: int, held: bool = False) -> Dict[str, int]:
+    def observe(self, phase: int, held: bool = False, folded: Optional[Dict[int, int]] = None) -> Dict[str, int]:
         """Feed one phase; returns each predictor's prediction of the next one. ``held``: the
-        tracker held this interval (:class:`~phasescope.engine.phase_table.Match`)."""
+        tracker held this interval (:class:`~phasescope.engine.phase_table.Match`); ``folded``:
+        phase folded away -> the phase it is now, which the engine shows for it (the ledger scores
+        that change)."""
         for ctx in self._contexts.values():
             self.confidences.update(ctx, ctx[2] == phase)
         if self._leaving is not None and phase != self._leaving[0]:  # the run ended: was it the succession?
@@ -147,6 +149,8 @@ class ThreadPredictors:
             earned = {name: self.gates[name].observe(phase, to) for name, (to, _) in proposals.items()}
             out["cycle"], cycle_confidence = self._earned(phase, proposals, earned, ("measured", "hybrid"))
             out["context"], context_confidence = self._earned(phase, proposals, earned, tuple(proposals))
+            if folded:  # the tables may propose a folded phase: scored as the engine shows it
+                out["context"] = folded.get(out["context"], out["context"])
             if not self.ledger.observe(phase, out["context"]):  # no change, or one its record has not earned
                 out["context"], context_confidence = phase, self.measured.stay_accuracy
         if self.leaving:

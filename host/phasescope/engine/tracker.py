@@ -160,6 +160,8 @@ class Tracker(Calibration, Folds, BoundedTable):
         self._current: dict = {}  # thread -> phase of its last interval (for ``stay``)
         self.merges = 0
         self.retired = 0  # ``retire``: short-lived phases folded into their nearest
+        self.retired_reps: List[np.ndarray] = []  # ``retire``: their representatives, this run
+        self._retired_before: List[np.ndarray] = []  # ``retire``: those a phase database saved
         self._archive_reps = np.zeros((c.archive, c.buckets))  # evicted phases, oldest dropped first
         self._archive_ids = np.full(c.archive, -1, dtype=np.int64)
         self._archive_next = 0
@@ -402,7 +404,8 @@ class Tracker(Calibration, Folds, BoundedTable):
         """A candidate with evidence enough: (representative, intervals, earlier sequence numbers)
         of the new phase, or None when ``apart`` finds it a fringe of a known phase in a table of
         ``crowd`` phases or more, or ``overlap`` finds it within :data:`FOLDED_REACH` x the spread
-        of a phase that has folded another in (its intervals keep their nearest phase)."""
+        of a phase that has folded another in, or ``retire`` within the threshold of a phase that a
+        phase database saw retired (its intervals keep their nearest phase)."""
         c = self.config
         if c.apart and self._used + self.retired >= c.crowd:
             d = np.abs(self._reps[: self._used] - rep).sum(axis=1)
@@ -412,6 +415,8 @@ class Tracker(Calibration, Folds, BoundedTable):
             d = np.abs(self._reps[: self._used] - rep).sum(axis=1)
             if (d < FOLDED_REACH * self._reach() * self._folded[: self._used]).any():
                 return None
+        if c.retire and self._was_retired(rep):
+            return None
         return rep, hits, earlier
 
     def _expire(self, since: int) -> None:
@@ -425,11 +430,13 @@ class Tracker(Calibration, Folds, BoundedTable):
             self._cand_seqs[:k] = [self._cand_seqs[j] for j in keep]
             self._cand_used = k
 
-    def preload(self, representatives: Sequence[tuple], next_id: int, folded: Optional[dict] = None) -> None:
+    def preload(self, representatives: Sequence[tuple], next_id: int, folded: Optional[dict] = None,
+                retired: Sequence = ()) -> None:
         """Start from the representatives of earlier runs (a phase database): ``(phase, footprint)``
         pairs, at most ``table_size`` (the first ones are kept), into an empty table. Phase IDs
         created from now on start at ``next_id``; the preloaded IDs are in :attr:`known`.
-        ``folded``: phase -> spread of the phases that had folded another in (:meth:`folded_spreads`)."""
+        ``folded``: phase -> spread of the phases that had folded another in (:meth:`folded_spreads`);
+        ``retired``: the representatives of phases retired (:meth:`retired_representatives`)."""
         if self._used:
             raise ValueError("preload needs an empty phase table")
         for phase, fp in list(representatives)[: self.config.table_size]:
@@ -442,6 +449,7 @@ class Tracker(Calibration, Folds, BoundedTable):
                 self._folded[slot], self._prior[slot] = True, float(folded[int(phase)])
             self._used += 1
             self.known.add(int(phase))
+        self._retired_before = [np.asarray(r, dtype=np.float64) for r in retired]
         self.next_id = max(self.next_id, int(next_id), max(self.known, default=-1) + 1)
 
     # -- read access --------------------------------------------------------------------------

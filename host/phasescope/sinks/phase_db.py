@@ -10,7 +10,9 @@ the file is replaced atomically (temporary file in the same directory, then ``os
 phase the run folded into another (``merged_into``) counts as that phase and leaves the file; a
 known phase keeps its ID when it folds with a new one (engine/folds.py ``_fold``), and a phase that
 has folded another in keeps ``folded_spread`` (its spread, footprint units), so that later runs
-make no new phase within ``FOLDED_REACH`` x it either (``overlap``).
+make no new phase within ``FOLDED_REACH`` x it either (``overlap``). ``retired`` keeps the
+representatives of the phases runs retired (``retire``, the newest ``RETIRED_KEPT``): a later run
+makes no new phase within the threshold of one, so a short-lived phase's code takes no new ID each run.
 
 Format (JSON)::
 
@@ -55,6 +57,7 @@ from typing import Dict, Optional
 
 from phasescope import waits
 from phasescope.engine.config import PRESETS, TrackerConfig, preset
+from phasescope.engine.folds import RETIRED_KEPT
 from phasescope.engine.phase_engine import EngineConfig
 from phasescope.engine.stats import final_ids
 from phasescope.errors import InputError
@@ -175,6 +178,9 @@ class PhaseDb(Sink):
             why = _invalid_locality_runs(r.get("locality_runs", []))
             if why:
                 return f"representative {i}: {why}"
+        retired = db.get("retired", [])
+        if not isinstance(retired, list) or not all(self._valid_footprint(r) for r in retired):
+            return "bad retired"
         return None
 
     def _valid_footprint(self, fp) -> bool:
@@ -198,6 +204,8 @@ class PhaseDb(Sink):
         folded = {r["phase"]: r["folded_spread"] for r in reps if "folded_spread" in r}
         if folded:  # only the table tracker's ``overlap`` saves them
             pages["folded"] = folded
+        if self.db.get("retired"):  # only the table tracker's ``retire`` saves them
+            pages["retired"] = self.db["retired"]
         engine.tracker.preload([(r["phase"], r["footprint"]) for r in reps], self.db["next_id"], **pages)
 
     def summary_sections(self) -> dict:
@@ -246,6 +254,9 @@ class PhaseDb(Sink):
         self.db = {"format": FORMAT, "version": VERSION, "settings": self.settings, "runs": run,
                    "next_id": max(base["next_id"], new_id(self.engine.tracker.next_id)),
                    "representatives": sorted(by_phase.values(), key=lambda r: r["phase"])}
+        retired = base.get("retired", []) + getattr(self.engine.tracker, "retired_representatives", list)()
+        if retired:  # short-lived phases retired: the next run makes no new ID for their code either
+            self.db["retired"] = retired[-RETIRED_KEPT:]
         if self.settings["method"] == "pages":  # the page tracker's code granularity, kept for the next run
             self.db["code_shift"] = self.engine.tracker.shift
         self._save()

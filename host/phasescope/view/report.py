@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from phasescope.engine.predict import PREDICTORS
+from phasescope.engine.stats import final_ids
 
 
 def _pct(x: Optional[float]) -> str:
@@ -60,8 +61,11 @@ def print_report(summary: dict, top: int, file: Optional[TextIO] = None) -> None
     w = summary["whole"]
     work = (f"{w['instructions']:,} instructions" if w["instructions"] is not None
             else f"{w.get('cpu_ns', 0) / 1e9:.2f} s of sampled CPU time")
+    # a phase folded into another (overlap, retire, merge) is listed as it was, marked with the phase that counts it
+    final = final_ids({p["phase"]: p["merged_into"] for p in summary["phases"] if p.get("merged_into") is not None})
+    folded = f" ({len(final)} folded into others: {w['phases'] - len(final)} at the end)" if final else ""
     console.print(f"{w['intervals']:,} intervals, {work}, {w['threads']} thread(s), "
-                  f"{w['phases']} phases, phase changes in {_pct(w['change_rate'])} of intervals")
+                  f"{w['phases']} phases{folded}, phase changes in {_pct(w['change_rate'])} of intervals")
     session = summary.get("session", {})
     for reason in session.get("not_followed", ()):
         console.print(f"exact mode could not follow {reason}", style="yellow", highlight=False, markup=False,
@@ -83,7 +87,7 @@ def print_report(summary: dict, top: int, file: Optional[TextIO] = None) -> None
     transition = tracker.get("transition") and tracker.get("transition_label", "transition") == "transition"
 
     def label(phase: int) -> str:
-        return "0 (transition)" if transition and phase == 0 else str(phase)
+        return "0 (transition)" if transition and phase == 0 else f"{phase}>{final[phase]}" if phase in final else str(phase)
 
     rows = [row("all", w, [])] + [row(label(p["phase"]), p, p["transitions"]) for p in summary["phases"][:top]]
     if len(summary["phases"]) > top:
