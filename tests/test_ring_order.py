@@ -8,6 +8,7 @@ construction."""
 from __future__ import annotations
 
 import random
+import time
 import struct
 
 import pytest
@@ -106,3 +107,18 @@ def test_one_batch_gives_the_windows_of_many_small_reads_however_the_cpus_took_t
     timed = [(rng.randrange(3), t, rec) for t, rec in events]
     assert windows(timed, False, together=True) == windows(timed, False, together=False)
     assert windows(timed, False, together=False) == windows([(0, t, rec) for t, rec in events], False, True)
+
+
+@pytest.mark.parametrize("stacks", [False, True])
+def test_a_childs_samples_read_before_its_fork_record_was_written_wait_for_it(stacks):
+    """Ring 0 read, then the parent forked on CPU 0 and the child ran on CPU 1, then ring 1 read (the
+    host preempted between the two reads): the child's samples, taken after the read began, came a
+    read before their FORK record and were dropped as another process's; now they wait a read."""
+    now = time.time_ns() + 60_000_000_000  # after both reads began: what a read finds of what came since
+    s = sampler(2, stacks)
+    s._rings[1].chunks = [b"".join(record(now + t, stacks, ip=B, pid=CHILD, tid=CHILD) for t in range(1, 9))]
+    assert s.poll(0) == [] and s.foreign == 0
+    s._rings[0].chunks = [fork(CHILD, PID, now)]
+    out = s.poll(0) + s.stop()
+    assert s.foreign == 0
+    assert sorted((w.pid, w.seq, w.samples) for w in out) == [(CHILD, 0, 4), (CHILD, 1, 4)]

@@ -73,6 +73,13 @@ class SampleRecords:
     cache), ``_kids``, ``_t`` and ``_thread``, and the counters ``samples``, ``lost``, ``foreign``,
     ``duplicates`` and ``kernel_samples``."""
 
+    #: Samples of no followed process taken at or after :attr:`_unsure_from` (the read's start; the
+    #: last read, and here: never) are not dropped but read again with the next read's records, as a
+    #: ring of their own: the rings are read one after another, and a child forked once its parent's
+    #: ring was read had its samples on another ring read before its FORK record was written.
+    _unsure_from = (1 << 64) - 1
+    _unsure = b""
+
     def _parse(self, chunks: List[bytes], exits: List[int]) -> np.ndarray:
         """Samples of the chunks read from the rings (one a ring), accepted (:data:`SAMPLE_DTYPE`, or
         :data:`LEAF_DTYPE` without ``stacks``); LOST/FORK/EXIT/MMAP/COMM handled first, in time order
@@ -80,6 +87,7 @@ class SampleRecords:
         samples on one CPU must find its FORK record from another, a library's MMAP records must be
         taken in the order they happened, however late the read (a batch of an unwatched run, stop 48)."""
         split = self._split_chains if self.stacks else self._split_leaves
+        chunks, self._unsure = chunks + [self._unsure], b""
         parts = [split(data) for data in chunks if data]
         for _, data, rtype, misc, off, size in heapq.merge(*[others for _, others in parts], key=itemgetter(0)):
             self._record(data, rtype, misc, off, size, exits)
@@ -133,15 +141,21 @@ class SampleRecords:
         recs: list = []
         keep = recs.append
         own, id_tid, pid, kids = self._own, self._id_tid, self.pid, self._kids
+        unsure: list = []
         for ip, tid, t, chain, spid, ident, misc in samples:
             if spid != pid and spid not in kids:
-                self.foreign += 1
+                if t >= self._unsure_from:
+                    unsure.append(SAMPLE_RECORD.pack(PERF_RECORD_SAMPLE, misc, CHAIN_AT + len(chain), ident, ip,
+                                                     spid, tid, t) + chain)
+                else:
+                    self.foreign += 1
             elif tid in own and id_tid.get(ident, tid) != tid:
                 self.duplicates += 1
             elif misc & PERF_RECORD_MISC_CPUMODE_MASK == PERF_RECORD_MISC_USER:
                 keep((ip, tid, t, chain))
             else:
                 self._kernel_sample(recs, tid, t, chain)
+        self._unsure += b"".join(unsure)
         return np.array(recs, dtype=SAMPLE_DTYPE)
 
     def _split_leaves(self, data: bytes) -> tuple:
@@ -176,7 +190,10 @@ class SampleRecords:
         if self._kids:
             mine |= _lookup(dict.fromkeys(self._kids, 0), raw["pid"])[0]
         keep = mine
-        self.foreign += len(raw) - int(mine.sum())
+        unsure = ~mine & (raw["time"] >= np.uint64(self._unsure_from))
+        if unsure.any():
+            self._unsure += raw[unsure].tobytes()
+        self.foreign += len(raw) - int(mine.sum()) - int(unsure.sum())
         tid = raw["tid"]
         known, owner = _lookup(self._id_tid, raw["ident"], self._id_tid_sorted)
         other = known & (owner != tid) & mine  # sampled through another thread's event

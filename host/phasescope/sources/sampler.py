@@ -293,7 +293,8 @@ class Sampler(SampleRecords, SampleCode):
         watermark = time.time_ns()
         exits: list = []
         chunks = [ring.read() for ring in self._rings.values()]  # complete records from each ring
-        batch = self._parse(chunks, exits) if any(chunks) else self._held[:0]
+        self._unsure_from = (1 << 64) - 1 if final else watermark  # see SampleRecords._unsure
+        batch = self._parse(chunks, exits) if any(chunks) or self._unsure else self._held[:0]
         if len(self._held):
             batch = np.concatenate([self._held, batch])
         if final:
