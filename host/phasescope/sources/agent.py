@@ -8,6 +8,7 @@ import re
 from typing import Optional
 
 from phasescope.resources import joined
+from phasescope.sources.procfs import status_field
 
 
 #: C parameter and return types of the hot path's exported functions -> Frida NativeFunction types
@@ -51,9 +52,8 @@ def ignored_signals(pid: int) -> list:
     read before the agent is injected: Frida keeps their ``SIG_IGN`` as ``SIG_DFL`` (the agent's
     ``ignored`` option gives it back). ``[]`` when it cannot be read."""
     try:
-        with open(f"/proc/{pid}/status") as f:
-            mask = int(next(line.split()[1] for line in f if line.startswith("SigIgn:")), 16)
-    except (OSError, StopIteration, ValueError, IndexError):
+        mask = int(status_field(f"/proc/{pid}/status", "SigIgn") or "", 16)
+    except ValueError:
         return []
     return [sig for sig in EXCEPTION_SIGNALS if mask >> (sig - 1) & 1]
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from phasescope.errors import InputError
-from phasescope.sources.procfs import is_kernel_thread, process_comm, process_exe
+from phasescope.sources.procfs import is_kernel_thread, process_comm, process_exe, status_field
 
 
 @dataclass(frozen=True)
@@ -80,9 +80,8 @@ def local_processes() -> list:
 def process_state(pid: int) -> Optional[str]:
     """The state letter of a local process (R, S, Z, ...), None when it cannot be read."""
     try:
-        with open(f"/proc/{int(pid)}/status") as f:
-            return next((line.split()[1] for line in f if line.startswith("State:")), None)
-    except (OSError, ValueError, IndexError):
+        return status_field(f"/proc/{int(pid)}/status", "State")
+    except ValueError:
         return None
 
 

@@ -18,6 +18,17 @@ def thread_ids(pid: int) -> Set[int]:
         return set()
 
 
+def status_field(path: str, name: str) -> Optional[str]:
+    """The first word of field ``name`` (``SigBlk``, ``TracerPid``, ...) of a ``/proc/PID[/task/TID]/status``
+    file, None when it is unreadable (gone) or has no such field."""
+    label = name + ":"
+    try:
+        with open(path) as f:
+            return next((line.split()[1] for line in f if line.startswith(label)), None)
+    except (OSError, IndexError):
+        return None
+
+
 def stat_fields(path: str) -> Optional[List[str]]:
     """The fields of a ``/proc/PID[/task/TID]/stat`` file after the command name (the state first:
     field 3 of proc(5) is index 0), None when unreadable (gone)."""

@@ -18,6 +18,8 @@ import os
 import time
 from typing import Optional
 
+from phasescope.sources.procfs import status_field
+
 _SEIZE, _INTERRUPT, _DETACH, _SETSIGMASK = 0x4206, 0x4207, 17, 0x420B
 _WALL = 0x40000000
 _EVENT_STOP = 128
@@ -35,9 +37,8 @@ def main_thread_mask(pid: int) -> Optional[int]:
             call = f.read().split()
         if call and call[0].lstrip("-").isdigit() and int(call[0]) in _TEMPORARY_MASK:
             return None
-        with open(f"/proc/{pid}/status") as f:
-            return int(next(line.split()[1] for line in f if line.startswith("SigBlk:")), 16)
-    except (OSError, StopIteration, ValueError, IndexError):
+        return int(status_field(f"/proc/{pid}/status", "SigBlk") or "", 16)
+    except (OSError, ValueError):
         return None
 
 

@@ -21,7 +21,7 @@ import signal
 import time
 from typing import Callable, List, Optional
 
-from phasescope.sources.procfs import stat_fields
+from phasescope.sources.procfs import stat_fields, status_field
 
 POLL = 0.05  # seconds between looks at /proc
 
@@ -91,9 +91,8 @@ def _signal(pid: int, sig: int) -> None:
 def tracer(status_path: str) -> int:
     """The TracerPid of a /proc/.../status file: the pid tracing that thread, 0 for none (or gone)."""
     try:
-        with open(status_path) as f:
-            return int(next(ln for ln in f if ln.startswith("TracerPid:")).split()[1])
-    except (OSError, StopIteration, ValueError):
+        return int(status_field(status_path, "TracerPid") or 0)
+    except ValueError:
         return 0
 
 
